@@ -1,0 +1,29 @@
+# The two set-up commands (README): `make demo` and `make test`. Both are idempotent.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+PINS   := requirements/pins.txt
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test install clean
+
+# Re-install only when the pins or the package metadata change.
+$(STAMP): $(PINS) pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	# torch first and pinned, so that nothing can pull a CUDA build in its place.
+	$(PIP) install --quiet -c $(PINS) torch
+	$(PIP) install --quiet -c $(PINS) -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/rosetta verify --model all --targets onnxruntime --json demo-results.json
+
+test: $(STAMP)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache demo-results.json

@@ -1,0 +1,1 @@
+"""Timing harness (warm-up, synchronised clock reads, repeats) shared by every benchmark."""

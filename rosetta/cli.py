@@ -1,0 +1,249 @@
+"""The `rosetta` command: parses arguments, calls the library, prints. No logic of its own.
+
+Exit status: 0 when every verdict is PASS, 1 when any is FAIL, 2 on a usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from rosetta import __version__
+from rosetta.errors import RosettaError
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+EPILOG_EXIT = "exit status: 0 all PASS, 1 some FAIL, 2 usage or input error"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error on one line (and exit 2), without the usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"rosetta: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def _seed_list(text: str) -> list[int]:
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seeds like 0 or 0,1,2, got {text!r}") from None
+    if not seeds or any(s < 0 for s in seeds):
+        raise argparse.ArgumentTypeError(f"expected non-negative seeds like 0 or 0,1,2, got {text!r}")
+    return seeds
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rosetta", description="Convert deep-learning models between frameworks, "
+                     "verify that the converted model computes the same function, and time it.",
+                     epilog=EPILOG_EXIT)
+    parser.add_argument("--version", action="version", version=f"rosetta {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show framework logs and failure details")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    models = commands.add_parser("models", help="list the reference models",
+                                 description="List the reference models with their inputs and parameter counts.",
+                                 epilog="example: rosetta models --json models.json")
+    models.add_argument("--json", metavar="FILE", type=Path, help="also write the list as JSON")
+
+    convert = commands.add_parser(
+        "convert", help="convert a reference model and write the artifact with its manifest",
+        description="Convert a reference model to another format; writes the artifact and manifest.json "
+                    "into a new folder, atomically (nothing is left behind on failure).",
+        epilog="example: rosetta convert --model cnn --to onnx -o out/cnn-onnx\n" + EPILOG_EXIT,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    convert.add_argument("--model", required=True, help="reference model name (see `rosetta models`)")
+    convert.add_argument("--to", required=True, help="format or target: onnx, onnxruntime")
+    convert.add_argument("-o", "--output", required=True, type=Path, help="output folder (must not exist or be empty)")
+    convert.add_argument("--via", default="onnx", help="route (default: onnx)")
+    convert.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+    convert.add_argument("--json", metavar="FILE", type=Path, help="also write the manifest to FILE")
+    _add_model_options(convert)
+    _add_export_options(convert)
+
+    verify = commands.add_parser(
+        "verify", help="convert reference models and verify each target against PyTorch",
+        description="Run the PyTorch reference (float32 and float64) and every converted copy on the same "
+                    "seeded inputs; a target PASSes when its error against the float64 reference stays within "
+                    "a multiple of the reference's own float32 noise floor (or within --atol/--rtol).",
+        epilog="example: rosetta verify --model cnn,gru,resnet50 --targets onnxruntime --json results.json\n"
+               + EPILOG_EXIT,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    verify.add_argument("--model", default="all", help="models, comma-separated, or all (default: all)")
+    verify.add_argument("--targets", default="onnxruntime", help="targets, comma-separated, or all (default: onnxruntime)")
+    verify.add_argument("--via", default="onnx", help="route the targets are reached by (default: onnx)")
+    verify.add_argument("--batch", type=_positive_int, default=8, help="batch size of the generated inputs (default: 8)")
+    verify.add_argument("--seed", type=_seed_list, default=[0], help="seed(s) for weights and inputs, e.g. 0 or 0,1,2")
+    verify.add_argument("--atol", type=_non_negative_float, help="absolute tolerance instead of the calibrated one")
+    verify.add_argument("--rtol", type=_non_negative_float, help="relative tolerance instead of the calibrated one")
+    verify.add_argument("--tolerance-multiple", type=_non_negative_float, default=None,
+                        help="calibrated tolerance: allowed multiple of the noise floor (default: see README)")
+    verify.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
+    verify.add_argument("--work-dir", type=Path, help="keep converted artifacts here (default: a temporary folder)")
+    verify.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
+    verify.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_export_options(verify)
+    return parser
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=0, help="weight seed of the reference model (default: 0)")
+
+
+def _add_export_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--opset", type=_positive_int, default=17, help="ONNX opset (default: 17)")
+    parser.add_argument("--exporter", choices=("torchscript", "dynamo"), default="torchscript",
+                        help="torch.onnx exporter (default: torchscript)")
+    parser.add_argument("--training", choices=("eval", "preserve", "train"), default="eval",
+                        help="export mode: eval (BatchNorm folded), preserve (BatchNorm kept, for training), "
+                             "train (training-mode graph)")
+
+
+def _export_options(args) -> dict:
+    return {"opset": args.opset, "exporter": args.exporter, "training": args.training}
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 200)
+
+
+def _check_writable_file(path: Path | None) -> None:
+    if path is None:
+        return
+    parent = path.resolve().parent
+    if path.is_dir():
+        raise RosettaError(f"{path} is a folder; give a file name for the JSON output")
+    if not parent.is_dir():
+        raise RosettaError(f"cannot write {path}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise RosettaError(f"cannot write {path}: permission denied")
+
+
+def cmd_models(args) -> int:
+    from rich.table import Table
+
+    from rosetta.models import get_model, list_models
+
+    _check_writable_file(args.json)
+    table = Table(title="reference models", title_justify="left")
+    for column in ("name", "inputs", "outputs", "parameters", "DLF training", "description"):
+        table.add_column(column)
+    rows = []
+    for name in list_models():
+        spec = get_model(name)
+        sig = lambda ts: ", ".join(f"{t.name} {t.dtype}[{','.join('N' if d is None else str(d) for d in t.shape)}]" for t in ts)  # noqa: E731
+        training = (f"{spec.training.epochs} epochs, batch {spec.training.batch}, {spec.training.optimizer} "
+                    + ", ".join(f"{k}={v}" for k, v in spec.training.optimizer_settings.items())) if spec.training else "forward only"
+        table.add_row(name, sig(spec.inputs), sig(spec.outputs), f"{spec.parameter_count:,}", training, spec.description)
+        rows.append({"name": name, "inputs": [t.to_json() for t in spec.inputs],
+                     "outputs": [t.to_json() for t in spec.outputs], "parameter_count": spec.parameter_count,
+                     "training": spec.training and spec.training.__dict__, "description": spec.description})
+    _console().print(table)
+    if args.json:
+        args.json.write_text(json.dumps({"models": rows}, indent=2) + "\n")
+    return EXIT_PASS
+
+
+def cmd_convert(args) -> int:
+    from dataclasses import asdict
+
+    from rosetta.convert.output import check_output_folder
+    from rosetta.convert.store import run_conversion, torch_source
+    from rosetta.convert.targets import chain_for
+    from rosetta.models import get_model
+
+    spec = get_model(args.model)
+    chain = chain_for(args.to, args.via)
+    check_output_folder(args.output, args.force)
+    _check_writable_file(args.json)
+    manifest = run_conversion(torch_source(spec, args.seed), chain, args.output, _export_options(args), force=args.force)
+    print(f"{args.model} -> {' -> '.join(chain[1:])}: {args.output / manifest.artifact} (sha256 {manifest.sha256[:12]})")
+    if args.json:
+        args.json.write_text(json.dumps(asdict(manifest), indent=2) + "\n")
+    return EXIT_PASS
+
+
+def cmd_verify(args) -> int:
+    import tempfile
+
+    from rosetta.convert.store import ArtifactStore
+    from rosetta.convert.targets import parse_target_list
+    from rosetta.models import parse_model_list
+    from rosetta.report.tables import failure_lines, verify_table
+    from rosetta.verify.cells import plan_cells, run_cells
+    from rosetta.verify.results import write_results_json
+    from rosetta.verify.tolerance import DEFAULT_MULTIPLE, TolerancePolicy
+
+    specs = parse_model_list(args.model)
+    targets = parse_target_list(args.targets, args.via)
+    _check_writable_file(args.json)
+    if args.tolerance_multiple is not None and (args.atol is not None or args.rtol is not None):
+        raise RosettaError("give either --tolerance-multiple or --atol/--rtol, not both")
+    policy = TolerancePolicy(multiple=args.tolerance_multiple or DEFAULT_MULTIPLE, atol=args.atol, rtol=args.rtol)
+    cells = plan_cells([s.name for s in specs], [t.name for t in targets], route=args.via, seeds=tuple(args.seed),
+                       batch=args.batch, tolerance=policy, export=tuple(sorted(_export_options(args).items())),
+                       threads=args.threads)
+    with tempfile.TemporaryDirectory(prefix="rosetta-") as scratch:
+        store = ArtifactStore(args.work_dir or Path(scratch))
+        results = run_cells(cells, store, progress=not args.no_progress and sys.stderr.isatty())
+    console = _console()
+    console.print(verify_table(results, title=f"rosetta verify ({policy.describe()})"))
+    for line in failure_lines(results):
+        console.print(f"[red]FAIL[/red] {line}", highlight=False)
+    if args.verbose:
+        for result in results:
+            if result.detail:
+                console.print(result.detail, highlight=False, markup=False)
+    if args.json:
+        write_results_json(results, args.json, {"tolerance": policy.to_json()})
+    return EXIT_PASS if all(r.passed for r in results) else EXIT_FAIL
+
+
+COMMANDS = {"models": cmd_models, "convert": cmd_convert, "verify": cmd_verify}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return EXIT_USAGE
+    if not args.verbose:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        return COMMANDS[args.command](args)
+    except RosettaError as error:
+        print(f"rosetta: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("rosetta: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

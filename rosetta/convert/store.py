@@ -1,0 +1,76 @@
+"""Conversions of the reference models, and a store that makes each artifact once and shares it.
+
+An artifact is identified by (model, seed, chain of formats, options); its folder name is derived from that
+identity, so independent jobs (test workers, verify cells, later Ray tasks) that ask for the same artifact
+find it instead of converting again. Every step writes atomically, so a folder that exists is complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from rosetta.convert.manifest import MANIFEST_NAME, Manifest
+from rosetta.convert.output import atomic_folder
+from rosetta.convert.registry import get_conversion
+from rosetta.convert.torch_to_onnx import TorchSource
+
+
+def torch_source(spec, seed: int, module=None, origin: dict | None = None) -> TorchSource:
+    """The reference model (or a given module with the model's signature) as a conversion source."""
+    return TorchSource(module if module is not None else spec.build(seed), spec.inputs, spec.outputs,
+                       origin or {"model": spec.name, "seed": seed})
+
+
+def run_conversion(source, chain: tuple[str, ...], destination: Path, options: dict | None = None,
+                   force: bool = False) -> Manifest:
+    """Convert `source` (format chain[0]) step by step along `chain`; the last artifact lands in `destination`."""
+    options = options or {}
+    with atomic_folder(destination, force=force) as staging:
+        with tempfile.TemporaryDirectory(prefix="rosetta-steps-", dir=staging.parent) as scratch:
+            current = source
+            for step, (src, dst) in enumerate(zip(chain, chain[1:])):
+                last = step == len(chain) - 2
+                out = staging if last else Path(scratch) / f"{step}-{dst}"
+                out.mkdir(exist_ok=True)
+                manifest = get_conversion(src, dst).load()(current, out, options)
+                manifest.chain = list(chain[: step + 2])
+                manifest.write(out)
+                current = out
+    return manifest
+
+
+class ArtifactStore:
+    """Artifacts of reference models under one root folder, converted on first request."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def folder_for(self, spec, seed: int, chain: tuple[str, ...], options: dict | None = None, tag: str = "") -> Path:
+        identity = json.dumps({"chain": chain, "options": options or {}, "tag": tag}, sort_keys=True)
+        digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
+        label = "-".join(chain[1:]) + (f"-{tag}" if tag else "")
+        return self.root / f"{spec.name}-seed{seed}" / f"{label}-{digest}"
+
+    def get(self, spec, seed: int, chain: tuple[str, ...], options: dict | None = None,
+            module=None, tag: str = "") -> Path:
+        """The artifact folder, converting it now if it is not in the store. `module`+`tag` store a variant."""
+        folder = self.folder_for(spec, seed, chain, options, tag)
+        if (folder / MANIFEST_NAME).is_file():
+            return folder
+        source = torch_source(spec, seed, module, {"model": spec.name, "seed": seed, **({"variant": tag} if tag else {})})
+        try:
+            run_conversion(source, chain, folder, options)
+        except Exception:
+            if not (folder / MANIFEST_NAME).is_file():
+                raise
+            # another job finished the same artifact first; its folder is complete
+        return folder
+
+    def clear(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+        os.makedirs(self.root, exist_ok=True)

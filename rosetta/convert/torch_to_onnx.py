@@ -1,0 +1,107 @@
+"""torch -> ONNX with torch.onnx.export.
+
+Defaults: the TorchScript exporter at opset 17, the one every later target (onnx2tf, onnx2torch, MXNet's
+importer) accepts; the dynamo exporter as an option. `training` chooses what happens to BatchNorm/Dropout:
+  eval      inference graph; BatchNorm folded into the preceding Conv (constant folding on)
+  preserve  inference graph with BatchNorm kept as its own node and no constant folding: for artifacts
+            that will be trained, whose BatchNorm must stay a trainable layer
+  train     training-mode graph (Dropout active, BatchNorm using batch statistics); used on purpose to show
+            that verification catches a model exported in the wrong mode
+The batch axis is dynamic. The result passes onnx.checker's full check (with shape inference).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from rosetta.convert.manifest import Manifest, sha256_of
+from rosetta.convert.onnx_graph import graph_inputs, load_checked, value_info_signature
+from rosetta.errors import RosettaError
+
+ARTIFACT = "model.onnx"
+DEFAULT_OPSET = 17
+EXPORTERS = ("torchscript", "dynamo")
+TRAINING_MODES = ("eval", "preserve", "train")
+
+
+@dataclass
+class TorchSource:
+    """A PyTorch module to export, with the signature to export it with and where it came from."""
+
+    module: object  # torch.nn.Module
+    inputs: tuple  # TensorSpec
+    outputs: tuple  # TensorSpec
+    origin: dict  # e.g. {"model": "cnn", "seed": 0}
+
+
+def example_inputs(source: TorchSource, batch: int = 2):
+    import torch
+
+    tensors = []
+    for spec in source.inputs:
+        shape = spec.concrete_shape(batch)
+        if spec.dtype.startswith("int"):
+            tensors.append(torch.zeros(shape, dtype=getattr(torch, spec.dtype)))
+        else:
+            tensors.append(torch.rand(shape, dtype=getattr(torch, spec.dtype)))
+    return tuple(tensors)
+
+
+def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
+    import onnx
+    import torch
+
+    opset = int(options.get("opset", DEFAULT_OPSET))
+    exporter = options.get("exporter", "torchscript")
+    training = options.get("training", "eval")
+    if exporter not in EXPORTERS:
+        raise RosettaError(f"unknown exporter {exporter!r}; choose from {', '.join(EXPORTERS)}")
+    if training not in TRAINING_MODES:
+        raise RosettaError(f"unknown training mode {training!r}; choose from {', '.join(TRAINING_MODES)}")
+    if exporter == "dynamo" and training != "eval":
+        raise RosettaError("the dynamo exporter has no training modes; use --exporter torchscript with --training")
+
+    module = source.module
+    module.train(training == "train")
+    args = example_inputs(source)
+    input_names = [spec.name for spec in source.inputs]
+    output_names = [spec.name for spec in source.outputs]
+    target = Path(staging) / ARTIFACT
+    log = io.StringIO()
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(log):
+            warnings.simplefilter("ignore")
+            if exporter == "torchscript":
+                mode = {"eval": torch.onnx.TrainingMode.EVAL, "preserve": torch.onnx.TrainingMode.PRESERVE,
+                        "train": torch.onnx.TrainingMode.TRAINING}[training]
+                dynamic_axes = {name: {0: "batch"} for name in input_names + output_names}
+                torch.onnx.export(module, args, str(target), dynamo=False, opset_version=opset,
+                                  input_names=input_names, output_names=output_names,
+                                  dynamic_axes=dynamic_axes, training=mode,
+                                  do_constant_folding=(training == "eval"))
+            else:
+                batch = torch.export.Dim("batch")
+                torch.onnx.export(module, args, str(target), dynamo=True, opset_version=opset,
+                                  input_names=input_names, output_names=output_names,
+                                  dynamic_shapes=tuple({0: batch} for _ in args), external_data=False)
+    except RosettaError:
+        raise
+    except Exception as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise RosettaError(f"torch.onnx.export ({exporter}) failed: {message}") from None
+    finally:
+        module.eval()
+
+    model = load_checked(target)
+    actual_opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), opset)
+    return Manifest(
+        artifact=ARTIFACT, format="onnx", source=dict(source.origin),
+        converter={"name": f"torch.onnx.export[{exporter}]", "version": torch.__version__,
+                   "onnx": onnx.__version__, "options": {"opset": opset, "exporter": exporter, "training": training}},
+        inputs=value_info_signature(graph_inputs(model)), outputs=value_info_signature(model.graph.output),
+        sha256=sha256_of(target), opset=actual_opset, chain=["torch", "onnx"],
+    )

@@ -1,0 +1,51 @@
+"""The interface every framework runner implements, in the manner of Polygraphy's runners:
+load an artifact once, then predict on a dict of numpy arrays and return a dict of numpy arrays."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from rosetta.errors import RosettaError
+
+
+class Runner(ABC):
+    framework: ClassVar[str]
+
+    @classmethod
+    @abstractmethod
+    def version(cls) -> str:
+        """The version of the framework this runner drives."""
+
+    @abstractmethod
+    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run inference: input name -> array, to output name -> array."""
+
+
+def check_feeds(feeds: dict[str, np.ndarray], signature: list[dict]) -> None:
+    """Input names, dtypes and ranks/fixed sizes must match the model's signature: one clear line if not."""
+    expected = {entry["name"]: entry for entry in signature}
+    missing = sorted(set(expected) - set(feeds))
+    unknown = sorted(set(feeds) - set(expected))
+    if missing or unknown:
+        raise RosettaError(f"inputs do not match the model: missing {missing or 'none'}, unexpected {unknown or 'none'}; "
+                           f"the model takes {sorted(expected)}")
+    for name, array in feeds.items():
+        entry = expected[name]
+        if np.dtype(array.dtype) != np.dtype(entry["dtype"]):
+            raise RosettaError(f"input {name!r} has dtype {array.dtype}; the model expects {entry['dtype']}")
+        shape = entry["shape"]
+        fixed_ok = all(not isinstance(d, int) or d in (0, a) for d, a in zip(shape, array.shape))
+        if len(shape) != array.ndim or not fixed_ok:
+            wanted = "(" + ", ".join(str(d) if isinstance(d, int) and d else str(d or "?") for d in shape) + ")"
+            raise RosettaError(f"input {name!r} has shape {tuple(array.shape)}; the model expects {wanted}")
+
+
+def artifact_file(folder: Path, manifest) -> Path:
+    path = manifest.artifact_path(folder)
+    if not path.exists():
+        raise RosettaError(f"artifact {path} named by the manifest is missing; convert the model again")
+    return path

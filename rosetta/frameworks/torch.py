@@ -1,0 +1,47 @@
+"""PyTorch: runs the reference models (and, later, converted PyTorch artifacts). The float64 copy of a
+reference model gives verification its ground truth and its noise floor."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from rosetta.frameworks.base import Runner
+
+PRECISIONS = ("float32", "float64")
+
+
+class TorchModuleRunner(Runner):
+    """Runs an in-memory torch.nn.Module in eval mode, at float32 or float64 (same weights, cast)."""
+
+    framework = "torch"
+
+    def __init__(self, module, output_names: list[str], precision: str = "float32", threads: int = 0) -> None:
+        import torch
+
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}")
+        if threads:
+            torch.set_num_threads(threads)
+        self.dtype = getattr(torch, precision)
+        self.module = copy.deepcopy(module).to(self.dtype).eval()
+        self.output_names = list(output_names)
+
+    @classmethod
+    def version(cls) -> str:
+        import torch
+
+        return torch.__version__
+
+    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        import torch
+
+        tensors = []
+        for array in feeds.values():
+            tensor = torch.from_numpy(np.ascontiguousarray(array))
+            tensors.append(tensor.to(self.dtype) if tensor.is_floating_point() else tensor)
+        with torch.inference_mode():
+            result = self.module(*tensors)
+        result = result if isinstance(result, (tuple, list)) else (result,)
+        return {name: value.detach().cpu().numpy() for name, value in zip(self.output_names, result)}

@@ -1,0 +1,82 @@
+"""ModelSpec and the registry of reference models: code and tests iterate over it instead of naming models."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+from rosetta.errors import RosettaError
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input or output: name, shape with None for the (dynamic) batch axis, dtype, and input value range."""
+
+    name: str
+    shape: tuple[int | None, ...]
+    dtype: str
+    low: float | None = None
+    high: float | None = None
+
+    def concrete_shape(self, batch: int) -> tuple[int, ...]:
+        return tuple(batch if d is None else d for d in self.shape)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """The DLF benchmark's training hyper-parameters for a model (../shared/reference/dlf-benchmarks.md)."""
+
+    epochs: int
+    batch: int
+    optimizer: str
+    optimizer_settings: dict = field(default_factory=dict)
+    loss: str = "cross_entropy"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A reference model: how to build it (seeded), what it takes and returns, and how DLF trains it."""
+
+    name: str
+    description: str
+    factory: Callable[..., object]  # factory(seed) -> torch.nn.Module in eval mode
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    parameter_count: int
+    training: TrainingSpec | None = None
+
+    def build(self, seed: int = 0):
+        """The model with seeded weights, in eval mode: same seed, bit-identical weights."""
+        return self.factory(seed)
+
+
+_REGISTRY: dict[str, ModelSpec] = {}
+
+
+def register_model(spec: ModelSpec) -> ModelSpec:
+    if spec.name in _REGISTRY:
+        raise ValueError(f"model {spec.name!r} is registered twice")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def list_models() -> list[str]:
+    return list(_REGISTRY)
+
+
+def get_model(name: str) -> ModelSpec:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise RosettaError(f"unknown model {name!r}; choose from: {', '.join(_REGISTRY)} (see `rosetta models`)") from None
+
+
+def parse_model_list(text: str) -> list[ModelSpec]:
+    """'cnn,gru' or 'all' -> specs, with a clear error for an unknown name."""
+    names = list_models() if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise RosettaError("no model given; pass --model NAME[,NAME...] or --model all")
+    return [get_model(n) for n in names]

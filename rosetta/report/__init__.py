@@ -1,0 +1,1 @@
+"""Tables, JSON and progress bars: how results are shown to a person."""

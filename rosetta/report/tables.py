@@ -1,0 +1,43 @@
+"""Rich tables of results: one row per (model, route, target, output)."""
+
+from __future__ import annotations
+
+import math
+
+from rosetta.verify.results import VerifyResult
+
+
+def _fmt(value: float, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}e}"
+
+
+def verify_table(results: list[VerifyResult], title: str = "rosetta verify"):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column, justify in (("model", "left"), ("route", "left"), ("target", "left"), ("output", "left"),
+                            ("max abs err", "right"), ("scaled err", "right"), ("noise floor", "right"),
+                            ("err/floor", "right"), ("cosine", "right"), ("in tol", "right"), ("verdict", "center")):
+        table.add_column(column, justify=justify, no_wrap=column != "output")
+    for result in results:
+        if not result.outputs:  # the path failed before producing outputs: the row still shows, with FAIL
+            table.add_row(result.model, result.route, result.target, "-", "-", "-", "-", "-", "-", "-",
+                          _verdict(result.passed))
+        for output in result.outputs:
+            ratio = "-" if math.isnan(output.error_ratio) else f"{output.error_ratio:.2f}"
+            cosine = "-" if math.isnan(output.cosine) else f"{output.cosine:.8f}"
+            table.add_row(result.model, result.route, result.target, output.name,
+                          _fmt(output.max_abs_error), _fmt(output.scaled_error), _fmt(output.noise_floor),
+                          ratio, cosine, f"{100 * output.within_tolerance:.1f}%",
+                          _verdict(output.passed))
+    return table
+
+
+def _verdict(passed: bool) -> str:
+    return "[green]PASS[/green]" if passed else "[red]FAIL[/red]"
+
+
+def failure_lines(results: list[VerifyResult]) -> list[str]:
+    return [f"{r.model} -> {r.target} ({r.route}): {r.reason}" for r in results if not r.passed]

@@ -1,0 +1,1 @@
+"""Comparison metrics, the calibrated tolerance policy, verdicts, and the verification matrix of cells."""

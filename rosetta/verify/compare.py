@@ -1,0 +1,69 @@
+"""Compare a target's outputs with the float32 and float64 reference outputs and give the verdict."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+
+from rosetta.verify.metrics import error_stats, non_finite_counts
+from rosetta.verify.results import FAIL, PASS, OutputComparison
+from rosetta.verify.tolerance import TolerancePolicy, noise_floor
+
+
+def compare_output(name: str, target: np.ndarray | None, reference32: np.ndarray, reference64: np.ndarray,
+                   policy: TolerancePolicy) -> OutputComparison:
+    floor = noise_floor(reference32, reference64)
+    if target is None:
+        return _failed(name, list(reference64.shape), floor, f"{name}: the target has no output of this name")
+    target = np.asarray(target)
+    if target.shape != reference64.shape:
+        return _failed(name, list(target.shape), floor,
+                       f"{name}: shape {tuple(target.shape)}, the reference gives {tuple(reference64.shape)}")
+    nans, infs = non_finite_counts(target)
+    stats = error_stats(target, reference64)
+    limit = policy.elementwise_limit(reference64.astype(np.float64), floor)
+    diff = np.abs(target.astype(np.float64) - reference64.astype(np.float64))
+    within = float(np.mean(diff <= limit)) if diff.size else 1.0
+    ratio = stats.max_abs_error / floor
+    where = "[" + ", ".join(map(str, stats.worst_index)) + "]"
+    if nans or infs:
+        passed, reason = False, f"{name}: {nans} NaN and {infs} Inf values"
+    elif within < 1.0:
+        passed = False
+        if policy.calibrated:
+            reason = (f"{name}: max abs error {stats.max_abs_error:.3g} is {ratio:.3g}x the noise floor "
+                      f"{floor:.3g} (limit {policy.multiple:g}x) at {where}: {stats.worst_target:.6g} vs {stats.worst_reference:.6g}")
+        else:
+            reason = (f"{name}: {100 * (1 - within):.3g}% of elements exceed atol={policy.atol or 0:g} "
+                      f"rtol={policy.rtol or 0:g}; worst at {where}: {stats.worst_target:.6g} vs {stats.worst_reference:.6g}")
+    else:
+        passed, reason = True, ""
+    vs32 = error_stats(target, reference32)
+    return OutputComparison(
+        name=name, shape=list(target.shape), passed=passed, reason=reason,
+        max_abs_error=stats.max_abs_error, max_rel_error=stats.max_rel_error, scaled_error=stats.scaled_error,
+        rms_error=stats.rms_error, cosine=stats.cosine, within_tolerance=within, nan_count=nans, inf_count=infs,
+        noise_floor=floor, error_ratio=ratio, worst_index=stats.worst_index, worst_target=stats.worst_target,
+        worst_reference=stats.worst_reference,
+        vs_float32={k: v for k, v in asdict(vs32).items() if not k.startswith("worst")},
+    )
+
+
+def _failed(name: str, shape: list[int], floor: float, reason: str) -> OutputComparison:
+    nan = float("nan")
+    return OutputComparison(name=name, shape=shape, passed=False, reason=reason, max_abs_error=nan,
+                            max_rel_error=nan, scaled_error=nan, rms_error=nan, cosine=nan, within_tolerance=0.0,
+                            nan_count=0, inf_count=0, noise_floor=floor, error_ratio=nan)
+
+
+def compare_outputs(target: dict[str, np.ndarray], reference32: dict[str, np.ndarray],
+                    reference64: dict[str, np.ndarray], policy: TolerancePolicy) -> tuple[list[OutputComparison], str, str]:
+    """Per-output comparisons plus the overall (verdict, reason): PASS only when every output passes."""
+    outputs = [compare_output(name, target.get(name), reference32[name], reference64[name], policy)
+               for name in reference64]
+    extra = sorted(set(target) - set(reference64))
+    reasons = [o.reason for o in outputs if not o.passed]
+    if extra:
+        reasons.append(f"unexpected outputs {extra}")
+    return outputs, (PASS if not reasons else FAIL), "; ".join(reasons)

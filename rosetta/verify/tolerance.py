@@ -1,0 +1,60 @@
+"""The tolerance policy: calibrated from the reference's own float32 noise, not guessed.
+
+The reference model is run twice on the same inputs, in float32 and in float64 (same weights). For each
+output, its *noise floor* is
+
+    floor = max(max|ref32 - ref64|, FLOAT32_EPS * max|ref64|, ABSOLUTE_FLOOR)
+
+i.e. how far float32 arithmetic alone moves the original model away from the float64 truth (never less than
+one float32 ulp at the output's scale, and never less than ABSOLUTE_FLOOR, for all-zero or tiny outputs).
+A converted model is also float32 code, run with other kernels and another summation order, so it is
+expected to stray by a few noise floors, not by hundreds. It PASSes when
+
+    max|target - ref64| <= multiple * floor             (elementwise: |t - r64| <= multiple * floor)
+
+DEFAULT_MULTIPLE was chosen from measurements (`python scripts/calibrate_tolerance.py`, README): the largest
+error/floor ratio of correct conversions over 20 seeds, with head-room, and far below the smallest ratio of
+the deliberately wrong artifacts. A user can instead give --atol/--rtol (numpy.isclose semantics against
+the float64 reference): |t - r64| <= atol + rtol * |r64|.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
+ABSOLUTE_FLOOR = 1e-9
+DEFAULT_MULTIPLE = 32.0
+
+
+@dataclass(frozen=True)
+class TolerancePolicy:
+    multiple: float = DEFAULT_MULTIPLE
+    atol: float | None = None
+    rtol: float | None = None
+
+    @property
+    def calibrated(self) -> bool:
+        return self.atol is None and self.rtol is None
+
+    def describe(self) -> str:
+        if self.calibrated:
+            return f"calibrated: {self.multiple:g} x float32 noise floor of the reference"
+        return f"user: atol={self.atol or 0:g}, rtol={self.rtol or 0:g}"
+
+    def elementwise_limit(self, reference64: np.ndarray, floor: float) -> np.ndarray | float:
+        if self.calibrated:
+            return self.multiple * floor
+        return (self.atol or 0.0) + (self.rtol or 0.0) * np.abs(reference64)
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "description": self.describe()}
+
+
+def noise_floor(reference32: np.ndarray, reference64: np.ndarray) -> float:
+    r64 = reference64.astype(np.float64)
+    scale = float(np.max(np.abs(r64))) if r64.size else 0.0
+    drift = float(np.max(np.abs(reference32.astype(np.float64) - r64))) if r64.size else 0.0
+    return max(drift, FLOAT32_EPS * scale, ABSOLUTE_FLOOR)
