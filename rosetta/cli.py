@@ -240,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     except RosettaError as error:
         print(f"rosetta: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as error:  # a file the user named cannot be read or written
+        print(f"rosetta: error: {error.strerror or error}: {error.filename or ''}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("rosetta: interrupted", file=sys.stderr)
         return 130

@@ -45,3 +45,25 @@ def load_checked(path: Path):
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise RosettaError(f"{path} fails the ONNX checker: {first_line}") from None
     return model
+
+
+def training_mode_nodes(model) -> list[str]:
+    """Nodes that compute differently in training mode, marked to do so in an inference graph: Dropout whose
+    training_mode input is a true constant, BatchNormalization with training_mode=1. They mean the model was
+    exported in training mode (DLF lesson: dropout must be off at inference)."""
+    from onnx import numpy_helper
+
+    constants = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    found = []
+    for node in model.graph.node:
+        if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2]:
+            flag = constants.get(node.input[2])
+            if flag is None or bool(flag):  # unknown at export time counts: it may be true at run time
+                found.append(f"Dropout {node.name or node.output[0]!r} with training_mode=true")
+        if node.op_type == "BatchNormalization":
+            if any(a.name == "training_mode" and a.i for a in node.attribute):
+                found.append(f"BatchNormalization {node.name or node.output[0]!r} with training_mode=1")
+    return found

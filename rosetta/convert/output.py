@@ -24,6 +24,8 @@ def check_output_folder(folder: Path, force: bool = False) -> None:
     existing = parent
     while not existing.exists():
         existing = existing.parent
+    if not existing.is_dir():
+        raise RosettaError(f"cannot write to {folder}: {existing} is a file, not a folder; choose another output folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise RosettaError(f"cannot write to {parent}: permission denied; choose a writable output folder")
 

@@ -16,6 +16,11 @@ class Target:
     chain: tuple[str, ...]  # formats, source first: ("torch", "onnx")
     runner: str  # framework name in rosetta.frameworks.RUNNERS
     description: str = ""
+    verify_options: tuple = ()  # (key, value) pairs passed to the runner when verifying
+
+    @property
+    def artifact_format(self) -> str:
+        return self.chain[-1]
 
 
 _TARGETS: dict[tuple[str, str], Target] = {}
@@ -55,7 +60,8 @@ def parse_target_list(text: str, route: str = "onnx") -> list[Target]:
 
 
 register_target(Target("onnxruntime", "onnx", ("torch", "onnx"), "onnxruntime",
-                       "torch.onnx.export, run in ONNX Runtime"))
+                       "torch.onnx.export, run in ONNX Runtime",
+                       verify_options=(("optimization", "disabled"),)))
 
 
 def chain_for(to: str, route: str = "onnx") -> tuple[str, ...]:

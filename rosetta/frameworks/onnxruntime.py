@@ -1,4 +1,9 @@
-"""ONNX Runtime: runs an ONNX artifact on the CPU execution provider (CUDA EP where installed and asked for)."""
+"""ONNX Runtime: runs an ONNX artifact on the CPU execution provider (CUDA EP where installed and asked for).
+
+`optimization="disabled"` runs the graph exactly as written. Verification uses it because ORT's optimiser
+rewrites graphs in ways that can hide a wrong artifact: it deletes Dropout nodes even when their
+training_mode input is true, so a model exported in training mode would look correct.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +14,23 @@ import numpy as np
 from rosetta.frameworks.base import Runner, artifact_file, check_feeds
 
 
+OPTIMIZATION_LEVELS = {
+    "disabled": lambda ort: ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": lambda ort: ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "all": lambda ort: ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+
+
 class OnnxRuntimeRunner(Runner):
     framework = "onnxruntime"
 
-    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu") -> None:
+    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu",
+                 optimization: str = "all") -> None:
         import onnxruntime as ort
 
         self.manifest = manifest
         options = ort.SessionOptions()
+        options.graph_optimization_level = OPTIMIZATION_LEVELS[optimization](ort)
         options.intra_op_num_threads = threads  # 0: ONNX Runtime's default (one per physical core)
         options.log_severity_level = 3
         providers = ["CPUExecutionProvider"]

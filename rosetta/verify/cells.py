@@ -21,6 +21,7 @@ from rosetta.frameworks.torch import TorchModuleRunner
 from rosetta.models import get_model
 from rosetta.verify.compare import compare_outputs
 from rosetta.verify.inputs import generate_inputs
+from rosetta.verify.lint import artifact_problems
 from rosetta.verify.results import FAIL, VerifyResult
 from rosetta.verify.tolerance import TolerancePolicy
 
@@ -86,7 +87,8 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         result.artifact = str(folder)
         stage = "loading"
         start = time.perf_counter()
-        runner = load_runner(target.runner, folder, threads=cell.threads)
+        problems = artifact_problems(folder)
+        runner = load_runner(target.runner, folder, threads=cell.threads, **dict(target.verify_options))
         result.framework_version = runner_class(target.runner).version()
         result.seconds["load"] = time.perf_counter() - start
         stage = "inference"
@@ -99,6 +101,9 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         return result
     result.outputs, result.verdict, result.reason = compare_outputs(
         outputs, reference.float32, reference.float64, cell.tolerance)
+    if problems:
+        result.verdict = FAIL
+        result.reason = "; ".join(problems + ([result.reason] if result.reason else []))
     return result
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 ABSOLUTE_FLOOR = 1e-9
-DEFAULT_MULTIPLE = 32.0
+DEFAULT_MULTIPLE = 10.0
 
 
 @dataclass(frozen=True)

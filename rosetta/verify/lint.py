@@ -1,0 +1,23 @@
+"""Static checks of an artifact that no choice of inputs may reveal, given as reasons to FAIL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def artifact_problems(folder: Path) -> list[str]:
+    """What is wrong with an artifact folder regardless of its outputs (empty when nothing is)."""
+    from rosetta.convert.manifest import Manifest
+
+    manifest = Manifest.read(folder)
+    if manifest.format != "onnx":
+        return []
+    import onnx
+
+    from rosetta.convert.onnx_graph import training_mode_nodes
+
+    nodes = training_mode_nodes(onnx.load(str(manifest.artifact_path(folder)), load_external_data=False))
+    if not nodes:
+        return []
+    more = f" and {len(nodes) - 2} more" if len(nodes) > 2 else ""
+    return [f"inference graph exported in training mode: {', '.join(nodes[:2])}{more}"]

@@ -1,0 +1,73 @@
+"""Measure the error/noise-floor ratios that choose rosetta's default tolerance multiple.
+
+For each seed, every reference model goes through every target of the route (correct conversions) and
+every registered fault is built (wrong conversions). Prints, per model/target and per fault, the largest
+and smallest ratio max|target - ref64| / noise_floor, and writes them all as JSON. The default multiple
+(rosetta.verify.tolerance.DEFAULT_MULTIPLE) must sit above every correct ratio, with head-room, and below
+every wrong one.
+
+    python scripts/calibrate_tolerance.py --seeds 20 --json calibration.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from rosetta.convert.store import ArtifactStore
+from rosetta.convert.targets import list_targets
+from rosetta.models import list_models
+from rosetta.report.progress import progress_bar
+from rosetta.verify.cells import VerifyCell, run_cell
+from rosetta.verify.faults import list_faults
+from rosetta.verify.tolerance import DEFAULT_MULTIPLE
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--route", default="onnx")
+    parser.add_argument("--json", type=Path, default=Path("calibration.json"))
+    args = parser.parse_args()
+
+    rows: dict[str, list[float]] = {}
+    kinds: dict[str, str] = {}
+    jobs = [("correct", m, t, None) for m in list_models() for t in list_targets(args.route)]
+    jobs += [("wrong", f.model, f.target, f) for f in list_faults() if f.route == args.route]
+    with tempfile.TemporaryDirectory() as scratch, progress_bar(args.seeds * len(jobs), "calibrating") as advance:
+        for seed in range(args.seeds):
+            store = ArtifactStore(Path(scratch) / f"seed{seed}")
+            references: dict = {}
+            for kind, model, target, fault in jobs:
+                label = f"{model} -> {target}" if fault is None else fault.name
+                advance(f"seed {seed}: {label}")
+                artifact = fault.build(store, seed, {}) if fault else None
+                result = run_cell(VerifyCell(model, target, args.route, seed, args.batch), store, references, artifact)
+                ratio = max((o.error_ratio for o in result.outputs), default=float("nan"))
+                rows.setdefault(label, []).append(ratio)
+                kinds[label] = kind
+            store.clear()
+        advance(None)
+
+    table = Table(title=f"error / noise floor over {args.seeds} seeds (default multiple {DEFAULT_MULTIPLE:g})")
+    for column in ("artifact", "kind", "min", "median", "max"):
+        table.add_column(column)
+    for label, ratios in rows.items():
+        ordered = sorted(ratios)
+        table.add_row(label, kinds[label], f"{ordered[0]:.3g}", f"{ordered[len(ordered) // 2]:.3g}", f"{ordered[-1]:.3g}")
+    Console().print(table)
+    correct = [r for label, rs in rows.items() if kinds[label] == "correct" for r in rs]
+    wrong = [r for label, rs in rows.items() if kinds[label] == "wrong" for r in rs]
+    print(f"largest correct ratio {max(correct):.3g}; smallest wrong ratio {min(wrong):.3g}")
+    args.json.write_text(json.dumps({"seeds": args.seeds, "batch": args.batch, "default_multiple": DEFAULT_MULTIPLE,
+                                     "ratios": rows, "kinds": kinds}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from rosetta.report.tables import failure_lines, verify_table
+from rosetta.verify.results import VerifyResult
+
+
+def _render(table) -> str:
+    buffer = io.StringIO()
+    Console(file=buffer, width=200).print(table)
+    return buffer.getvalue()
+
+
+def test_a_failed_path_still_has_its_row():
+    results = [VerifyResult("cnn", "onnx", "mxnet", "FAIL", "conversion failed: boom")]
+    text = _render(verify_table(results))
+    assert "mxnet" in text and "FAIL" in text
+    assert failure_lines(results) == ["cnn -> mxnet (onnx): conversion failed: boom"]

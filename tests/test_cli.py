@@ -1,0 +1,97 @@
+"""The CLI as a user meets it: exit codes 0/1/2, one-line errors, JSON as documented."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rosetta.cli import main
+
+
+def run(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rosetta.cli", *argv], capture_output=True, text=True, timeout=600)
+
+
+def test_version_and_help():
+    assert run("--version").stdout.startswith("rosetta ")
+    for command in ("models", "convert", "verify"):
+        out = run(command, "--help")
+        assert out.returncode == 0 and "example: rosetta" in out.stdout
+    assert "exit status: 0 all PASS, 1 some FAIL, 2 usage or input error" in run("--help").stdout
+
+
+def test_models_lists_shapes_and_parameter_counts(tmp_path, capsys):
+    assert main(["models", "--json", str(tmp_path / "m.json")]) == 0
+    out = capsys.readouterr().out
+    assert "3,441,592" in out and "images float32[N,3,32,32]" in out and "23,508,032" in out
+    names = [m["name"] for m in json.loads((tmp_path / "m.json").read_text())["models"]]
+    assert names == ["cnn", "gru", "resnet50"]
+
+
+def test_convert_writes_artifact_and_manifest(tmp_path, capsys):
+    assert main(["convert", "--model", "cnn", "--to", "onnx", "-o", str(tmp_path / "cnn")]) == 0
+    assert (tmp_path / "cnn" / "model.onnx").is_file()
+    manifest = json.loads((tmp_path / "cnn" / "manifest.json").read_text())
+    assert manifest["source"] == {"model": "cnn", "seed": 0} and manifest["opset"] == 17
+
+
+def test_verify_passes_and_writes_json(tmp_path):
+    out = run("verify", "--model", "cnn,gru", "--targets", "onnxruntime", "--batch", "4", "--seed", "1",
+              "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("PASS") == 2
+    rows = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert [(r["model"], r["target"], r["route"], r["verdict"]) for r in rows] == [
+        ("cnn", "onnxruntime", "onnx", "PASS"), ("gru", "onnxruntime", "onnx", "PASS")]
+    assert rows[0]["batch"] == 4 and rows[0]["seed"] == 1
+
+
+def test_verify_exit_status_is_1_when_a_verdict_fails(tmp_path):
+    out = run("verify", "--model", "cnn", "--training", "train", "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 1
+    assert "FAIL" in out.stdout and "exported in training mode" in out.stdout
+    assert json.loads((tmp_path / "r.json").read_text())["results"][0]["verdict"] == "FAIL"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["verify", "--model", "vgg"], "unknown model 'vgg'"),
+    (["verify", "--model", "cnn", "--targets", "caffe"], "unknown target 'caffe'"),
+    (["verify", "--model", "cnn", "--via", "mmdnnx"], "unknown route 'mmdnnx'"),
+    (["verify", "--batch", "0"], "expected a positive integer, got '0'"),
+    (["verify", "--seed", "x"], "expected seeds like 0 or 0,1,2"),
+    (["verify", "--atol", "-1"], "expected a finite number >= 0"),
+    (["verify", "--json", "/nonexistent-dir/r.json"], "folder /nonexistent-dir does not exist"),
+    (["convert", "--model", "cnn", "--to", "caffe", "-o", "x"], "cannot convert to 'caffe'"),
+    (["convert", "--model", "cnn", "--to", "onnx"], "the following arguments are required: -o/--output"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_user_errors_are_one_line_and_exit_2(argv, message):
+    out = run(*argv)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rosetta: error:") and message in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_unwritable_output_folder_is_refused_and_nothing_written(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    out = run("convert", "--model", "cnn", "--to", "onnx", "-o", str(tmp_path / "a-file" / "cnn"))
+    assert out.returncode == 2 and "is a file, not a folder" in out.stderr and "Traceback" not in out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_unwritable_json_is_refused_before_any_work(tmp_path):
+    out = run("verify", "--model", "cnn", "--json", str(tmp_path))
+    assert out.returncode == 2 and "is a folder; give a file name" in out.stderr
+
+
+def test_existing_output_folder_is_refused_without_force(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mine.txt").write_text("x")
+    out = run("convert", "--model", "cnn", "--to", "onnx", "-o", str(tmp_path / "out"))
+    assert out.returncode == 2 and "exists and is not empty; choose another or pass --force" in out.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["mine.txt"]
