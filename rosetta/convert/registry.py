@@ -11,7 +11,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from rosetta.errors import RosettaError
+from rosetta.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -27,27 +27,17 @@ class ConversionPath:
         return getattr(importlib.import_module(module_name), function)
 
 
-_PATHS: dict[tuple[str, str], ConversionPath] = {}
-
-
-def register_conversion(path: ConversionPath) -> ConversionPath:
-    key = (path.source, path.target)
-    if key in _PATHS:
-        raise ValueError(f"conversion {key} is registered twice")
-    _PATHS[key] = path
-    return path
+CONVERSIONS: Registry[ConversionPath] = Registry("conversion", key=lambda path: (path.source, path.target))
+register_conversion = CONVERSIONS.register
 
 
 def get_conversion(source: str, target: str) -> ConversionPath:
-    try:
-        return _PATHS[(source, target)]
-    except KeyError:
-        known = ", ".join(f"{s}->{t}" for s, t in _PATHS)
-        raise RosettaError(f"no conversion from {source} to {target}; rosetta has: {known}") from None
+    known = [f"{s}->{t}" for s, t in CONVERSIONS.keys()]
+    return CONVERSIONS.get((source, target), label=f"{source} -> {target}", choices=known)
 
 
 def list_conversions() -> list[ConversionPath]:
-    return list(_PATHS.values())
+    return list(CONVERSIONS)
 
 
 register_conversion(ConversionPath(

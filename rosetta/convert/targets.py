@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rosetta.errors import RosettaError
+from rosetta.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -23,33 +24,22 @@ class Target:
         return self.chain[-1]
 
 
-_TARGETS: dict[tuple[str, str], Target] = {}
-
-
-def register_target(target: Target) -> Target:
-    key = (target.route, target.name)
-    if key in _TARGETS:
-        raise ValueError(f"target {key} is registered twice")
-    _TARGETS[key] = target
-    return target
+TARGETS: Registry[Target] = Registry("target", key=lambda target: (target.route, target.name))
+register_target = TARGETS.register
 
 
 def list_routes() -> list[str]:
-    return sorted({route for route, _ in _TARGETS})
+    return sorted({route for route, _ in TARGETS.keys()})
 
 
 def list_targets(route: str = "onnx") -> list[str]:
-    return [name for r, name in _TARGETS if r == route]
+    return [name for r, name in TARGETS.keys() if r == route]
 
 
 def get_target(name: str, route: str = "onnx") -> Target:
-    try:
-        return _TARGETS[(route, name)]
-    except KeyError:
-        if route not in list_routes():
-            raise RosettaError(f"unknown route {route!r}; choose from: {', '.join(list_routes())}") from None
-        raise RosettaError(f"unknown target {name!r} for route {route!r}; "
-                           f"choose from: {', '.join(list_targets(route))} or all") from None
+    if route not in list_routes():
+        raise RosettaError(f"unknown route {route!r}; choose from: {', '.join(list_routes())}")
+    return TARGETS.get((route, name), label=f"{name!r} for route {route!r}", choices=list_targets(route) + ["all"])
 
 
 def parse_target_list(text: str, route: str = "onnx") -> list[Target]:
@@ -66,10 +56,10 @@ register_target(Target("onnxruntime", "onnx", ("torch", "onnx"), "onnxruntime",
 
 def chain_for(to: str, route: str = "onnx") -> tuple[str, ...]:
     """The chain of formats for `rosetta convert --to X`: X is a target name of the route or a format."""
-    if (route, to) in _TARGETS:
-        return _TARGETS[(route, to)].chain
-    for target in _TARGETS.values():
+    if (route, to) in TARGETS:
+        return TARGETS.get((route, to)).chain
+    for target in TARGETS:
         if target.route == route and target.chain[-1] == to:
             return target.chain
-    choices = sorted({t.chain[-1] for t in _TARGETS.values() if t.route == route} | set(list_targets(route)))
+    choices = sorted({t.chain[-1] for t in TARGETS if t.route == route} | set(list_targets(route)))
     raise RosettaError(f"cannot convert to {to!r} by route {route!r}; choose from: {', '.join(choices)}")

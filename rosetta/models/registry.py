@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from rosetta.errors import RosettaError
+from rosetta.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -53,25 +54,16 @@ class ModelSpec:
         return self.factory(seed)
 
 
-_REGISTRY: dict[str, ModelSpec] = {}
-
-
-def register_model(spec: ModelSpec) -> ModelSpec:
-    if spec.name in _REGISTRY:
-        raise ValueError(f"model {spec.name!r} is registered twice")
-    _REGISTRY[spec.name] = spec
-    return spec
+MODELS: Registry[ModelSpec] = Registry("model", key=lambda spec: spec.name, hint="(see `rosetta models`)")
+register_model = MODELS.register
 
 
 def list_models() -> list[str]:
-    return list(_REGISTRY)
+    return MODELS.keys()
 
 
 def get_model(name: str) -> ModelSpec:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise RosettaError(f"unknown model {name!r}; choose from: {', '.join(_REGISTRY)} (see `rosetta models`)") from None
+    return MODELS.get(name)
 
 
 def parse_model_list(text: str) -> list[ModelSpec]:

@@ -12,6 +12,7 @@ from typing import Callable
 from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import get_target
 from rosetta.models import get_model
+from rosetta.registry import Registry
 from rosetta.models.variants import build_cnn_nhwc_flatten, perturb_parameter
 
 PERTURBED_TENSOR = "layer3.2.conv2.weight"
@@ -28,22 +29,16 @@ class Fault:
     route: str = "onnx"
 
 
-_FAULTS: dict[str, Fault] = {}
-
-
-def register_fault(fault: Fault) -> Fault:
-    if fault.name in _FAULTS:
-        raise ValueError(f"fault {fault.name!r} is registered twice")
-    _FAULTS[fault.name] = fault
-    return fault
+FAULTS: Registry[Fault] = Registry("fault", key=lambda fault: fault.name)
+register_fault = FAULTS.register
 
 
 def list_faults() -> list[Fault]:
-    return list(_FAULTS.values())
+    return list(FAULTS)
 
 
 def get_fault(name: str) -> Fault:
-    return _FAULTS[name]
+    return FAULTS.get(name)
 
 
 def _chain(fault_model: str, target: str, route: str = "onnx") -> tuple:
