@@ -63,14 +63,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rosetta {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="show framework logs and failure details")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    common = argparse.ArgumentParser(add_help=False)  # -v also after the command: `rosetta verify -v`
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="show framework logs and failure details")
 
-    models = commands.add_parser("models", help="list the reference models",
+    models = commands.add_parser("models", parents=[common], help="list the reference models",
                                  description="List the reference models with their inputs and parameter counts.",
                                  epilog="example: rosetta models --json models.json")
     models.add_argument("--json", metavar="FILE", type=Path, help="also write the list as JSON")
 
     convert = commands.add_parser(
-        "convert", help="convert a reference model and write the artifact with its manifest",
+        "convert", parents=[common], help="convert a reference model and write the artifact with its manifest",
         description="Convert a reference model to another format; writes the artifact and manifest.json "
                     "into a new folder, atomically (nothing is left behind on failure).",
         epilog="example: rosetta convert --model cnn --to onnx -o out/cnn-onnx\n" + EPILOG_EXIT,
@@ -85,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_export_options(convert)
 
     verify = commands.add_parser(
-        "verify", help="convert reference models and verify each target against PyTorch",
+        "verify", parents=[common], help="convert reference models and verify each target against PyTorch",
         description="Run the PyTorch reference (float32 and float64) and every converted copy on the same "
                     "seeded inputs; a target PASSes when its error against the float64 reference stays within "
                     "a multiple of the reference's own float32 noise floor (or within --atol/--rtol).",
@@ -117,13 +120,15 @@ def _add_export_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--opset", type=_positive_int, default=17, help="ONNX opset (default: 17)")
     parser.add_argument("--exporter", choices=("torchscript", "dynamo"), default="torchscript",
                         help="torch.onnx exporter (default: torchscript)")
-    parser.add_argument("--training", choices=("eval", "preserve", "train"), default="eval",
+    parser.add_argument("--training", choices=("eval", "preserve", "train"), default=None,
                         help="export mode: eval (BatchNorm folded), preserve (BatchNorm kept, for training), "
-                             "train (training-mode graph)")
+                             "train (training-mode graph); default: preserve for trainable targets "
+                             "(torch, keras, mxnet), else eval")
 
 
 def _export_options(args) -> dict:
-    return {"opset": args.opset, "exporter": args.exporter, "training": args.training}
+    options = {"opset": args.opset, "exporter": args.exporter, "training": args.training}
+    return {key: value for key, value in options.items() if value is not None}
 
 
 def _console():
@@ -174,14 +179,16 @@ def cmd_convert(args) -> int:
 
     from rosetta.convert.output import check_output_folder
     from rosetta.convert.store import run_conversion, torch_source
-    from rosetta.convert.targets import chain_for
+    from rosetta.convert.targets import target_for_conversion
     from rosetta.models import get_model
 
     spec = get_model(args.model)
-    chain = chain_for(args.to, args.via)
+    target = target_for_conversion(args.to, args.via)
+    chain = target.chain
     check_output_folder(args.output, args.force)
     _check_writable_file(args.json)
-    manifest = run_conversion(torch_source(spec, args.seed), chain, args.output, _export_options(args), force=args.force)
+    options = {**dict(target.export), **_export_options(args)}
+    manifest = run_conversion(torch_source(spec, args.seed), chain, args.output, options, force=args.force)
     print(f"{args.model} -> {' -> '.join(chain[1:])}: {args.output / manifest.artifact} (sha256 {manifest.sha256[:12]})")
     if args.json:
         args.json.write_text(json.dumps(asdict(manifest), indent=2) + "\n")

@@ -21,6 +21,7 @@ class ConversionPath:
     name: str
     entry: str  # "package.module:function"
     description: str = ""
+    isolated: bool = False  # run in a worker process (rosetta.worker): TensorFlow, Keras, MXNet
 
     def load(self) -> Callable:
         module_name, _, function = self.entry.partition(":")
@@ -43,4 +44,8 @@ def list_conversions() -> list[ConversionPath]:
 register_conversion(ConversionPath(
     "torch", "onnx", "torch-to-onnx", "rosetta.convert.torch_to_onnx:convert",
     "torch.onnx.export (TorchScript exporter at opset 17 by default; dynamo exporter as an option)",
+))
+register_conversion(ConversionPath(
+    "onnx", "torch", "onnx-to-torch", "rosetta.convert.onnx_to_torch:convert",
+    "onnx2torch, with rosetta's GRU converter registered through onnx2torch's converter registry",
 ))

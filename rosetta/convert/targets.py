@@ -18,6 +18,9 @@ class Target:
     runner: str  # framework name in rosetta.frameworks.RUNNERS
     description: str = ""
     verify_options: tuple = ()  # (key, value) pairs passed to the runner when verifying
+    # (key, value) export defaults: trainable targets take the graph with BatchNorm kept (training=preserve),
+    # so that the converted model has real BatchNorm layers and the reference's parameter count
+    export: tuple = ()
 
     @property
     def artifact_format(self) -> str:
@@ -52,14 +55,16 @@ def parse_target_list(text: str, route: str = "onnx") -> list[Target]:
 register_target(Target("onnxruntime", "onnx", ("torch", "onnx"), "onnxruntime",
                        "torch.onnx.export, run in ONNX Runtime",
                        verify_options=(("optimization", "disabled"),)))
+register_target(Target("torch", "onnx", ("torch", "onnx", "torch"), "torch",
+                       "onnx2torch (+ rosetta's GRU converter), run in PyTorch", export=(("training", "preserve"),)))
 
 
-def chain_for(to: str, route: str = "onnx") -> tuple[str, ...]:
-    """The chain of formats for `rosetta convert --to X`: X is a target name of the route or a format."""
+def target_for_conversion(to: str, route: str = "onnx") -> Target:
+    """What `rosetta convert --to X` makes: X is a target name of the route, or a format one of them ends in."""
     if (route, to) in TARGETS:
-        return TARGETS.get((route, to)).chain
+        return TARGETS.get((route, to))
     for target in TARGETS:
         if target.route == route and target.chain[-1] == to:
-            return target.chain
+            return target
     choices = sorted({t.chain[-1] for t in TARGETS if t.route == route} | set(list_targets(route)))
     raise RosettaError(f"cannot convert to {to!r} by route {route!r}; choose from: {', '.join(choices)}")

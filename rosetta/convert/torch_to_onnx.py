@@ -3,8 +3,10 @@
 Defaults: the TorchScript exporter at opset 17, the one every later target (onnx2tf, onnx2torch, MXNet's
 importer) accepts; the dynamo exporter as an option. `training` chooses what happens to BatchNorm/Dropout:
   eval      inference graph; BatchNorm folded into the preceding Conv (constant folding on)
-  preserve  inference graph with BatchNorm kept as its own node and no constant folding: for artifacts
-            that will be trained, whose BatchNorm must stay a trainable layer
+  preserve  inference graph with BatchNorm kept as its own node (TrainingMode.PRESERVE): for artifacts that
+            will be trained, whose BatchNorm must stay a trainable layer. Constant folding stays on: PRESERVE
+            alone keeps BatchNorm, and without folding the GRU's weights become Slice/Concat subgraphs
+            instead of initializers, which no importer reads as weights
   train     training-mode graph (Dropout active, BatchNorm using batch statistics); used on purpose to show
             that verification catches a model exported in the wrong mode
 The batch axis is dynamic. The result passes onnx.checker's full check (with shape inference).
@@ -82,7 +84,7 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
                 torch.onnx.export(module, args, str(target), dynamo=False, opset_version=opset,
                                   input_names=input_names, output_names=output_names,
                                   dynamic_axes=dynamic_axes, training=mode,
-                                  do_constant_folding=(training == "eval"))
+                                  do_constant_folding=(training != "train"))
             else:
                 batch = torch.export.Dim("batch")
                 torch.onnx.export(module, args, str(target), dynamo=True, opset_version=opset,

@@ -1,30 +1,75 @@
 """One module per framework behind one small interface (base.Runner). Each module is the only place that
-imports its framework, and is imported only when a runner for it is asked for."""
+imports its framework, and is imported only when a runner for it is asked for. Frameworks marked isolated
+run in a worker process (rosetta.worker); their runner here is a proxy that exchanges .npz files with it."""
 
 from __future__ import annotations
 
 import importlib
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from rosetta.errors import RosettaError
+import numpy as np
 
-# framework name -> "module:RunnerClass" of the runner that loads a converted artifact of that framework
-RUNNERS = {
-    "onnxruntime": "rosetta.frameworks.onnxruntime:OnnxRuntimeRunner",
-}
+from rosetta.frameworks.base import Runner
+from rosetta.registry import Registry
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str
+    entry: str  # "module:RunnerClass" of the runner that loads a converted artifact
+    isolated: bool = False  # run in a worker process
+
+
+FRAMEWORKS: Registry[Framework] = Registry("framework", key=lambda framework: framework.name)
+for _framework in (
+    Framework("onnxruntime", "rosetta.frameworks.onnxruntime:OnnxRuntimeRunner"),
+    Framework("torch", "rosetta.frameworks.torch:TorchArtifactRunner"),
+    Framework("tensorflow", "rosetta.frameworks.tensorflow:SavedModelRunner", isolated=True),
+    Framework("keras", "rosetta.frameworks.keras:KerasRunner", isolated=True),
+    Framework("mxnet", "rosetta.frameworks.mxnet:MXNetRunner", isolated=True),
+):
+    FRAMEWORKS.register(_framework)
 
 
 def runner_class(framework: str):
-    try:
-        module_name, _, cls = RUNNERS[framework].partition(":")
-    except KeyError:
-        raise RosettaError(f"no runner for {framework!r}; rosetta has: {', '.join(RUNNERS)}") from None
+    module_name, _, cls = FRAMEWORKS.get(framework, label=f"{framework!r}").entry.partition(":")
     return getattr(importlib.import_module(module_name), cls)
 
 
-def load_runner(framework: str, folder: Path, **options):
+class WorkerRunner(Runner):
+    """Proxy for a runner that lives in a worker process: each predict runs one worker."""
+
+    def __init__(self, framework: str, folder: Path, options: dict) -> None:
+        self.framework_name, self.folder, self.options = framework, Path(folder), options
+
+    @classmethod
+    def version(cls) -> str:  # pragma: no cover - the framework's version comes from its manifest
+        return ""
+
+    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from rosetta.worker import predict_in_worker
+
+        return predict_in_worker(self.framework_name, self.folder, feeds, self.options)
+
+
+def load_runner(framework: str, folder: Path, **options) -> Runner:
     """The runner for an artifact folder written by rosetta (artifact + manifest.json)."""
     from rosetta.convert.manifest import Manifest
+    from rosetta.worker import IN_WORKER
 
     manifest = Manifest.read(folder)
+    if FRAMEWORKS.get(framework, label=f"{framework!r}").isolated and not os.environ.get(IN_WORKER):
+        return WorkerRunner(framework, folder, options)
     return runner_class(framework)(Path(folder), manifest, **options)
+
+
+def framework_version(framework: str, folder: Path) -> str:
+    """The version of the framework that runs an artifact: from the manifest for isolated frameworks
+    (recorded by the conversion that ran in that framework), else asked directly."""
+    from rosetta.convert.manifest import Manifest
+
+    if FRAMEWORKS.get(framework, label=f"{framework!r}").isolated:
+        return Manifest.read(folder).converter.get("framework_version", "")
+    return runner_class(framework).version()

@@ -45,3 +45,37 @@ class TorchModuleRunner(Runner):
             result = self.module(*tensors)
         result = result if isinstance(result, (tuple, list)) else (result,)
         return {name: value.detach().cpu().numpy() for name, value in zip(self.output_names, result)}
+
+
+class TorchArtifactRunner(Runner):
+    """Runs a converted PyTorch artifact (onnx2torch: ONNX graph + state_dict, see convert.onnx_to_torch)."""
+
+    framework = "torch"
+
+    def __init__(self, folder, manifest, threads: int = 0) -> None:
+        import torch
+
+        from rosetta.convert.onnx_to_torch import load_module
+
+        if threads:
+            torch.set_num_threads(threads)
+        self.manifest = manifest
+        self.module = load_module(folder, manifest)
+        self.output_names = [o["name"] for o in manifest.outputs]
+
+    @classmethod
+    def version(cls) -> str:
+        import torch
+
+        return torch.__version__
+
+    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        import torch
+
+        from rosetta.frameworks.base import check_feeds
+
+        check_feeds(feeds, self.manifest.inputs)
+        with torch.inference_mode():
+            result = self.module(*[torch.from_numpy(np.ascontiguousarray(feeds[i["name"]])) for i in self.manifest.inputs])
+        result = result if isinstance(result, (tuple, list)) else (result,)
+        return {name: value.detach().cpu().numpy() for name, value in zip(self.output_names, result)}

@@ -16,7 +16,7 @@ import numpy as np
 
 from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import get_target
-from rosetta.frameworks import load_runner, runner_class
+from rosetta.frameworks import framework_version, load_runner
 from rosetta.frameworks.torch import TorchModuleRunner
 from rosetta.models import get_model
 from rosetta.verify.compare import compare_outputs
@@ -82,14 +82,14 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         reference = reference_for(cell.model, cell.seed, cell.batch, references)
         stage = "conversion"
         start = time.perf_counter()
-        folder = artifact or store.get(spec, cell.seed, target.chain, dict(cell.export))
+        folder = artifact or store.get(spec, cell.seed, target.chain, {**dict(target.export), **dict(cell.export)})
         result.seconds["convert"] = time.perf_counter() - start
         result.artifact = str(folder)
         stage = "loading"
         start = time.perf_counter()
         problems = artifact_problems(folder)
         runner = load_runner(target.runner, folder, threads=cell.threads, **dict(target.verify_options))
-        result.framework_version = runner_class(target.runner).version()
+        result.framework_version = framework_version(target.runner, folder)
         result.seconds["load"] = time.perf_counter() - start
         stage = "inference"
         start = time.perf_counter()

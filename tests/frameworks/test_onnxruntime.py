@@ -36,7 +36,7 @@ def test_wrong_input_name_is_one_clear_line(cnn_runner):
 
 
 def test_unknown_framework_is_a_clear_error():
-    with pytest.raises(RosettaError, match="no runner for 'caffe'"):
+    with pytest.raises(RosettaError, match="unknown framework 'caffe'"):
         runner_class("caffe")
 
 

@@ -1,0 +1,107 @@
+"""Worker processes: run one conversion or one prediction in a fresh interpreter.
+
+Frameworks that should not share rosetta's process (TensorFlow, Keras, MXNet: heavy imports, their own
+thread pools and allocators, numpy shims) run here. Arrays cross as .npz files, artifacts as folders with
+manifests: never pickles. A worker that fails reports one line on stderr; one that crashes (segfault,
+out-of-memory kill) or hangs (timeout) is reported by the parent as a RosettaError saying so, so the cell
+becomes a FAIL row and the rest of the run goes on.
+
+    python -m rosetta.worker predict FRAMEWORK FOLDER IN.npz OUT.npz OPTIONS_JSON
+    python -m rosetta.worker convert SOURCE_FORMAT TARGET_FORMAT SOURCE_FOLDER OUT_FOLDER OPTIONS_JSON
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from rosetta.errors import RosettaError
+
+DEFAULT_TIMEOUT_S = 3600.0
+IN_WORKER = "ROSETTA_WORKER"
+ERROR_PREFIX = "rosetta-worker: error: "
+
+
+def run_worker(argv: list[str], what: str, timeout: float | None = None) -> None:
+    """Run `python -m rosetta.worker ARGV`; raise RosettaError with one line if it fails, crashes or hangs."""
+    env = dict(os.environ, **{IN_WORKER: "1"})
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    timeout = timeout or float(os.environ.get("ROSETTA_WORKER_TIMEOUT", DEFAULT_TIMEOUT_S))
+    try:
+        done = subprocess.run([sys.executable, "-m", "rosetta.worker", *argv], capture_output=True, text=True,
+                              timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise RosettaError(f"{what} timed out after {timeout:g} s (worker killed)") from None
+    if done.returncode == 0:
+        return
+    if done.returncode < 0:
+        name = signal.Signals(-done.returncode).name
+        hint = " (killed: out of memory?)" if name == "SIGKILL" else ""
+        raise RosettaError(f"{what} crashed: worker died with {name}{hint}")
+    lines = [line for line in done.stderr.splitlines() if line.startswith(ERROR_PREFIX)]
+    message = lines[-1][len(ERROR_PREFIX):] if lines else (done.stderr.strip().splitlines() or ["no message"])[-1]
+    raise RosettaError(f"{what} failed: {message}")
+
+
+def predict_in_worker(framework: str, folder: Path, feeds: dict[str, np.ndarray], options: dict) -> dict[str, np.ndarray]:
+    with tempfile.TemporaryDirectory(prefix="rosetta-io-") as scratch:
+        inputs, outputs = Path(scratch) / "in.npz", Path(scratch) / "out.npz"
+        np.savez(inputs, **feeds)
+        run_worker(["predict", framework, str(folder), str(inputs), str(outputs), json.dumps(options)],
+                   f"{framework} inference")
+        with np.load(outputs, allow_pickle=False) as data:
+            return {name: data[name] for name in data.files}
+
+
+def convert_in_worker(source: str, target: str, source_folder: Path, out: Path, options: dict):
+    from rosetta.convert.manifest import Manifest
+
+    run_worker(["convert", source, target, str(source_folder), str(out), json.dumps(options)],
+               f"conversion {source} -> {target}")
+    return Manifest.read(out)
+
+
+def _main(argv: list[str]) -> int:
+    command, *rest = argv
+    if command == "predict":
+        framework, folder, inputs, outputs, options = rest
+        from rosetta.frameworks import load_runner
+
+        with np.load(inputs, allow_pickle=False) as data:
+            feeds = {name: data[name] for name in data.files}
+        result = load_runner(framework, Path(folder), **json.loads(options)).predict(feeds)
+        np.savez(outputs, **{name: np.asarray(value) for name, value in result.items()})
+    elif command == "convert":
+        source, target, source_folder, out, options = rest
+        from rosetta.convert.registry import get_conversion
+
+        manifest = get_conversion(source, target).load()(Path(source_folder), Path(out), json.loads(options))
+        manifest.write(Path(out))
+    else:
+        raise RosettaError(f"unknown worker command {command!r}")
+    return 0
+
+
+def main() -> int:
+    try:
+        return _main(sys.argv[1:])
+    except RosettaError as error:
+        print(f"{ERROR_PREFIX}{error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # report one line; the traceback goes above it for -v
+        traceback.print_exc()
+        first = (str(error).strip().splitlines() or [""])[0]
+        print(f"{ERROR_PREFIX}{type(error).__name__}: {first}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
