@@ -69,6 +69,16 @@ def _fills_zero(node) -> bool:
     return True  # ConstantOfShape's default value is 0
 
 
+def drop_default_training_mode(model):
+    """BatchNormalization's training_mode=0 attribute (opset 15+) is its default; importers written for
+    older opsets (MXNet's) pass every attribute on and fail on this unknown one."""
+    for node in model.graph.node:
+        if node.op_type == "BatchNormalization":
+            for attribute in [a for a in node.attribute if a.name == "training_mode" and a.i == 0]:
+                node.attribute.remove(attribute)
+    return model
+
+
 def constants_to_initializers(model):
     """Constant nodes become initializers (MXNet's importer has no Constant operator)."""
     from onnx import numpy_helper

@@ -49,3 +49,7 @@ register_conversion(ConversionPath(
     "onnx", "torch", "onnx-to-torch", "rosetta.convert.onnx_to_torch:convert",
     "onnx2torch, with rosetta's GRU converter registered through onnx2torch's converter registry",
 ))
+register_conversion(ConversionPath(
+    "onnx", "mxnet", "onnx-to-mxnet", "rosetta.convert.onnx_to_mxnet:convert",
+    "MXNet's ONNX importer with rosetta's graph fixes and GRU converter", isolated=True,
+))

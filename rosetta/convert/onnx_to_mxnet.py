@@ -1,0 +1,101 @@
+"""ONNX -> MXNet 1.9.1 with MXNet's own importer (mx.contrib.onnx.import_model), bridged where it stops short.
+
+Graph fixes (rosetta.convert.onnx_rewrites), each semantics-preserving: zero initial GRU states built at run
+time are omitted (MXNet cannot express the Shape -> ConstantOfShape chain); Constant nodes become
+initializers and every initializer is also a graph input (the importer's expectations); Squeeze/Unsqueeze
+axes move back from inputs to attributes and BatchNormalization's default training_mode=0 attribute is
+dropped (it reads opset-11 style and passes unknown attributes on); negative constant Gather indices become
+positive (it maps Gather to `take`, whose clip mode would read -1 as 0: silently the wrong time step).
+
+GRU: the importer has none. `_gru` is added to the importer's operator table (`_convert_map`, its extension
+point): the ONNX weights are packed into the flat parameter vector of MXNet's fused RNN operator, gates
+reordered from ONNX's z, r, h to MXNet's r, z, n, input and recurrent biases kept apart (MXNet's GRU is the
+linear_before_reset=1 formulation).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rosetta.convert.manifest import Manifest, sha256_of
+from rosetta.errors import RosettaError
+
+ARTIFACT = "model"
+
+
+def _reorder(gates: np.ndarray) -> np.ndarray:
+    z, r, h = np.split(gates, 3, axis=0)
+    return np.concatenate([r, z, h], axis=0)
+
+
+def _gru(attrs, inputs, importer):
+    """ONNX GRU -> mx.sym.RNN(mode='gru'); returns the Group (Y, Y_h) the importer indexes by output."""
+    from rosetta.frameworks.mxnet import import_mxnet
+
+    mx = import_mxnet()
+    if attrs.get("linear_before_reset", 0) != 1:
+        raise RosettaError("GRU with linear_before_reset=0 has no MXNet equivalent (MXNet computes linear_before_reset=1)")
+    if attrs.get("direction", b"forward") not in (b"forward", "forward"):
+        raise RosettaError(f"GRU direction={attrs.get('direction')!r} is not supported by rosetta's MXNet GRU converter")
+    data, w_sym, r_sym = inputs[:3]
+    w = importer._params[w_sym.name].asnumpy()[0]
+    r = importer._params[r_sym.name].asnumpy()[0]
+    hidden = int(attrs["hidden_size"])
+    b = importer._params[inputs[3].name].asnumpy()[0] if len(inputs) > 3 else np.zeros(6 * hidden, np.float32)
+    flat = np.concatenate([_reorder(w).ravel(), _reorder(r).ravel(),
+                           _reorder(b[: 3 * hidden]).ravel(), _reorder(b[3 * hidden:]).ravel()]).astype(np.float32)
+    name = f"{w_sym.name}_mxnet_gru_parameters"
+    importer._params[name] = mx.nd.array(flat)
+    parameters = mx.sym.Variable(name, shape=flat.shape)
+    if len(inputs) > 5:
+        state = inputs[5]
+    else:  # omitted initial_h: zeros of shape (1, batch, hidden), built from the data's batch size
+        column = mx.sym.slice_axis(mx.sym.slice_axis(data, axis=0, begin=0, end=1), axis=2, begin=0, end=1)
+        state = mx.sym.broadcast_axis(mx.sym.zeros_like(column), axis=2, size=hidden)
+    rnn = mx.sym.RNN(data=data, parameters=parameters, state=state, state_size=hidden, num_layers=1,
+                     mode="gru", state_outputs=True)
+    return mx.sym.Group([mx.sym.expand_dims(rnn[0], axis=1), rnn[1]]), attrs, inputs
+
+
+def rewrite_for_mxnet(model):
+    from rosetta.convert import onnx_rewrites as rw
+
+    for rewrite in (rw.drop_zero_initial_states, rw.positive_gather_indices, rw.axes_inputs_to_attributes,
+                    rw.drop_default_training_mode, rw.constants_to_initializers, rw.initializers_as_inputs):
+        model = rewrite(model)
+    return model
+
+
+def convert(source: Path, staging: Path, options: dict) -> Manifest:
+    import onnx
+
+    from rosetta.frameworks.mxnet import PARAMS_FILE, SYMBOL_FILE, import_mxnet
+
+    mx = import_mxnet()
+    from mxnet.contrib.onnx.onnx2mx import _import_helper
+
+    _import_helper._convert_map.setdefault("GRU", _gru)
+    previous = Manifest.read(source)
+    model = rewrite_for_mxnet(onnx.load(str(previous.artifact_path(source))))
+    artifact = Path(staging) / ARTIFACT
+    artifact.mkdir()
+    fixed = Path(staging) / "mxnet-input.onnx"
+    onnx.save(model, str(fixed))
+    try:
+        symbol, arg_params, aux_params = mx.contrib.onnx.import_model(str(fixed))
+    except RosettaError:
+        raise
+    except NotImplementedError as error:  # "Operator X not implemented."
+        raise RosettaError(f"MXNet's ONNX importer: {error}") from None
+    finally:
+        fixed.unlink()
+    mx.model.save_checkpoint(str(artifact / "model"), 0, symbol, arg_params, aux_params)
+    assert (artifact / SYMBOL_FILE).is_file() and (artifact / PARAMS_FILE).is_file()
+    return Manifest(
+        artifact=ARTIFACT, format="mxnet", source=previous.source,
+        converter={"name": "mxnet.contrib.onnx.import_model", "version": mx.__version__, "framework_version": mx.__version__,
+                   "options": {"rewrites": "rosetta.convert.onnx_to_mxnet.rewrite_for_mxnet", "gru": "rosetta"}},
+        inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(artifact), opset=previous.opset,
+    )

@@ -1,0 +1,57 @@
+"""MXNet 1.9.1: runs a symbol + params artifact through Gluon's SymbolBlock.
+
+MXNet 1.9.1 still uses numpy aliases removed in numpy 1.24 (np.bool, np.int, ...); numpy 1.26 is the only
+version it shares with TensorFlow 2.21. `import_mxnet` restores those aliases, here and only here, right
+before MXNet is imported (in a worker process: mxnet is an isolated framework).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rosetta.frameworks.base import Runner, artifact_file, check_feeds
+
+_REMOVED_NUMPY_ALIASES = {"bool": bool, "int": int, "float": float, "complex": complex, "object": object, "str": str}
+
+SYMBOL_FILE = "model-symbol.json"
+PARAMS_FILE = "model-0000.params"
+
+
+def import_mxnet():
+    for name, value in _REMOVED_NUMPY_ALIASES.items():
+        if name not in np.__dict__:
+            setattr(np, name, value)
+    import mxnet
+
+    return mxnet
+
+
+class MXNetRunner(Runner):
+    framework = "mxnet"
+
+    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu") -> None:
+        mx = import_mxnet()
+        self.manifest = manifest
+        artifact = artifact_file(folder, manifest)
+        self.context = mx.gpu() if device == "cuda" else mx.cpu()
+        names = [entry["name"] for entry in manifest.inputs]
+        self.block = mx.gluon.SymbolBlock.imports(str(artifact / SYMBOL_FILE), names, str(artifact / PARAMS_FILE),
+                                                  ctx=self.context)
+        self.output_names = [entry["name"] for entry in manifest.outputs]
+
+    @classmethod
+    def version(cls) -> str:
+        return import_mxnet().__version__
+
+    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        mx = import_mxnet()
+        check_feeds(feeds, self.manifest.inputs)
+        # MXNet's legacy operators read indices (Gather -> take) as float32; token ids < 2**24 stay exact.
+        arrays = [mx.nd.array(feeds[e["name"]], ctx=self.context,
+                              dtype=np.float32 if np.issubdtype(feeds[e["name"]].dtype, np.integer) else feeds[e["name"]].dtype)
+                  for e in self.manifest.inputs]
+        result = self.block(*arrays)
+        result = result if isinstance(result, (list, tuple)) else [result]
+        return {name: value.asnumpy() for name, value in zip(self.output_names, result)}
