@@ -53,3 +53,7 @@ register_conversion(ConversionPath(
     "onnx", "mxnet", "onnx-to-mxnet", "rosetta.convert.onnx_to_mxnet:convert",
     "MXNet's ONNX importer with rosetta's graph fixes and GRU converter", isolated=True,
 ))
+register_conversion(ConversionPath(
+    "onnx", "keras", "onnx-to-keras", "rosetta.convert.onnx_to_keras:convert",
+    "rosetta's layer mapper: a trainable .keras file of built-in layers", isolated=True,
+))

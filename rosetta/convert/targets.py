@@ -57,6 +57,9 @@ register_target(Target("onnxruntime", "onnx", ("torch", "onnx"), "onnxruntime",
                        verify_options=(("optimization", "disabled"),)))
 register_target(Target("torch", "onnx", ("torch", "onnx", "torch"), "torch",
                        "onnx2torch (+ rosetta's GRU converter), run in PyTorch", export=(("training", "preserve"),)))
+register_target(Target("keras", "onnx", ("torch", "onnx", "keras"), "keras",
+                       "rosetta's ONNX -> Keras 3 layer mapper (trainable), run in Keras",
+                       export=(("training", "preserve"),)))
 register_target(Target("mxnet", "onnx", ("torch", "onnx", "mxnet"), "mxnet",
                        "MXNet's ONNX importer (+ rosetta's graph fixes and GRU converter), run in Gluon",
                        export=(("training", "preserve"),)))

@@ -1,0 +1,45 @@
+"""Keras 3: runs a `.keras` artifact (from rosetta's ONNX -> Keras mapper) with plain Keras, safe_mode on.
+
+The backend is Keras' own choice (KERAS_BACKEND; TensorFlow by default here). The artifact uses only
+built-in layers, so it also loads on the JAX backend where JAX is installed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rosetta.frameworks.base import Runner, artifact_file, check_feeds
+
+
+def import_keras():
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import keras
+
+    return keras
+
+
+class KerasRunner(Runner):
+    framework = "keras"
+
+    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu") -> None:
+        keras = import_keras()
+        self.keras, self.manifest = keras, manifest
+        self.model = keras.saving.load_model(str(artifact_file(folder, manifest)), compile=False, safe_mode=True)
+        self.output_names = [entry["name"] for entry in manifest.outputs]
+
+    @classmethod
+    def version(cls) -> str:
+        keras = import_keras()
+        return f"{keras.__version__} ({keras.backend.backend()} backend)"
+
+    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        check_feeds(feeds, self.manifest.inputs)
+        arrays = [feeds[entry["name"]] for entry in self.manifest.inputs]
+        result = self.model(arrays if len(arrays) > 1 else arrays[0], training=False)
+        result = result if isinstance(result, (list, tuple)) else [result]
+        return {name: np.asarray(self.keras.ops.convert_to_numpy(value)) for name, value in zip(self.output_names, result)}
