@@ -57,3 +57,11 @@ register_conversion(ConversionPath(
     "onnx", "keras", "onnx-to-keras", "rosetta.convert.onnx_to_keras:convert",
     "rosetta's layer mapper: a trainable .keras file of built-in layers", isolated=True,
 ))
+register_conversion(ConversionPath(
+    "onnx", "tensorflow", "onnx-to-tensorflow", "rosetta.convert.onnx_to_tensorflow:convert",
+    "onnx2tf: a TensorFlow SavedModel (inference only: its weights are constants)", isolated=True,
+))
+register_conversion(ConversionPath(
+    "tensorflow", "onnx", "tensorflow-to-onnx", "rosetta.convert.tensorflow_to_onnx:convert",
+    "tf2onnx: the SavedModel back to ONNX, for the round trip", isolated=True,
+))

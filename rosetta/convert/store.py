@@ -27,8 +27,9 @@ def torch_source(spec, seed: int, module=None, origin: dict | None = None) -> To
 
 
 def run_conversion(source, chain: tuple[str, ...], destination: Path, options: dict | None = None,
-                   force: bool = False) -> Manifest:
-    """Convert `source` (format chain[0]) step by step along `chain`; the last artifact lands in `destination`."""
+                   force: bool = False, history: tuple[str, ...] = ()) -> Manifest:
+    """Convert `source` (format chain[0]) step by step along `chain`; the last artifact lands in `destination`.
+    `history`: the formats the source itself went through before chain[0], recorded in the manifest."""
     options = options or {}
     with atomic_folder(destination, force=force) as staging:
         with tempfile.TemporaryDirectory(prefix="rosetta-steps-", dir=staging.parent) as scratch:
@@ -38,7 +39,7 @@ def run_conversion(source, chain: tuple[str, ...], destination: Path, options: d
                 out = staging if last else Path(scratch) / f"{step}-{dst}"
                 out.mkdir(exist_ok=True)
                 manifest = _convert_step(get_conversion(src, dst), current, out, options)
-                manifest.chain = list(chain[: step + 2])
+                manifest.chain = list(history) + list(chain[: step + 2])
                 manifest.write(out)
                 current = out
     return manifest
@@ -67,13 +68,18 @@ class ArtifactStore:
 
     def get(self, spec, seed: int, chain: tuple[str, ...], options: dict | None = None,
             module=None, tag: str = "") -> Path:
-        """The artifact folder, converting it now if it is not in the store. `module`+`tag` store a variant."""
+        """The artifact folder, converting it now if it is not in the store. `module`+`tag` store a variant.
+        A chain's prefix is itself a stored artifact, so chains that share a prefix share its conversions."""
         folder = self.folder_for(spec, seed, chain, options, tag)
         if (folder / MANIFEST_NAME).is_file():
             return folder
-        source = torch_source(spec, seed, module, {"model": spec.name, "seed": seed, **({"variant": tag} if tag else {})})
+        if len(chain) > 2:
+            source, step = self.get(spec, seed, chain[:-1], options, module, tag), chain[-2:]
+        else:
+            origin = {"model": spec.name, "seed": seed, **({"variant": tag} if tag else {})}
+            source, step = torch_source(spec, seed, module, origin), chain
         try:
-            run_conversion(source, chain, folder, options)
+            run_conversion(source, step, folder, options, history=chain[: len(chain) - len(step)])
         except Exception:
             if not (folder / MANIFEST_NAME).is_file():
                 raise

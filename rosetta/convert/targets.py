@@ -55,11 +55,13 @@ def parse_target_list(text: str, route: str = "onnx") -> list[Target]:
 register_target(Target("onnxruntime", "onnx", ("torch", "onnx"), "onnxruntime",
                        "torch.onnx.export, run in ONNX Runtime",
                        verify_options=(("optimization", "disabled"),)))
-register_target(Target("torch", "onnx", ("torch", "onnx", "torch"), "torch",
-                       "onnx2torch (+ rosetta's GRU converter), run in PyTorch", export=(("training", "preserve"),)))
+register_target(Target("tensorflow", "onnx", ("torch", "onnx", "tensorflow"), "tensorflow",
+                       "onnx2tf SavedModel (inference only), run in TensorFlow"))
 register_target(Target("keras", "onnx", ("torch", "onnx", "keras"), "keras",
                        "rosetta's ONNX -> Keras 3 layer mapper (trainable), run in Keras",
                        export=(("training", "preserve"),)))
+register_target(Target("torch", "onnx", ("torch", "onnx", "torch"), "torch",
+                       "onnx2torch (+ rosetta's GRU converter), run in PyTorch", export=(("training", "preserve"),)))
 register_target(Target("mxnet", "onnx", ("torch", "onnx", "mxnet"), "mxnet",
                        "MXNet's ONNX importer (+ rosetta's graph fixes and GRU converter), run in Gluon",
                        export=(("training", "preserve"),)))
@@ -74,3 +76,6 @@ def target_for_conversion(to: str, route: str = "onnx") -> Target:
             return target
     choices = sorted({t.chain[-1] for t in TARGETS if t.route == route} | set(list_targets(route)))
     raise RosettaError(f"cannot convert to {to!r} by route {route!r}; choose from: {', '.join(choices)}")
+register_target(Target("tensorflow-roundtrip", "onnx", ("torch", "onnx", "tensorflow", "onnx"), "onnxruntime",
+                       "the onnx2tf SavedModel taken back to ONNX by tf2onnx, run in ONNX Runtime",
+                       verify_options=(("optimization", "disabled"),)))

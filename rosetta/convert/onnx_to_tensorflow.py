@@ -1,0 +1,80 @@
+"""ONNX -> TensorFlow SavedModel with onnx2tf (an inference artifact: onnx2tf's weights are constants).
+
+Image inputs (float, rank 3-5) are kept channels-first (onnx2tf's keep_ncw_or_nchw_or_ncdhw_input_names),
+so users feed the same arrays as to PyTorch; onnx2tf's option asserts on other inputs (the GRU's integer
+tokens), which need no layout change. onnx2tf is asked for the Keras model only (disable_model_save) and
+rosetta saves the SavedModel itself, with a serving signature named after the ONNX inputs and outputs: that
+skips onnx2tf's TFLite export, which fails on the GRU graph after the SavedModel is already written. Any
+remaining layout difference is detected from the shapes and recorded in the manifest for the runner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+from rosetta.convert.manifest import Manifest, sha256_of
+from rosetta.errors import RosettaError
+
+ARTIFACT = "saved_model"
+
+
+def _layout(onnx_shape: list, tf_shape: list) -> str:
+    """'as_onnx' when shapes agree, 'channels_last' when TF has the channel axis moved last."""
+    fixed = lambda shape: [d if isinstance(d, int) and d else None for d in shape]  # noqa: E731
+    onnx_dims, tf_dims = fixed(onnx_shape), fixed(tf_shape)
+    if len(onnx_dims) != len(tf_dims) or onnx_dims[1:] == tf_dims[1:]:
+        return "as_onnx"
+    if len(onnx_dims) >= 3 and tf_dims[1:] == onnx_dims[2:] + onnx_dims[1:2]:
+        return "channels_last"
+    raise RosettaError(f"onnx2tf changed a tensor's shape from {onnx_shape} to {tf_shape}")
+
+
+def convert(source: Path, staging: Path, options: dict) -> Manifest:
+    from importlib.metadata import version
+
+    from rosetta.frameworks.tensorflow import import_tensorflow
+
+    tf = import_tensorflow()
+    import onnx2tf
+
+    previous = Manifest.read(source)
+    keep_nchw = [i["name"] for i in previous.inputs if i["dtype"].startswith("float") and 3 <= len(i["shape"]) <= 5]
+    log = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            model = onnx2tf.convert(input_onnx_file_path=str(previous.artifact_path(source)),
+                                    output_folder_path=str(Path(staging) / "onnx2tf-work"),
+                                    keep_ncw_or_nchw_or_ncdhw_input_names=keep_nchw or None,
+                                    disable_model_save=True, non_verbose=True, verbosity="error")
+    except (Exception, SystemExit) as error:  # onnx2tf calls sys.exit(1) on some failures
+        lines = [line for line in log.getvalue().splitlines() if "rror" in line] or [str(error) or type(error).__name__]
+        raise RosettaError(f"onnx2tf failed: {lines[-1].strip()[:300]}") from None
+    layouts = {}
+    for entry, tensor in zip(previous.inputs, model.inputs):
+        layouts[entry["name"]] = _layout(entry["shape"], list(tensor.shape))
+    for entry, tensor in zip(previous.outputs, model.outputs):
+        layouts[entry["name"]] = _layout(entry["shape"], list(tensor.shape))
+
+    input_names = [entry["name"] for entry in previous.inputs]
+    output_names = [entry["name"] for entry in previous.outputs]
+
+    @tf.function(input_signature=[tf.TensorSpec(t.shape, t.dtype, name=n) for t, n in zip(model.inputs, input_names)])
+    def serve(*tensors):
+        result = model(list(tensors) if len(tensors) > 1 else tensors[0], training=False)
+        result = result if isinstance(result, (list, tuple)) else [result]
+        return dict(zip(output_names, result))
+
+
+    target = Path(staging) / ARTIFACT
+    tf.saved_model.save(model, str(target), signatures={"serving_default": serve})
+    import shutil
+
+    shutil.rmtree(Path(staging) / "onnx2tf-work", ignore_errors=True)
+    return Manifest(
+        artifact=ARTIFACT, format="tensorflow", source=previous.source,
+        converter={"name": "onnx2tf", "version": version("onnx2tf"), "framework_version": tf.__version__,
+                   "options": {"keep_ncw_or_nchw_or_ncdhw_input_names": keep_nchw}, "layouts": layouts},
+        inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(target), opset=previous.opset,
+    )

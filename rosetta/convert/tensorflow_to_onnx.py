@@ -1,0 +1,62 @@
+"""TensorFlow SavedModel -> ONNX with tf2onnx: the TF -> ONNX -> ONNX Runtime round trip.
+
+Runs tf2onnx's documented command line (`python -m tf2onnx.convert --saved-model`), which freezes the
+SavedModel's serving signature, at the same opset as the ONNX the SavedModel came from. (Wrapping the
+loaded signature in a tf.function for tf2onnx.convert.from_function leaves the captured constants as extra
+graph inputs.) Tensors that the TF artifact holds channels-last (recorded in its manifest) are turned back
+to channels-first with --inputs-as-nchw/--outputs-as-nchw; the ONNX tensors keep the signature's names.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from rosetta.convert.manifest import Manifest, sha256_of
+from rosetta.convert.onnx_graph import graph_inputs, load_checked, value_info_signature
+from rosetta.errors import RosettaError
+
+ARTIFACT = "model.onnx"
+
+
+def convert(source: Path, staging: Path, options: dict) -> Manifest:
+    from importlib.metadata import version
+
+    previous = Manifest.read(source)
+    opset = int(previous.opset or options.get("opset", 17))
+    layouts = previous.converter.get("layouts", {})
+    target = Path(staging) / ARTIFACT
+    command = [sys.executable, "-m", "tf2onnx.convert", "--saved-model", str(previous.artifact_path(source)),
+               "--output", str(target), "--opset", str(opset)]
+    for flag, entries in (("--inputs-as-nchw", previous.inputs), ("--outputs-as-nchw", previous.outputs)):
+        names = [e["name"] for e in entries if layouts.get(e["name"]) == "channels_last"]
+        if names:
+            command += [flag, ",".join(names)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0 or not target.is_file():
+        errors = [line for line in done.stderr.splitlines() if "Error" in line or "error" in line]
+        raise RosettaError(f"tf2onnx failed: {(errors or done.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
+    model = load_checked(target)
+    signature_in = value_info_signature(graph_inputs(model))
+    signature_out = value_info_signature(model.graph.output)
+    if sorted(s["name"] for s in signature_in) != sorted(e["name"] for e in previous.inputs) or \
+            sorted(s["name"] for s in signature_out) != sorted(o["name"] for o in previous.outputs):
+        raise RosettaError(f"tf2onnx named the tensors {[s['name'] for s in signature_in]} -> "
+                           f"{[s['name'] for s in signature_out]}, not as the source model")
+    return Manifest(
+        artifact=ARTIFACT, format="onnx", source=previous.source,
+        converter={"name": "tf2onnx", "version": version("tf2onnx"), "framework_version": version("tensorflow-cpu")
+                   if _installed("tensorflow-cpu") else version("tensorflow"), "options": {"opset": opset}},
+        inputs=signature_in, outputs=signature_out, sha256=sha256_of(target), opset=opset,
+    )
+
+
+def _installed(distribution: str) -> bool:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version(distribution)
+        return True
+    except PackageNotFoundError:
+        return False

@@ -1,0 +1,59 @@
+"""TensorFlow: runs a SavedModel through its serving_default signature.
+
+Where the converter changed an input's or output's layout (onnx2tf turns NCHW into NHWC unless told to
+keep it), the manifest records it per tensor ("layouts": {name: "channels_last"}), and the runner transposes
+at the boundary, so callers feed and receive the same arrays as the PyTorch model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rosetta.frameworks.base import Runner, artifact_file, check_feeds
+
+
+def import_tensorflow():
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    return tf
+
+
+def to_channels_last(array: np.ndarray) -> np.ndarray:
+    return np.transpose(array, (0, *range(2, array.ndim), 1))
+
+
+def to_channels_first(array: np.ndarray) -> np.ndarray:
+    return np.transpose(array, (0, array.ndim - 1, *range(1, array.ndim - 1)))
+
+
+class SavedModelRunner(Runner):
+    framework = "tensorflow"
+
+    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu") -> None:
+        tf = import_tensorflow()
+        if threads:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+        self.tf, self.manifest = tf, manifest
+        self.layouts = manifest.converter.get("layouts", {})
+        self.loaded = tf.saved_model.load(str(artifact_file(folder, manifest)))
+        self.signature = self.loaded.signatures["serving_default"]
+
+    @classmethod
+    def version(cls) -> str:
+        return import_tensorflow().__version__
+
+    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        check_feeds(feeds, self.manifest.inputs)
+        arguments = {}
+        for name, array in feeds.items():
+            if self.layouts.get(name) == "channels_last":
+                array = to_channels_last(array)
+            arguments[name] = self.tf.constant(array)
+        result = {name: value.numpy() for name, value in self.signature(**arguments).items()}
+        return {name: to_channels_first(value) if self.layouts.get(name) == "channels_last" else value
+                for name, value in result.items()}
