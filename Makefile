@@ -9,18 +9,21 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test install clean
 
 # Re-install only when the pins or the package metadata change.
-$(STAMP): $(PINS) pyproject.toml
+NODEPS := requirements/no-deps.txt
+
+$(STAMP): $(PINS) $(NODEPS) pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	# torch first and pinned, so that nothing can pull a CUDA build in its place.
 	$(PIP) install --quiet -c $(PINS) torch
-	$(PIP) install --quiet -c $(PINS) -e '.[test]'
+	$(PIP) install --quiet -c $(PINS) -e '.[frameworks,test]'
+	$(PIP) install --quiet --no-deps -r $(NODEPS)
 	touch $(STAMP)
 
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/rosetta verify --model all --targets onnxruntime --json demo-results.json
+	$(VENV)/bin/rosetta verify --model all --targets all --json demo-results.json
 
 test: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_ARGS)

@@ -76,10 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
         "convert", parents=[common], help="convert a reference model and write the artifact with its manifest",
         description="Convert a reference model to another format; writes the artifact and manifest.json "
                     "into a new folder, atomically (nothing is left behind on failure).",
-        epilog="example: rosetta convert --model cnn --to onnx -o out/cnn-onnx\n" + EPILOG_EXIT,
+        epilog="examples:\n  rosetta convert --model cnn --to onnx -o out/cnn-onnx\n"
+               "  rosetta convert --model gru --to keras -o out/gru-keras\n" + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     convert.add_argument("--model", required=True, help="reference model name (see `rosetta models`)")
-    convert.add_argument("--to", required=True, help="format or target: onnx, onnxruntime")
+    convert.add_argument("--to", required=True, help=f"target or format: {', '.join(_conversion_choices())}")
     convert.add_argument("-o", "--output", required=True, type=Path, help="output folder (must not exist or be empty)")
     convert.add_argument("--via", default="onnx", help="route (default: onnx)")
     convert.add_argument("--force", action="store_true", help="replace a non-empty output folder")
@@ -92,11 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the PyTorch reference (float32 and float64) and every converted copy on the same "
                     "seeded inputs; a target PASSes when its error against the float64 reference stays within "
                     "a multiple of the reference's own float32 noise floor (or within --atol/--rtol).",
-        epilog="example: rosetta verify --model cnn,gru,resnet50 --targets onnxruntime --json results.json\n"
-               + EPILOG_EXIT,
+        epilog="examples:\n  rosetta verify --model cnn,gru,resnet50 --targets onnxruntime --json results.json\n"
+               "  rosetta verify --model gru --targets all\n" + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("--model", default="all", help="models, comma-separated, or all (default: all)")
-    verify.add_argument("--targets", default="onnxruntime", help="targets, comma-separated, or all (default: onnxruntime)")
+    verify.add_argument("--targets", default="onnxruntime",
+                        help=f"targets, comma-separated, or all (default: onnxruntime); onnx route: {', '.join(_target_names())}")
     verify.add_argument("--via", default="onnx", help="route the targets are reached by (default: onnx)")
     verify.add_argument("--batch", type=_positive_int, default=8, help="batch size of the generated inputs (default: 8)")
     verify.add_argument("--seed", type=_seed_list, default=[0], help="seed(s) for weights and inputs, e.g. 0 or 0,1,2")
@@ -110,6 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_export_options(verify)
     return parser
+
+
+def _target_names() -> list[str]:
+    from rosetta.convert.targets import list_targets
+
+    return list_targets("onnx")
+
+
+def _conversion_choices() -> list[str]:
+    return sorted(set(_target_names()) | {"onnx"})
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:

@@ -8,12 +8,16 @@ becomes a FAIL row and the rest of the run goes on.
 
     python -m rosetta.worker predict FRAMEWORK FOLDER IN.npz OUT.npz OPTIONS_JSON
     python -m rosetta.worker convert SOURCE_FORMAT TARGET_FORMAT SOURCE_FOLDER OUT_FOLDER OPTIONS_JSON
+    python -m rosetta.worker time FRAMEWORK FOLDER IN.npz OUT.json OPTIONS_JSON   (OPTIONS: repeats, warmup, ...)
+
+A conversion worker records its wall time and its own peak resident memory in the manifest ("stats").
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -69,9 +73,30 @@ def convert_in_worker(source: str, target: str, source_folder: Path, out: Path, 
     return Manifest.read(out)
 
 
+def time_in_worker(framework: str, folder: Path, feeds: dict[str, np.ndarray], options: dict) -> dict:
+    with tempfile.TemporaryDirectory(prefix="rosetta-io-") as scratch:
+        inputs, outputs = Path(scratch) / "in.npz", Path(scratch) / "out.json"
+        np.savez(inputs, **feeds)
+        run_worker(["time", framework, str(folder), str(inputs), str(outputs), json.dumps(options)],
+                   f"{framework} timing")
+        return json.loads(outputs.read_text())
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _main(argv: list[str]) -> int:
     command, *rest = argv
-    if command == "predict":
+    if command == "time":
+        framework, folder, inputs, outputs, options = rest
+        from rosetta.bench.inference import time_predict
+
+        with np.load(inputs, allow_pickle=False) as data:
+            feeds = {name: data[name] for name in data.files}
+        Path(outputs).write_text(json.dumps(time_predict(framework, Path(folder), feeds, **json.loads(options))))
+    elif command == "predict":
         framework, folder, inputs, outputs, options = rest
         from rosetta.frameworks import load_runner
 
@@ -83,7 +108,12 @@ def _main(argv: list[str]) -> int:
         source, target, source_folder, out, options = rest
         from rosetta.convert.registry import get_conversion
 
+        import time
+
+        start = time.perf_counter()
         manifest = get_conversion(source, target).load()(Path(source_folder), Path(out), json.loads(options))
+        manifest.stats = {"seconds": round(time.perf_counter() - start, 3), "peak_rss_mb": round(peak_rss_mb(), 1),
+                          "process": "worker"}
         manifest.write(Path(out))
     else:
         raise RosettaError(f"unknown worker command {command!r}")

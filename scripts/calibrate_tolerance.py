@@ -20,11 +20,11 @@ from rich.console import Console
 from rich.table import Table
 
 from rosetta.convert.store import ArtifactStore
-from rosetta.convert.targets import list_targets
+from rosetta.convert.targets import get_target, list_targets
 from rosetta.models import list_models
 from rosetta.report.progress import progress_bar
 from rosetta.verify.cells import VerifyCell, run_cell
-from rosetta.verify.faults import list_faults
+from rosetta.verify.faults import fault_cases
 from rosetta.verify.tolerance import DEFAULT_MULTIPLE
 
 
@@ -33,21 +33,23 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--route", default="onnx")
+    parser.add_argument("--targets", default="", help="comma-separated targets (default: every target of the route)")
     parser.add_argument("--json", type=Path, default=Path("calibration.json"))
     args = parser.parse_args()
 
     rows: dict[str, list[float]] = {}
     kinds: dict[str, str] = {}
-    jobs = [("correct", m, t, None) for m in list_models() for t in list_targets(args.route)]
-    jobs += [("wrong", f.model, f.target, f) for f in list_faults() if f.route == args.route]
+    targets = args.targets.split(",") if args.targets else list_targets(args.route)
+    jobs = [("correct", m, t, None) for m in list_models() for t in targets]
+    jobs += [("wrong", f.model, t, f) for f, t in fault_cases(args.route) if t in targets]
     with tempfile.TemporaryDirectory() as scratch, progress_bar(args.seeds * len(jobs), "calibrating") as advance:
         for seed in range(args.seeds):
             store = ArtifactStore(Path(scratch) / f"seed{seed}")
             references: dict = {}
             for kind, model, target, fault in jobs:
-                label = f"{model} -> {target}" if fault is None else fault.name
+                label = f"{model} -> {target}" if fault is None else f"{fault.name} -> {target}"
                 advance(f"seed {seed}: {label}")
-                artifact = fault.build(store, seed, {}) if fault else None
+                artifact = fault.build(store, seed, get_target(target, args.route), {}) if fault else None
                 result = run_cell(VerifyCell(model, target, args.route, seed, args.batch), store, references, artifact)
                 ratio = max((o.error_ratio for o in result.outputs), default=float("nan"))
                 rows.setdefault(label, []).append(ratio)

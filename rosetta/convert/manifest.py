@@ -39,6 +39,7 @@ class Manifest:
     sha256: str
     opset: int | None = None
     chain: list[str] = field(default_factory=list)  # formats this artifact went through, source first
+    stats: dict = field(default_factory=dict)  # conversion wall time and peak memory, for information
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     rosetta_version: str = __version__
     python: str = field(default_factory=platform.python_version)

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from rosetta.convert.manifest import MANIFEST_NAME, Manifest
@@ -51,7 +52,10 @@ def _convert_step(path, source, out: Path, options: dict) -> Manifest:
 
     if path.isolated and not os.environ.get(IN_WORKER):
         return convert_in_worker(path.source, path.target, source, out, options)
-    return path.load()(source, out, options)
+    start = time.perf_counter()
+    manifest = path.load()(source, out, options)
+    manifest.stats = {"seconds": round(time.perf_counter() - start, 3), "process": "in-process"}
+    return manifest
 
 
 class ArtifactStore:

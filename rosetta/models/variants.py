@@ -29,3 +29,26 @@ def perturb_parameter(module: torch.nn.Module, name: str, relative: float, seed:
     with torch.no_grad():
         tensor.mul_(1 + relative * signs)
     return module
+
+
+def swap_gru_gates(module: torch.nn.Module, first: int = 0, second: int = 1) -> torch.nn.Module:
+    """Swap two gate blocks (torch order r=0, z=1, n=2) in every GRU weight and bias: a converter that
+    reorders gates wrongly (ONNX z,r,h vs torch r,z,n vs MXNet r,z,n)."""
+    for gru in (m for m in module.modules() if isinstance(m, torch.nn.GRU)):
+        for name, tensor in gru.named_parameters():
+            blocks = list(tensor.data.chunk(3, dim=0))
+            blocks[first], blocks[second] = blocks[second], blocks[first]
+            with torch.no_grad():
+                tensor.copy_(torch.cat(blocks, dim=0))
+    return module
+
+
+def transpose_gru_recurrent_kernels(module: torch.nn.Module) -> torch.nn.Module:
+    """Transpose each square gate block of every GRU's recurrent weight: a converter that forgets that one
+    framework stores (out, in) and another (in, out); the shapes still fit, the function does not."""
+    for gru in (m for m in module.modules() if isinstance(m, torch.nn.GRU)):
+        for name, tensor in gru.named_parameters():
+            if name.startswith("weight_hh"):
+                with torch.no_grad():
+                    tensor.copy_(torch.cat([block.t() for block in tensor.data.chunk(3, dim=0)], dim=0))
+    return module

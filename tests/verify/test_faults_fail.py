@@ -1,45 +1,46 @@
-"""A verdict must be able to say no: every registered wrong artifact FAILs, for the reason it was built with."""
+"""A verdict must be able to say no: every registered wrong model, carried through every target it applies to
+(each target gets at least one), FAILs, for the reason it was built with."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from rosetta.convert.targets import get_target, list_targets
 from rosetta.verify.cells import VerifyCell, run_cell
-from rosetta.verify.faults import get_fault, list_faults
+from rosetta.verify.faults import fault_cases, get_fault
+from rosetta.verify.tolerance import TolerancePolicy
 
-EXPECTED_REASON = {
-    "cnn-dropout-active": "exported in training mode",
-    "resnet50-weight-perturbed": "x the noise floor",
-    "cnn-nhwc-flatten": "x the noise floor",
-}
+CASES = fault_cases("onnx")
+EXPECTED_REASON = {"cnn-dropout-active": "exported in training mode"}  # the others: "x the noise floor"
 
 
-@pytest.mark.parametrize("fault", list_faults(), ids=lambda f: f.name)
-def test_wrong_artifact_fails(store, references, fault):
-    artifact = fault.build(store, 0, {})
-    result = run_cell(VerifyCell(fault.model, fault.target, fault.route, seed=0), store, references, artifact)
-    assert result.verdict == "FAIL"
-    assert EXPECTED_REASON.get(fault.name, "") in result.reason
+def _run(store, references, fault, target, policy=None):
+    cell = VerifyCell(fault.model, target, fault.route, seed=0)
+    cell = replace(cell, tolerance=policy) if policy else cell
+    return run_cell(cell, store, references, fault.build(store, 0, get_target(target, fault.route), {}))
 
 
-def test_every_fault_has_an_expected_reason():
-    assert {f.name for f in list_faults()} <= set(EXPECTED_REASON)
+@pytest.mark.parametrize("fault,target", CASES, ids=[f"{f.name}->{t}" for f, t in CASES])
+def test_wrong_model_fails_in_every_target(store, references, fault, target):
+    result = _run(store, references, fault, target)
+    assert result.verdict == "FAIL", result
+    assert EXPECTED_REASON.get(fault.name, "x the noise floor") in result.reason
+
+
+def test_every_target_has_at_least_one_fault():
+    covered = {target for _, target in CASES}
+    assert covered == set(list_targets("onnx"))
 
 
 def test_dropout_fault_also_fails_on_numbers_alone(store, references):
-    """The static check is not what catches it alone: ORT runs the graph as written and dropout changes outputs."""
-    fault = get_fault("cnn-dropout-active")
-    result = run_cell(VerifyCell("cnn", "onnxruntime", seed=0), store, references, fault.build(store, 0, {}))
+    """The static check does not catch it alone: ORT runs the graph as written and dropout changes outputs."""
+    result = _run(store, references, get_fault("cnn-dropout-active"), "onnxruntime")
     assert any(not o.passed and "noise floor" in o.reason for o in result.outputs)
 
 
 def test_perturbed_weight_passes_a_loose_user_tolerance(store, references):
     """The perturbation is small: it takes the calibrated tolerance to catch it (a loose atol does not)."""
-    fault = get_fault("resnet50-weight-perturbed")
-    cell = VerifyCell("resnet50", "onnxruntime", seed=0)
-    from dataclasses import replace
-
-    from rosetta.verify.tolerance import TolerancePolicy
-
-    loose = replace(cell, tolerance=TolerancePolicy(atol=1e-3))
-    assert run_cell(loose, store, references, fault.build(store, 0, {})).verdict == "PASS"
+    result = _run(store, references, get_fault("resnet50-weight-perturbed"), "onnxruntime", TolerancePolicy(atol=1e-3))
+    assert result.verdict == "PASS"
