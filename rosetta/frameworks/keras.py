@@ -28,6 +28,10 @@ class KerasRunner(Runner):
 
     def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu") -> None:
         keras = import_keras()
+        if threads and keras.backend.backend() == "tensorflow":
+            from rosetta.frameworks.tensorflow import set_threads
+
+            set_threads(threads)
         self.keras, self.manifest = keras, manifest
         self.model = keras.saving.load_model(str(artifact_file(folder, manifest)), compile=False, safe_mode=True)
         self.output_names = [entry["name"] for entry in manifest.outputs]

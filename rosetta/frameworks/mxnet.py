@@ -19,7 +19,12 @@ SYMBOL_FILE = "model-symbol.json"
 PARAMS_FILE = "model-0000.params"
 
 
-def import_mxnet():
+def import_mxnet(threads: int = 0):
+    """MXNet with the numpy aliases it needs; `threads` sets its OpenMP pool (only before MXNet is imported)."""
+    import os
+
+    if threads:
+        os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     for name, value in _REMOVED_NUMPY_ALIASES.items():
         if name not in np.__dict__:
             setattr(np, name, value)
@@ -32,7 +37,7 @@ class MXNetRunner(Runner):
     framework = "mxnet"
 
     def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu") -> None:
-        mx = import_mxnet()
+        mx = import_mxnet(threads)
         self.manifest = manifest
         artifact = artifact_file(folder, manifest)
         self.context = mx.gpu() if device == "cuda" else mx.cpu()

@@ -23,6 +23,16 @@ def import_tensorflow():
     return tf
 
 
+def set_threads(threads: int) -> None:
+    """TensorFlow's intra- and inter-op pools; only effective before TensorFlow runs its first op."""
+    tf = import_tensorflow()
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    except RuntimeError:  # already initialised in this process: keep what it has
+        pass
+
+
 def to_channels_last(array: np.ndarray) -> np.ndarray:
     return np.transpose(array, (0, *range(2, array.ndim), 1))
 
@@ -37,7 +47,7 @@ class SavedModelRunner(Runner):
     def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu") -> None:
         tf = import_tensorflow()
         if threads:
-            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            set_threads(threads)
         self.tf, self.manifest = tf, manifest
         self.layouts = manifest.converter.get("layouts", {})
         self.loaded = tf.saved_model.load(str(artifact_file(folder, manifest)))
