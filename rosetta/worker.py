@@ -83,8 +83,19 @@ def time_in_worker(framework: str, folder: Path, feeds: dict[str, np.ndarray], o
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident memory (Linux reports ru_maxrss in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak resident memory of this worker and of the processes it waited for, in MiB.
+
+    Not getrusage(RUSAGE_SELF): Linux keeps ru_maxrss across execve, so a worker would report its parent's
+    high-water mark. /proc/self/status VmHWM belongs to this address space only. Children (tf2onnx's command
+    line) are forked from the small worker, so their ru_maxrss is theirs."""
+    own = 0.0
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                own = int(line.split()[1]) / 1024
+    except OSError:  # not Linux: fall back to getrusage
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
 
 
 def _main(argv: list[str]) -> int:
