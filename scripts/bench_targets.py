@@ -19,8 +19,10 @@ from rich.console import Console
 from rich.table import Table
 
 from rosetta.bench.inference import time_predict
+from rosetta.bench.timing import time_call
 from rosetta.convert.manifest import Manifest
 from rosetta.convert.targets import get_target, list_targets
+from rosetta.frameworks.torch import TorchModuleRunner
 from rosetta.models import get_model, list_models
 from rosetta.report.progress import progress_bar
 from rosetta.verify.inputs import generate_inputs
@@ -47,6 +49,11 @@ def main() -> None:
         for model in models:
             spec = get_model(model)
             feeds = generate_inputs(spec.inputs, args.batch, 0)
+            # the baseline: the PyTorch reference itself, eager, same batch and threads
+            reference = TorchModuleRunner(spec.build(0), [o.name for o in spec.outputs], threads=args.threads)
+            timing = time_call(lambda: reference.predict(feeds), repeats=args.repeats, warmup=args.warmup)
+            rows.append({"model": model, "target": "reference (torch eager)", "steps": [],
+                         "inference": {"framework": "torch", "threads": args.threads, **timing.to_json()}})
             for name in targets:
                 advance(f"{model} -> {name}")
                 target = get_target(name)

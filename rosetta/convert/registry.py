@@ -41,27 +41,17 @@ def list_conversions() -> list[ConversionPath]:
     return list(CONVERSIONS)
 
 
-register_conversion(ConversionPath(
-    "torch", "onnx", "torch-to-onnx", "rosetta.convert.torch_to_onnx:convert",
-    "torch.onnx.export (TorchScript exporter at opset 17 by default; dynamo exporter as an option)",
-))
-register_conversion(ConversionPath(
-    "onnx", "torch", "onnx-to-torch", "rosetta.convert.onnx_to_torch:convert",
-    "onnx2torch, with rosetta's GRU converter registered through onnx2torch's converter registry",
-))
-register_conversion(ConversionPath(
-    "onnx", "mxnet", "onnx-to-mxnet", "rosetta.convert.onnx_to_mxnet:convert",
-    "MXNet's ONNX importer with rosetta's graph fixes and GRU converter", isolated=True,
-))
-register_conversion(ConversionPath(
-    "onnx", "keras", "onnx-to-keras", "rosetta.convert.onnx_to_keras:convert",
-    "rosetta's layer mapper: a trainable .keras file of built-in layers", isolated=True,
-))
-register_conversion(ConversionPath(
-    "onnx", "tensorflow", "onnx-to-tensorflow", "rosetta.convert.onnx_to_tensorflow:convert",
-    "onnx2tf: a TensorFlow SavedModel (inference only: its weights are constants)", isolated=True,
-))
-register_conversion(ConversionPath(
-    "tensorflow", "onnx", "tensorflow-to-onnx", "rosetta.convert.tensorflow_to_onnx:convert",
-    "tf2onnx: the SavedModel back to ONNX, for the round trip", isolated=True,
-))
+# (source, target, module in rosetta.convert, runs in a worker process, what it is)
+for _source, _target, _module, _isolated, _description in (
+    ("torch", "onnx", "torch_to_onnx", False,
+     "torch.onnx.export (TorchScript exporter at opset 17 by default; dynamo exporter as an option)"),
+    ("onnx", "torch", "onnx_to_torch", False,
+     "onnx2torch, with rosetta's GRU converter registered through onnx2torch's converter registry"),
+    ("onnx", "mxnet", "onnx_to_mxnet", True, "MXNet's ONNX importer with rosetta's graph fixes and GRU converter"),
+    ("onnx", "keras", "onnx_to_keras", True, "rosetta's layer mapper: a trainable .keras file of built-in layers"),
+    ("onnx", "tensorflow", "onnx_to_tensorflow", True,
+     "onnx2tf: a TensorFlow SavedModel (inference only: its weights are constants)"),
+    ("tensorflow", "onnx", "tensorflow_to_onnx", True, "tf2onnx: the SavedModel back to ONNX, for the round trip"),
+):
+    register_conversion(ConversionPath(_source, _target, f"{_source}-to-{_target}",
+                                       f"rosetta.convert.{_module}:convert", _description, isolated=_isolated))
