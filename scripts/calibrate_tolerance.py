@@ -34,14 +34,16 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--route", default="onnx")
     parser.add_argument("--targets", default="", help="comma-separated targets (default: every target of the route)")
+    parser.add_argument("--models", default="", help="comma-separated models (default: every reference model)")
     parser.add_argument("--json", type=Path, default=Path("calibration.json"))
     args = parser.parse_args()
 
     rows: dict[str, list[float]] = {}
     kinds: dict[str, str] = {}
     targets = args.targets.split(",") if args.targets else list_targets(args.route)
-    jobs = [("correct", m, t, None) for m in list_models() for t in targets]
-    jobs += [("wrong", f.model, t, f) for f, t in fault_cases(args.route) if t in targets]
+    models = args.models.split(",") if args.models else list_models()
+    jobs = [("correct", m, t, None) for m in models for t in targets]
+    jobs += [("wrong", f.model, t, f) for f, t in fault_cases(args.route) if t in targets and f.model in models]
     with tempfile.TemporaryDirectory() as scratch, progress_bar(args.seeds * len(jobs), "calibrating") as advance:
         for seed in range(args.seeds):
             store = ArtifactStore(Path(scratch) / f"seed{seed}")
