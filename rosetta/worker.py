@@ -39,9 +39,12 @@ def run_worker(argv: list[str], what: str, timeout: float | None = None) -> None
     env = dict(os.environ, **{IN_WORKER: "1"})
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     timeout = timeout or float(os.environ.get("ROSETTA_WORKER_TIMEOUT", DEFAULT_TIMEOUT_S))
+    # -P (Python 3.11+): do not put the current folder first on sys.path, where a user's own keras.py or
+    # tensorflow.py would shadow the framework inside the worker.
+    safe_path = ["-P"] if sys.version_info >= (3, 11) else []
     try:
-        done = subprocess.run([sys.executable, "-m", "rosetta.worker", *argv], capture_output=True, text=True,
-                              timeout=timeout, env=env)
+        done = subprocess.run([sys.executable, *safe_path, "-m", "rosetta.worker", *argv], capture_output=True,
+                              text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise RosettaError(f"{what} timed out after {timeout:g} s (worker killed)") from None
     if done.returncode == 0:

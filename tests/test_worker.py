@@ -46,3 +46,11 @@ def test_crash_in_one_cell_leaves_a_fail_row_and_the_others_run(store, tmp_path,
     results = run_cells(plan_cells(["cnn"], ["mxnet", "onnxruntime"]), store, progress=False)
     assert [r.verdict for r in results] == ["FAIL", "PASS"]
     assert "crashed: worker died with SIGSEGV" in results[0].reason
+
+
+def test_a_module_in_the_current_folder_does_not_shadow_the_framework(store, tmp_path, monkeypatch):
+    from rosetta.verify.cells import VerifyCell, run_cell
+
+    (tmp_path / "keras.py").write_text("raise ImportError('the user folder shadowed keras')\n")
+    monkeypatch.chdir(tmp_path)
+    assert run_cell(VerifyCell("cnn", "keras"), store).verdict == "PASS"
