@@ -32,6 +32,7 @@ from rosetta.errors import RosettaError
 DEFAULT_TIMEOUT_S = 3600.0
 IN_WORKER = "ROSETTA_WORKER"
 ERROR_PREFIX = "rosetta-worker: error: "
+VERSION_KEY = "__framework_version__"  # in a predict worker's output: the version that actually ran
 
 
 def run_worker(argv: list[str], what: str, timeout: float | None = None) -> None:
@@ -116,8 +117,9 @@ def _main(argv: list[str]) -> int:
 
         with np.load(inputs, allow_pickle=False) as data:
             feeds = {name: data[name] for name in data.files}
-        result = load_runner(framework, Path(folder), **json.loads(options)).predict(feeds)
-        np.savez(outputs, **{name: np.asarray(value) for name, value in result.items()})
+        runner = load_runner(framework, Path(folder), **json.loads(options))
+        result = {name: np.asarray(value) for name, value in runner.predict(feeds).items()}
+        np.savez(outputs, **result, **{VERSION_KEY: np.array(runner.version())})
     elif command == "convert":
         source, target, source_folder, out, options = rest
         from rosetta.convert.registry import get_conversion

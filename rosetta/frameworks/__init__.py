@@ -43,15 +43,18 @@ class WorkerRunner(Runner):
 
     def __init__(self, framework: str, folder: Path, options: dict) -> None:
         self.framework_name, self.folder, self.options = framework, Path(folder), options
+        self.reported_version = ""  # the framework version the worker ran (e.g. Keras with its backend)
 
     @classmethod
     def version(cls) -> str:  # pragma: no cover - the framework's version comes from its manifest
         return ""
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from rosetta.worker import predict_in_worker
+        from rosetta.worker import VERSION_KEY, predict_in_worker
 
-        return predict_in_worker(self.framework_name, self.folder, feeds, self.options)
+        result = predict_in_worker(self.framework_name, self.folder, feeds, self.options)
+        self.reported_version = str(result.pop(VERSION_KEY, ""))
+        return result
 
 
 def load_runner(framework: str, folder: Path, **options) -> Runner:

@@ -89,12 +89,12 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         start = time.perf_counter()
         problems = artifact_problems(folder)
         runner = load_runner(target.runner, folder, threads=cell.threads, **dict(target.verify_options))
-        result.framework_version = framework_version(target.runner, folder)
         result.seconds["load"] = time.perf_counter() - start
         stage = "inference"
         start = time.perf_counter()
         outputs = runner.predict(reference.feeds)
         result.seconds["predict"] = time.perf_counter() - start
+        result.framework_version = getattr(runner, "reported_version", "") or framework_version(target.runner, folder)
     except Exception as error:  # a failing path is a FAIL row, never a crash or a missing row
         result.reason = f"{stage} failed: {_one_line(error)}"
         result.detail = traceback.format_exc(limit=-3)

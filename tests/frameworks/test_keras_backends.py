@@ -1,0 +1,16 @@
+"""The .keras artifacts use built-in layers only, so they run, and verify, on Keras' JAX backend too."""
+
+from __future__ import annotations
+
+import pytest
+
+from rosetta.models import list_models
+from rosetta.verify.cells import VerifyCell, run_cell
+
+
+@pytest.mark.parametrize("model", list_models())
+def test_keras_artifact_passes_on_the_jax_backend(store, references, model, monkeypatch):
+    monkeypatch.setenv("KERAS_BACKEND", "jax")  # inherited by the worker that loads and runs the artifact
+    result = run_cell(VerifyCell(model, "keras"), store, references)
+    assert result.verdict == "PASS", result.reason
+    assert result.framework_version.endswith("(jax backend)")
