@@ -162,27 +162,14 @@ def _check_writable_file(path: Path | None) -> None:
 
 
 def cmd_models(args) -> int:
-    from rich.table import Table
-
     from rosetta.models import get_model, list_models
+    from rosetta.report.tables import models_table
 
     _check_writable_file(args.json)
-    table = Table(title="reference models", title_justify="left")
-    for column in ("name", "inputs", "outputs", "parameters", "DLF training", "description"):
-        table.add_column(column)
-    rows = []
-    for name in list_models():
-        spec = get_model(name)
-        sig = lambda ts: ", ".join(f"{t.name} {t.dtype}[{','.join('N' if d is None else str(d) for d in t.shape)}]" for t in ts)  # noqa: E731
-        training = (f"{spec.training.epochs} epochs, batch {spec.training.batch}, {spec.training.optimizer} "
-                    + ", ".join(f"{k}={v}" for k, v in spec.training.optimizer_settings.items())) if spec.training else "forward only"
-        table.add_row(name, sig(spec.inputs), sig(spec.outputs), f"{spec.parameter_count:,}", training, spec.description)
-        rows.append({"name": name, "inputs": [t.to_json() for t in spec.inputs],
-                     "outputs": [t.to_json() for t in spec.outputs], "parameter_count": spec.parameter_count,
-                     "training": spec.training and spec.training.__dict__, "description": spec.description})
-    _console().print(table)
+    specs = [get_model(name) for name in list_models()]
+    _console().print(models_table(specs))
     if args.json:
-        args.json.write_text(json.dumps({"models": rows}, indent=2) + "\n")
+        args.json.write_text(json.dumps({"models": [spec.to_json() for spec in specs]}, indent=2) + "\n")
     return EXIT_PASS
 
 
@@ -223,7 +210,8 @@ def cmd_verify(args) -> int:
     _check_writable_file(args.json)
     if args.tolerance_multiple is not None and (args.atol is not None or args.rtol is not None):
         raise RosettaError("give either --tolerance-multiple or --atol/--rtol, not both")
-    policy = TolerancePolicy(multiple=args.tolerance_multiple or DEFAULT_MULTIPLE, atol=args.atol, rtol=args.rtol)
+    multiple = DEFAULT_MULTIPLE if args.tolerance_multiple is None else args.tolerance_multiple
+    policy = TolerancePolicy(multiple=multiple, atol=args.atol, rtol=args.rtol)
     cells = plan_cells([s.name for s in specs], [t.name for t in targets], route=args.via, seeds=tuple(args.seed),
                        batch=args.batch, tolerance=policy, export=tuple(sorted(_export_options(args).items())),
                        threads=args.threads)

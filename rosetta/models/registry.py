@@ -53,6 +53,11 @@ class ModelSpec:
         """The model with seeded weights, in eval mode: same seed, bit-identical weights."""
         return self.factory(seed)
 
+    def to_json(self) -> dict:
+        return {"name": self.name, "description": self.description, "parameter_count": self.parameter_count,
+                "inputs": [t.to_json() for t in self.inputs], "outputs": [t.to_json() for t in self.outputs],
+                "training": asdict(self.training) if self.training else None}
+
 
 MODELS: Registry[ModelSpec] = Registry("model", key=lambda spec: spec.name, hint="(see `rosetta models`)")
 register_model = MODELS.register

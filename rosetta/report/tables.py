@@ -41,3 +41,23 @@ def _verdict(passed: bool) -> str:
 
 def failure_lines(results: list[VerifyResult]) -> list[str]:
     return [f"{r.model} -> {r.target} ({r.route}): {r.reason}" for r in results if not r.passed]
+
+
+def _signature(tensors) -> str:
+    return ", ".join(f"{t.name} {t.dtype}[{','.join('N' if d is None else str(d) for d in t.shape)}]" for t in tensors)
+
+
+def models_table(specs):
+    from rich.table import Table
+
+    table = Table(title="reference models", title_justify="left")
+    for column in ("name", "inputs", "outputs", "parameters", "DLF training", "description"):
+        table.add_column(column)
+    for spec in specs:
+        training = "forward only"
+        if spec.training:
+            settings = ", ".join(f"{k}={v}" for k, v in spec.training.optimizer_settings.items())
+            training = f"{spec.training.epochs} epochs, batch {spec.training.batch}, {spec.training.optimizer} {settings}"
+        table.add_row(spec.name, _signature(spec.inputs), _signature(spec.outputs), f"{spec.parameter_count:,}",
+                      training, spec.description)
+    return table
