@@ -24,6 +24,7 @@ from rosetta.convert.manifest import Manifest
 from rosetta.convert.targets import get_target, list_targets
 from rosetta.frameworks.torch import TorchModuleRunner
 from rosetta.models import get_model, list_models
+from rosetta.report.plots import inference_chart
 from rosetta.report.progress import progress_bar
 from rosetta.verify.inputs import generate_inputs
 
@@ -99,6 +100,9 @@ def main() -> None:
     console.print(inference)
     args.json.write_text(json.dumps({"batch": args.batch, "threads": args.threads, "repeats": args.repeats,
                                      "rows": rows}, indent=2) + "\n")
+    chart = inference_chart(rows, args.json.with_suffix(".png"),
+                            f"CPU inference, batch {args.batch}, {args.threads} threads (rosetta)")
+    print(f"wrote {args.json} and {chart}")
 
 
 if __name__ == "__main__":
