@@ -186,7 +186,7 @@ def cmd_convert(args) -> int:
     chain = target.chain
     check_output_folder(args.output, args.force)
     _check_writable_file(args.json)
-    options = {**dict(target.export), **_export_options(args)}
+    options = target.export_options(_export_options(args))
     manifest = run_conversion(torch_source(spec, args.seed), chain, args.output, options, force=args.force)
     print(f"{args.model} -> {' -> '.join(chain[1:])}: {args.output / manifest.artifact} (sha256 {manifest.sha256[:12]})")
     if args.json:

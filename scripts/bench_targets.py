@@ -58,7 +58,7 @@ def main() -> None:
             for name in targets:
                 advance(f"{model} -> {name}")
                 target = get_target(name)
-                options = dict(target.export)
+                options = target.export_options()
                 row = {"model": model, "target": name, "steps": []}
                 try:
                     for end in range(2, len(target.chain) + 1):

@@ -41,7 +41,7 @@ def test_worker_error_line_is_passed_on(tmp_path, monkeypatch):
 
 def test_crash_in_one_cell_leaves_a_fail_row_and_the_others_run(store, tmp_path, monkeypatch):
     target = get_target("mxnet")
-    store.get(get_model("cnn"), 0, target.chain, dict(target.export))  # converted for real first
+    store.get(get_model("cnn"), 0, target.chain, target.export_options())  # converted for real first
     monkeypatch.setattr(worker.sys, "executable", _fake_python(tmp_path, "kill -SEGV $$"))
     results = run_cells(plan_cells(["cnn"], ["mxnet", "onnxruntime"]), store, progress=False)
     assert [r.verdict for r in results] == ["FAIL", "PASS"]

@@ -26,6 +26,10 @@ class Target:
     def artifact_format(self) -> str:
         return self.chain[-1]
 
+    def export_options(self, overrides: dict | None = None) -> dict:
+        """The target's export defaults, overridden by what the user asked for."""
+        return {**dict(self.export), **(overrides or {})}
+
 
 TARGETS: Registry[Target] = Registry("target", key=lambda target: (target.route, target.name))
 register_target = TARGETS.register

@@ -46,8 +46,11 @@ class WorkerRunner(Runner):
         self.reported_version = ""  # the framework version the worker ran (e.g. Keras with its backend)
 
     @classmethod
-    def version(cls) -> str:  # pragma: no cover - the framework's version comes from its manifest
+    def version(cls) -> str:  # the proxy has no framework of its own: see running_version
         return ""
+
+    def running_version(self) -> str:
+        return self.reported_version
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from rosetta.worker import VERSION_KEY, predict_in_worker
@@ -66,13 +69,3 @@ def load_runner(framework: str, folder: Path, **options) -> Runner:
     if FRAMEWORKS.get(framework, label=f"{framework!r}").isolated and not os.environ.get(IN_WORKER):
         return WorkerRunner(framework, folder, options)
     return runner_class(framework)(Path(folder), manifest, **options)
-
-
-def framework_version(framework: str, folder: Path) -> str:
-    """The version of the framework that runs an artifact: from the manifest for isolated frameworks
-    (recorded by the conversion that ran in that framework), else asked directly."""
-    from rosetta.convert.manifest import Manifest
-
-    if FRAMEWORKS.get(framework, label=f"{framework!r}").isolated:
-        return Manifest.read(folder).converter.get("framework_version", "")
-    return runner_class(framework).version()

@@ -24,6 +24,10 @@ class Runner(ABC):
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run inference: input name -> array, to output name -> array."""
 
+    def running_version(self) -> str:
+        """The version that actually runs this artifact (a worker proxy reports its worker's)."""
+        return self.version()
+
 
 def check_feeds(feeds: dict[str, np.ndarray], signature: list[dict]) -> None:
     """Input names, dtypes and ranks/fixed sizes must match the model's signature: one clear line if not."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import get_target
-from rosetta.frameworks import framework_version, load_runner
+from rosetta.frameworks import load_runner
 from rosetta.frameworks.torch import TorchModuleRunner
 from rosetta.models import get_model
 from rosetta.verify.compare import compare_outputs
@@ -82,7 +82,7 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         reference = reference_for(cell.model, cell.seed, cell.batch, references)
         stage = "conversion"
         start = time.perf_counter()
-        folder = artifact or store.get(spec, cell.seed, target.chain, {**dict(target.export), **dict(cell.export)})
+        folder = artifact or store.get(spec, cell.seed, target.chain, target.export_options(dict(cell.export)))
         result.seconds["convert"] = time.perf_counter() - start
         result.artifact = str(folder)
         stage = "loading"
@@ -94,7 +94,7 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         start = time.perf_counter()
         outputs = runner.predict(reference.feeds)
         result.seconds["predict"] = time.perf_counter() - start
-        result.framework_version = getattr(runner, "reported_version", "") or framework_version(target.runner, folder)
+        result.framework_version = runner.running_version()
     except Exception as error:  # a failing path is a FAIL row, never a crash or a missing row
         result.reason = f"{stage} failed: {_one_line(error)}"
         result.detail = traceback.format_exc(limit=-3)

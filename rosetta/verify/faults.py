@@ -51,20 +51,16 @@ def fault_cases(route: str = "onnx") -> list[tuple[Fault, str]]:
     return [(fault, target) for fault in FAULTS if fault.route == route for target in fault.applies_to()]
 
 
-def _options(target: Target, options: dict) -> dict:
-    return {**dict(target.export), **options}
-
-
 def _variant(model: str, name: str, make: Callable):
     """A fault that is a wrong variant of a reference model, carried through the target's own converters."""
     def build(store: ArtifactStore, seed: int, target: Target, options: dict) -> Path:
         spec = get_model(model)
-        return store.get(spec, seed, target.chain, _options(target, options), module=make(seed), tag=name)
+        return store.get(spec, seed, target.chain, target.export_options(options), module=make(seed), tag=name)
     return build
 
 
 def _dropout_active(store: ArtifactStore, seed: int, target: Target, options: dict) -> Path:
-    return store.get(get_model("cnn"), seed, target.chain, {**_options(target, options), "training": "train"})
+    return store.get(get_model("cnn"), seed, target.chain, {**target.export_options(options), "training": "train"})
 
 
 register_fault(Fault("cnn-dropout-active", "cnn",

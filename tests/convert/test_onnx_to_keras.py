@@ -26,7 +26,7 @@ def test_keras_artifact_loads_in_plain_keras_safe_mode(store):
     from rosetta.models import get_model
 
     target = get_target("keras")
-    folder = store.get(get_model("cnn"), 0, target.chain, dict(target.export))
+    folder = store.get(get_model("cnn"), 0, target.chain, target.export_options())
     code = ("import keras; m = keras.saving.load_model(r'%s', safe_mode=True); "
             "print(sum(int(w.numpy().size) for w in m.trainable_weights))" % (folder / "model.keras"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,

@@ -35,5 +35,5 @@ def test_keras_artifact_has_the_reference_trainable_parameter_count(store, model
     from rosetta.convert.manifest import Manifest
 
     target = get_target("keras")
-    folder = store.get(get_model(model), 0, target.chain, dict(target.export))
+    folder = store.get(get_model(model), 0, target.chain, target.export_options())
     assert Manifest.read(folder).converter["trainable_parameters"] == get_model(model).parameter_count
