@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rosetta.convert.manifest import MANIFEST_NAME, Manifest
+from rosetta.convert.manifest import MANIFEST_NAME, Manifest, sha256_of
 from rosetta.convert.output import atomic_folder
 from rosetta.convert.registry import get_conversion
 from rosetta.convert.torch_to_onnx import TorchSource
@@ -89,6 +89,21 @@ class ArtifactStore:
                 raise
             # another job finished the same artifact first; its folder is complete
         return folder
+
+    def derived(self, folder: Path, tag: str, edit) -> Path:
+        """A copy of an artifact folder with `edit(artifact_path)` applied (e.g. a deliberately corrupted
+        conversion), written atomically beside it, with the manifest's sha256 and source updated."""
+        target = Path(folder).with_name(f"{Path(folder).name}-{tag}")
+        if (target / MANIFEST_NAME).is_file():
+            return target
+        with atomic_folder(target) as staging:
+            shutil.copytree(folder, staging, dirs_exist_ok=True)
+            manifest = Manifest.read(staging)
+            edit(manifest.artifact_path(staging))
+            manifest.sha256 = sha256_of(manifest.artifact_path(staging))
+            manifest.source = {**manifest.source, "variant": tag}
+            manifest.write(staging)
+        return target
 
     def clear(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

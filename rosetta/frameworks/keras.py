@@ -23,6 +23,33 @@ def import_keras():
     return keras
 
 
+WEIGHTS_MEMBER = "model.weights.h5"
+
+
+def edit_keras_weights(path: Path, edit) -> None:
+    """Rewrite the weights inside a .keras file in place with h5py, without Keras:
+    edit(name, array) -> new array or None, for every weight ('layers/gru/cell/vars/0', ...)."""
+    import io
+    import zipfile
+
+    import h5py
+
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    buffer = io.BytesIO(members[WEIGHTS_MEMBER])
+    with h5py.File(buffer, "r+") as weights:
+        names = []
+        weights.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+        for name in names:
+            new = edit(name, weights[name][()])
+            if new is not None:
+                weights[name][...] = new
+    members[WEIGHTS_MEMBER] = buffer.getvalue()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
 class KerasRunner(Runner):
     framework = "keras"
 

@@ -4,6 +4,7 @@ reference model gives verification its ground truth and its noise floor."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 
@@ -45,6 +46,21 @@ class TorchModuleRunner(Runner):
             result = self.module(*tensors)
         result = result if isinstance(result, (tuple, list)) else (result,)
         return {name: value.detach().cpu().numpy() for name, value in zip(self.output_names, result)}
+
+
+def edit_state_dict(artifact: Path, edit) -> None:
+    """Rewrite the weights of a converted PyTorch artifact: edit(name, tensor) -> new tensor or None."""
+    import torch
+
+    from rosetta.convert.onnx_to_torch import WEIGHTS
+
+    path = Path(artifact) / WEIGHTS
+    state = torch.load(path, weights_only=True)
+    for name, tensor in list(state.items()):
+        new = edit(name, tensor)
+        if new is not None:
+            state[name] = new
+    torch.save(state, path)
 
 
 class TorchArtifactRunner(Runner):

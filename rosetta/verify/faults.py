@@ -78,3 +78,57 @@ register_fault(Fault("gru-gates-swapped", "gru", "GRU reset and update gates swa
 register_fault(Fault("gru-recurrent-transposed", "gru", "GRU recurrent kernels transposed (in/out layout mix-up)",
                      _variant("gru", "recurrent-transposed",
                               lambda seed: transpose_gru_recurrent_kernels(get_model("gru").build(seed)))))
+
+
+# ---- corruptions of a converted artifact itself: a converter that got one detail wrong ---------------------
+def _corrupted(model: str, tag: str, edit: Callable[[Path], None]):
+    """A fault that converts the model correctly, then edits the converted artifact as a buggy converter would."""
+    def build(store: ArtifactStore, seed: int, target: Target, options: dict) -> Path:
+        good = store.get(get_model(model), seed, target.chain, target.export_options(options))
+        return store.derived(good, tag, edit)
+    return build
+
+
+def _swap_first_two_blocks(array, axis: int):
+    import numpy as np
+
+    blocks = np.split(np.asarray(array), 3, axis=axis)
+    return np.concatenate([blocks[1], blocks[0], blocks[2]], axis=axis)
+
+
+def _keras_gru_gates_swapped(artifact: Path) -> None:
+    from rosetta.frameworks.keras import edit_keras_weights
+
+    # Keras GRU kernels are (in, 3H) with gates z, r, h along the last axis
+    edit_keras_weights(artifact, lambda name, array: _swap_first_two_blocks(array, -1) if "/gru/cell/vars/" in name else None)
+
+
+def _keras_flatten_order_dropped(artifact: Path) -> None:
+    """The Dense after the channels-last flatten keeps ONNX's (c, h, w) row order instead of Keras' (h, w, c)."""
+    import numpy as np
+
+    from rosetta.frameworks.keras import edit_keras_weights
+
+    order = np.arange(100 * 8 * 8).reshape(100, 8, 8).transpose(1, 2, 0).ravel()  # Keras row j = ONNX row order[j]
+    edit_keras_weights(artifact, lambda name, array: array[np.argsort(order)] if array.shape == (6400, 512) else None)
+
+
+def _torch_gru_gates_swapped(artifact: Path) -> None:
+    import torch
+
+    from rosetta.frameworks.torch import edit_state_dict
+
+    def swap(name, tensor):  # torch.nn.GRU gates r, z, n along the first axis
+        if any(key in name for key in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")):
+            return torch.from_numpy(_swap_first_two_blocks(tensor.numpy(), 0))
+        return None
+    edit_state_dict(artifact, swap)
+
+
+register_fault(Fault("keras-gru-gates-swapped", "gru", "Keras GRU kernels with the z and r gate blocks swapped",
+                     _corrupted("gru", "keras-gates-swapped", _keras_gru_gates_swapped), targets=("keras",)))
+register_fault(Fault("keras-flatten-order-dropped", "cnn",
+                     "Keras Dense after a channels-last flatten with the ONNX (c, h, w) row order",
+                     _corrupted("cnn", "keras-flatten-order-dropped", _keras_flatten_order_dropped), targets=("keras",)))
+register_fault(Fault("torch-gru-gates-swapped", "gru", "onnx2torch GRU with the r and z gate blocks swapped",
+                     _corrupted("gru", "torch-gates-swapped", _torch_gru_gates_swapped), targets=("torch",)))

@@ -44,3 +44,17 @@ def test_perturbed_weight_passes_a_loose_user_tolerance(store, references):
     """The perturbation is small: it takes the calibrated tolerance to catch it (a loose atol does not)."""
     result = _run(store, references, get_fault("resnet50-weight-perturbed"), "onnxruntime", TolerancePolicy(atol=1e-3))
     assert result.verdict == "PASS"
+
+
+@pytest.mark.parametrize("target", ["keras", "torch"])
+def test_rewriting_an_artifact_without_changes_still_passes(store, references, target):
+    """Control for the artifact-level faults: the weight rewrite itself is lossless, so their FAIL is the edit's."""
+    from rosetta.frameworks.keras import edit_keras_weights
+    from rosetta.frameworks.torch import edit_state_dict
+    from rosetta.models import get_model
+
+    rewrite = {"keras": lambda path: edit_keras_weights(path, lambda name, array: array),
+               "torch": lambda path: edit_state_dict(path, lambda name, tensor: tensor.clone())}[target]
+    good = store.get(get_model("gru"), 0, get_target(target).chain, get_target(target).export_options())
+    copy = store.derived(good, "rewritten-unchanged", rewrite)
+    assert run_cell(VerifyCell("gru", target, seed=0), store, references, copy).verdict == "PASS"
