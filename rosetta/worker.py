@@ -15,6 +15,7 @@ A conversion worker records its wall time and its own peak resident memory in th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -59,14 +61,30 @@ def run_worker(argv: list[str], what: str, timeout: float | None = None) -> None
     raise RosettaError(f"{what} failed: {message}")
 
 
-def predict_in_worker(framework: str, folder: Path, feeds: dict[str, np.ndarray], options: dict) -> dict[str, np.ndarray]:
+def load_npz(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
+@contextlib.contextmanager
+def _worker_on_feeds(command: str, framework: str, folder: Path, feeds: dict[str, np.ndarray], options: dict,
+                     output_name: str, what: str) -> Iterator[Path]:
+    """Hand `feeds` to a worker `command`; yields the file it wrote, valid inside the block."""
     with tempfile.TemporaryDirectory(prefix="rosetta-io-") as scratch:
-        inputs, outputs = Path(scratch) / "in.npz", Path(scratch) / "out.npz"
+        inputs, outputs = Path(scratch) / "in.npz", Path(scratch) / output_name
         np.savez(inputs, **feeds)
-        run_worker(["predict", framework, str(folder), str(inputs), str(outputs), json.dumps(options)],
-                   f"{framework} inference")
-        with np.load(outputs, allow_pickle=False) as data:
-            return {name: data[name] for name in data.files}
+        run_worker([command, framework, str(folder), str(inputs), str(outputs), json.dumps(options)], what)
+        yield outputs
+
+
+def predict_in_worker(framework: str, folder: Path, feeds: dict[str, np.ndarray], options: dict) -> dict[str, np.ndarray]:
+    with _worker_on_feeds("predict", framework, folder, feeds, options, "out.npz", f"{framework} inference") as out:
+        return load_npz(out)
+
+
+def time_in_worker(framework: str, folder: Path, feeds: dict[str, np.ndarray], options: dict) -> dict:
+    with _worker_on_feeds("time", framework, folder, feeds, options, "out.json", f"{framework} timing") as out:
+        return json.loads(out.read_text())
 
 
 def convert_in_worker(source: str, target: str, source_folder: Path, out: Path, options: dict):
@@ -75,15 +93,6 @@ def convert_in_worker(source: str, target: str, source_folder: Path, out: Path, 
     run_worker(["convert", source, target, str(source_folder), str(out), json.dumps(options)],
                f"conversion {source} -> {target}")
     return Manifest.read(out)
-
-
-def time_in_worker(framework: str, folder: Path, feeds: dict[str, np.ndarray], options: dict) -> dict:
-    with tempfile.TemporaryDirectory(prefix="rosetta-io-") as scratch:
-        inputs, outputs = Path(scratch) / "in.npz", Path(scratch) / "out.json"
-        np.savez(inputs, **feeds)
-        run_worker(["time", framework, str(folder), str(inputs), str(outputs), json.dumps(options)],
-                   f"{framework} timing")
-        return json.loads(outputs.read_text())
 
 
 def peak_rss_mb() -> float:
@@ -108,28 +117,23 @@ def _main(argv: list[str]) -> int:
         framework, folder, inputs, outputs, options = rest
         from rosetta.bench.inference import time_predict
 
-        with np.load(inputs, allow_pickle=False) as data:
-            feeds = {name: data[name] for name in data.files}
-        Path(outputs).write_text(json.dumps(time_predict(framework, Path(folder), feeds, **json.loads(options))))
+        result = time_predict(framework, Path(folder), load_npz(Path(inputs)), **json.loads(options))
+        Path(outputs).write_text(json.dumps(result))
     elif command == "predict":
         framework, folder, inputs, outputs, options = rest
         from rosetta.frameworks import load_runner
 
-        with np.load(inputs, allow_pickle=False) as data:
-            feeds = {name: data[name] for name in data.files}
         runner = load_runner(framework, Path(folder), **json.loads(options))
-        result = {name: np.asarray(value) for name, value in runner.predict(feeds).items()}
+        result = {name: np.asarray(value) for name, value in runner.predict(load_npz(Path(inputs))).items()}
         np.savez(outputs, **result, **{VERSION_KEY: np.array(runner.version())})
     elif command == "convert":
         source, target, source_folder, out, options = rest
         from rosetta.convert.registry import get_conversion
+        from rosetta.convert.store import convert_step
 
-        import time
-
-        start = time.perf_counter()
-        manifest = get_conversion(source, target).load()(Path(source_folder), Path(out), json.loads(options))
-        manifest.stats = {"seconds": round(time.perf_counter() - start, 3), "peak_rss_mb": round(peak_rss_mb(), 1),
-                          "process": "worker"}
+        # inside a worker the step runs in this process; it times itself, the worker adds its peak memory
+        manifest = convert_step(get_conversion(source, target), Path(source_folder), Path(out), json.loads(options))
+        manifest.stats.update(peak_rss_mb=round(peak_rss_mb(), 1), process="worker")
         manifest.write(Path(out))
     else:
         raise RosettaError(f"unknown worker command {command!r}")

@@ -39,15 +39,15 @@ def run_conversion(source, chain: tuple[str, ...], destination: Path, options: d
                 last = step == len(chain) - 2
                 out = staging if last else Path(scratch) / f"{step}-{dst}"
                 out.mkdir(exist_ok=True)
-                manifest = _convert_step(get_conversion(src, dst), current, out, options)
+                manifest = convert_step(get_conversion(src, dst), current, out, options)
                 manifest.chain = list(history) + list(chain[: step + 2])
                 manifest.write(out)
                 current = out
     return manifest
 
 
-def _convert_step(path, source, out: Path, options: dict) -> Manifest:
-    """One step, in this process or, for isolated paths, in a worker process."""
+def convert_step(path, source, out: Path, options: dict) -> Manifest:
+    """One step, in this process or, for isolated paths, in a worker process; its wall time in `stats`."""
     from rosetta.worker import IN_WORKER, convert_in_worker
 
     if path.isolated and not os.environ.get(IN_WORKER):

@@ -46,17 +46,19 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
                            f"{[s['name'] for s in signature_out]}, not as the source model")
     return Manifest(
         artifact=ARTIFACT, format="onnx", source=previous.source,
-        converter={"name": "tf2onnx", "version": version("tf2onnx"), "framework_version": version("tensorflow-cpu")
-                   if _installed("tensorflow-cpu") else version("tensorflow"), "options": {"opset": opset}},
+        converter={"name": "tf2onnx", "version": version("tf2onnx"), "framework_version": _tensorflow_version(),
+                   "options": {"opset": opset}},
         inputs=signature_in, outputs=signature_out, sha256=sha256_of(target), opset=opset,
     )
 
 
-def _installed(distribution: str) -> bool:
+def _tensorflow_version() -> str:
+    """TensorFlow's version without importing it here (tf2onnx ran it in its own process)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        version(distribution)
-        return True
-    except PackageNotFoundError:
-        return False
+    for distribution in ("tensorflow-cpu", "tensorflow"):
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            continue
+    return "unknown"

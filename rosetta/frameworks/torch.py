@@ -36,10 +36,14 @@ class TorchModuleRunner(Runner):
         return torch.__version__
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return self._forward(list(feeds.values()))
+
+    def _forward(self, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+        """Floating inputs cast to the runner's precision, integer inputs as they are; outputs by name."""
         import torch
 
         tensors = []
-        for array in feeds.values():
+        for array in arrays:
             tensor = torch.from_numpy(np.ascontiguousarray(array))
             tensors.append(tensor.to(self.dtype) if tensor.is_floating_point() else tensor)
         with torch.inference_mode():
@@ -63,35 +67,22 @@ def edit_state_dict(artifact: Path, edit) -> None:
     torch.save(state, path)
 
 
-class TorchArtifactRunner(Runner):
+class TorchArtifactRunner(TorchModuleRunner):
     """Runs a converted PyTorch artifact (onnx2torch: ONNX graph + state_dict, see convert.onnx_to_torch)."""
 
-    framework = "torch"
-
-    def __init__(self, folder, manifest, threads: int = 0) -> None:
+    def __init__(self, folder, manifest, threads: int = 0) -> None:  # no deep copy: the module is ours
         import torch
 
         from rosetta.convert.onnx_to_torch import load_module
 
         if threads:
             torch.set_num_threads(threads)
-        self.manifest = manifest
+        self.manifest, self.dtype = manifest, torch.float32
         self.module = load_module(folder, manifest)
         self.output_names = [o["name"] for o in manifest.outputs]
 
-    @classmethod
-    def version(cls) -> str:
-        import torch
-
-        return torch.__version__
-
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        import torch
-
         from rosetta.frameworks.base import check_feeds
 
         check_feeds(feeds, self.manifest.inputs)
-        with torch.inference_mode():
-            result = self.module(*[torch.from_numpy(np.ascontiguousarray(feeds[i["name"]])) for i in self.manifest.inputs])
-        result = result if isinstance(result, (tuple, list)) else (result,)
-        return {name: value.detach().cpu().numpy() for name, value in zip(self.output_names, result)}
+        return self._forward([feeds[entry["name"]] for entry in self.manifest.inputs])
