@@ -94,7 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "seeded inputs; a target PASSes when its error against the float64 reference stays within "
                     "a multiple of the reference's own float32 noise floor (or within --atol/--rtol).",
         epilog="examples:\n  rosetta verify --model cnn,gru,resnet50 --targets onnxruntime --json results.json\n"
-               "  rosetta verify --model gru --targets all\n" + EPILOG_EXIT,
+               "  rosetta verify --model gru --targets all\n"
+               "  rosetta verify --model cnn,gru --targets torch,keras,mxnet --train-steps 5 --precision float64\n"
+               + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("--model", default="all", help="models, comma-separated, or all (default: all)")
     verify.add_argument("--targets", default="onnxruntime",
@@ -106,12 +108,56 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--rtol", type=_non_negative_float, help="relative tolerance instead of the calibrated one")
     verify.add_argument("--tolerance-multiple", type=_non_negative_float, default=None,
                         help="calibrated tolerance: allowed multiple of the noise floor (default: see README)")
+    verify.add_argument("--train-steps", type=_positive_int, metavar="K",
+                        help="also check training: K optimiser steps (DLF optimiser) from the same weights on the same "
+                             "batches in each trainable target (torch, keras, mxnet), comparing losses and weights")
+    verify.add_argument("--precision", choices=("float32", "float64"), default="float32",
+                        help="training check precision: float32 (calibrated tolerance) or float64 (must agree to "
+                             "~1e-10: separates conversion bugs from float32 noise); default float32")
+    verify.add_argument("--train-batch", type=_positive_int, default=4, help="training check batch size (default: 4)")
     verify.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
     verify.add_argument("--work-dir", type=Path, help="keep converted artifacts here (default: a temporary folder)")
     verify.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
     verify.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_export_options(verify)
+
+    bench = commands.add_parser(
+        "bench", parents=[common], help="time the DLF workloads in every framework, from converted models",
+        description="Time DLF's workloads (CNN training on CIFAR-10, GRU training on IMDB, ResNet-50 feature "
+                    "extraction) in each target framework, each cell in its own process: warm-up excluded, device "
+                    "synchronised before every clock read, median and p10-p90 of the timed steps, peak memory. "
+                    "The PyTorch reference is always timed as the baseline, and training workloads also time a "
+                    "hand-written PyTorch loop to measure the harness's overhead. Prints a table; writes JSON "
+                    "and one PNG chart per workload.",
+        epilog="examples:\n  rosetta bench --workload cnn-train --targets torch,keras,mxnet --steps 20\n"
+               "  rosetta bench --workload resnet50-features --targets all --json bench.json --plot-dir charts\n"
+               "  rosetta bench --workload all --device cuda --data ~/datasets   (cifar-10-batches-py/, imdb.npz)\n"
+               "exit status: 0 all cells ran, 1 some FAIL, 2 usage or input error",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    bench.add_argument("--workload", default="all", help=f"workloads, comma-separated, or all: {', '.join(_workload_names())}")
+    bench.add_argument("--targets", default="all",
+                       help="targets as for verify (default: all); training workloads time the trainable ones "
+                            "(torch, keras, mxnet), resnet50-features all of them")
+    bench.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cpu (default) or cuda")
+    length = bench.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=_positive_int, help="timed steps (batches) per cell (default: a short slice on "
+                                                            "CPU, see README)")
+    length.add_argument("--epochs", type=_positive_int, help="full DLF epochs instead of --steps (training workloads)")
+    bench.add_argument("--data", type=Path, help="folder with CIFAR-10 (cifar-10-batches-py/) and IMDB (imdb.npz); "
+                                                "default: synthetic data of the same shapes and dtypes")
+    bench.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
+    bench.add_argument("--no-overhead", action="store_true", help="skip the bare-loop overhead measurement")
+    bench.add_argument("--work-dir", type=Path, help="keep converted artifacts here (default: a temporary folder)")
+    bench.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
+    bench.add_argument("--plot-dir", type=Path, help="write one PNG chart per workload into this folder")
+    bench.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
+
+
+def _workload_names() -> list[str]:
+    from rosetta.bench.workloads import WORKLOADS
+
+    return WORKLOADS.keys()
 
 
 def _target_names() -> list[str]:
@@ -212,9 +258,11 @@ def cmd_verify(args) -> int:
         raise RosettaError("give either --tolerance-multiple or --atol/--rtol, not both")
     multiple = DEFAULT_MULTIPLE if args.tolerance_multiple is None else args.tolerance_multiple
     policy = TolerancePolicy(multiple=multiple, atol=args.atol, rtol=args.rtol)
+    export = tuple(sorted(_export_options(args).items()))
     cells = plan_cells([s.name for s in specs], [t.name for t in targets], route=args.via, seeds=tuple(args.seed),
-                       batch=args.batch, tolerance=policy, export=tuple(sorted(_export_options(args).items())),
-                       threads=args.threads)
+                       batch=args.batch, tolerance=policy, export=export, threads=args.threads)
+    if args.train_steps:
+        cells += plan_training_cells(specs, targets, args, export)
     with tempfile.TemporaryDirectory(prefix="rosetta-") as scratch:
         store = ArtifactStore(args.work_dir or Path(scratch))
         results = run_cells(cells, store, progress=not args.no_progress and sys.stderr.isatty())
@@ -231,7 +279,77 @@ def cmd_verify(args) -> int:
     return EXIT_PASS if all(r.passed for r in results) else EXIT_FAIL
 
 
-COMMANDS = {"models": cmd_models, "convert": cmd_convert, "verify": cmd_verify}
+def cmd_bench(args) -> int:
+    import math
+    import tempfile
+
+    from rosetta.bench.run import run_bench
+    from rosetta.bench.workloads import parse_workloads
+    from rosetta.convert.store import ArtifactStore
+    from rosetta.convert.targets import parse_target_list
+    from rosetta.report.plots import bench_chart
+    from rosetta.report.tables import bench_lines, bench_table
+
+    workloads = parse_workloads(args.workload)
+    targets = parse_target_list(args.targets)
+    _check_writable_file(args.json)
+    if args.data is not None and not args.data.is_dir():
+        raise RosettaError(f"--data {args.data}: no such folder (it should hold cifar-10-batches-py/ and imdb.npz)")
+    if args.plot_dir is not None:
+        args.plot_dir.mkdir(parents=True, exist_ok=True)
+    results, overheads, notes = [], {}, []
+    with tempfile.TemporaryDirectory(prefix="rosetta-") as scratch:
+        store = ArtifactStore(args.work_dir or Path(scratch))
+        for workload in workloads:
+            steps = args.steps or 0
+            if args.epochs:
+                steps = args.epochs * math.ceil(workload.epoch_samples / workload.batch)
+            done, overhead, skipped = run_bench([workload], targets, store, device=args.device, steps=steps,
+                                                threads=args.threads, data=str(args.data or ""),
+                                                overhead=not args.no_overhead,
+                                                progress=not args.no_progress and sys.stderr.isatty())
+            results += done
+            overheads.update(overhead)
+            notes += skipped
+    console = _console()
+    console.print(bench_table(results, title=f"rosetta bench ({args.device})"))
+    for line in bench_lines(results, overheads) + notes:
+        console.print(line, highlight=False)
+    if args.plot_dir is not None:
+        for workload in workloads:
+            console.print(f"chart: {bench_chart(workload, results, args.plot_dir / f'{workload.name}.png', args.device)}")
+    if args.json:
+        from rosetta import __version__
+
+        payload = {"rosetta_version": __version__, "device": args.device, "threads": args.threads,
+                   "workloads": [w.__dict__ for w in workloads], "results": [r.to_json() for r in results],
+                   "overhead": overheads, "notes": notes}
+        args.json.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n")
+    return EXIT_PASS if all(r.status == "ok" for r in results) else EXIT_FAIL
+
+
+def plan_training_cells(specs, targets, args, export: tuple) -> list:
+    """Training cells for the trainable targets among `targets`; a usage error if there are none."""
+    from rosetta.frameworks import trainable_frameworks
+    from rosetta.verify.tolerance import TolerancePolicy
+    from rosetta.verify.training import TRAINING_MULTIPLE, TrainCell
+
+    trainable = [t for t in targets if t.runner in trainable_frameworks()]
+    if not trainable:
+        raise RosettaError(f"--train-steps: {', '.join(t.name for t in targets)} can only infer; "
+                           f"trainable targets: {', '.join(trainable_frameworks())}")
+    untrained = [s.name for s in specs if s.training is None]
+    if untrained:
+        raise RosettaError(f"--train-steps: model {', '.join(untrained)} has no training settings")
+    multiple = TRAINING_MULTIPLE if args.tolerance_multiple is None else args.tolerance_multiple
+    policy = TolerancePolicy(multiple=multiple, atol=args.atol, rtol=args.rtol)
+    return [TrainCell(model=s.name, target=t.name, route=args.via, seed=seed, batch=args.train_batch,
+                      steps=args.train_steps, precision=args.precision, tolerance=policy, export=export,
+                      threads=args.threads)
+            for s in specs for t in trainable for seed in args.seed]
+
+
+COMMANDS = {"models": cmd_models, "convert": cmd_convert, "verify": cmd_verify, "bench": cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:

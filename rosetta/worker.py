@@ -9,6 +9,8 @@ becomes a FAIL row and the rest of the run goes on.
     python -m rosetta.worker predict FRAMEWORK FOLDER IN.npz OUT.npz OPTIONS_JSON
     python -m rosetta.worker convert SOURCE_FORMAT TARGET_FORMAT SOURCE_FOLDER OUT_FOLDER OPTIONS_JSON
     python -m rosetta.worker time FRAMEWORK FOLDER IN.npz OUT.json OPTIONS_JSON   (OPTIONS: repeats, warmup, ...)
+    python -m rosetta.worker train FRAMEWORK FOLDER IN.npz OUT.npz OPTIONS_JSON   (IN: batches; FOLDER - = reference)
+    python -m rosetta.worker call rosetta.MODULE:FUNCTION ARGUMENT_JSON OUT.json   (a self-contained job, e.g. a bench cell)
 
 A conversion worker records its wall time and its own peak resident memory in the manifest ("stats").
 """
@@ -35,6 +37,7 @@ DEFAULT_TIMEOUT_S = 3600.0
 IN_WORKER = "ROSETTA_WORKER"
 ERROR_PREFIX = "rosetta-worker: error: "
 VERSION_KEY = "__framework_version__"  # in a predict worker's output: the version that actually ran
+RESULT_KEY = "__result__"  # in a train worker's output: the JSON fields beside the arrays
 
 
 def run_worker(argv: list[str], what: str, timeout: float | None = None) -> None:
@@ -87,6 +90,26 @@ def time_in_worker(framework: str, folder: Path, feeds: dict[str, np.ndarray], o
         return json.loads(out.read_text())
 
 
+def train_in_worker(framework: str, folder, batches: list, options: dict) -> dict:
+    """rosetta.train.base.run_training in a worker: batches in, losses/parameters/timing/memory out."""
+    from rosetta.train.base import batches_to_arrays
+
+    what = f"{framework} training"
+    with _worker_on_feeds("train", framework, folder, batches_to_arrays(batches), options, "out.npz", what) as out:
+        arrays = load_npz(out)
+    result = json.loads(str(arrays.pop(RESULT_KEY)))
+    result.update(arrays)
+    return result
+
+
+def call_in_worker(function: str, argument: dict, what: str, timeout: float | None = None) -> dict:
+    """function(argument) -> JSON-able dict, run in a worker; the worker adds its peak memory (peak_rss_mb)."""
+    with tempfile.TemporaryDirectory(prefix="rosetta-io-") as scratch:
+        out = Path(scratch) / "out.json"
+        run_worker(["call", function, json.dumps(argument), str(out)], what, timeout)
+        return json.loads(out.read_text())
+
+
 def convert_in_worker(source: str, target: str, source_folder: Path, out: Path, options: dict):
     from rosetta.convert.manifest import Manifest
 
@@ -126,6 +149,26 @@ def _main(argv: list[str]) -> int:
         runner = load_runner(framework, Path(folder), **json.loads(options))
         result = {name: np.asarray(value) for name, value in runner.predict(load_npz(Path(inputs))).items()}
         np.savez(outputs, **result, **{VERSION_KEY: np.array(runner.version())})
+    elif command == "train":
+        framework, folder, inputs, outputs, options = rest
+        from rosetta.train.base import arrays_to_batches, run_training
+
+        options = json.loads(options)
+        warmup, keep = options.pop("warmup", 0), options.pop("keep_parameters", True)
+        result = run_training(framework, folder, arrays_to_batches(load_npz(Path(inputs))), options, warmup, keep)
+        arrays = {key: result.pop(key) for key in ("losses", "parameters") if key in result}
+        result["peak_rss_mb"] = round(peak_rss_mb(), 1)
+        np.savez(outputs, **arrays, **{RESULT_KEY: np.array(json.dumps(result))})
+    elif command == "call":
+        function, argument, outputs = rest
+        module_name, _, name = function.partition(":")
+        if not module_name.startswith("rosetta."):
+            raise RosettaError(f"worker call: {function} is not a rosetta function")
+        import importlib
+
+        result = getattr(importlib.import_module(module_name), name)(json.loads(argument))
+        result["peak_rss_mb"] = round(peak_rss_mb(), 1)
+        Path(outputs).write_text(json.dumps(result))
     elif command == "convert":
         source, target, source_folder, out, options = rest
         from rosetta.convert.registry import get_conversion

@@ -59,6 +59,9 @@ def _gru(attrs, inputs, importer):
     return mx.sym.Group([mx.sym.expand_dims(rnn[0], axis=1), rnn[1]]), attrs, inputs
 
 
+FLOAT_TYPES = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
+
+
 def rewrite_for_mxnet(model):
     from rosetta.convert import onnx_rewrites as rw
 
@@ -78,7 +81,12 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
 
     _import_helper._convert_map.setdefault("GRU", _gru)
     previous = Manifest.read(source)
-    model = rewrite_for_mxnet(onnx.load(str(previous.artifact_path(source))))
+    model = onnx.load(str(previous.artifact_path(source)))
+    weights = {i.name for i in model.graph.initializer if i.data_type in FLOAT_TYPES}
+    model = rewrite_for_mxnet(model)
+    # initializers that were graph constants (Constant nodes, rewritten indices), not weights: a trainer
+    # must not train them, although MXNet holds every initializer as a parameter
+    constants = sorted(i.name for i in model.graph.initializer if i.name not in weights)
     artifact = Path(staging) / ARTIFACT
     artifact.mkdir()
     fixed = Path(staging) / "mxnet-input.onnx"
@@ -96,6 +104,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     return Manifest(
         artifact=ARTIFACT, format="mxnet", source=previous.source,
         converter={"name": "mxnet.contrib.onnx.import_model", "version": mx.__version__, "framework_version": mx.__version__,
-                   "options": {"rewrites": "rosetta.convert.onnx_to_mxnet.rewrite_for_mxnet", "gru": "rosetta"}},
+                   "options": {"rewrites": "rosetta.convert.onnx_to_mxnet.rewrite_for_mxnet", "gru": "rosetta"},
+                   "constant_parameters": constants},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(artifact), opset=previous.opset,
     )

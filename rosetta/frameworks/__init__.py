@@ -20,22 +20,40 @@ class Framework:
     name: str
     entry: str  # "module:RunnerClass" of the runner that loads a converted artifact
     isolated: bool = False  # run in a worker process
+    trainer: str = ""  # "module:TrainerClass" that trains a converted artifact, if the framework can train one
 
 
 FRAMEWORKS: Registry[Framework] = Registry("framework", key=lambda framework: framework.name)
 for _framework in (
     Framework("onnxruntime", "rosetta.frameworks.onnxruntime:OnnxRuntimeRunner"),
-    Framework("torch", "rosetta.frameworks.torch:TorchArtifactRunner"),
+    Framework("torch", "rosetta.frameworks.torch:TorchArtifactRunner", trainer="rosetta.train.torch:TorchArtifactTrainer"),
     Framework("tensorflow", "rosetta.frameworks.tensorflow:SavedModelRunner", isolated=True),
-    Framework("keras", "rosetta.frameworks.keras:KerasRunner", isolated=True),
-    Framework("mxnet", "rosetta.frameworks.mxnet:MXNetRunner", isolated=True),
+    Framework("keras", "rosetta.frameworks.keras:KerasRunner", isolated=True, trainer="rosetta.train.keras:KerasTrainer"),
+    Framework("mxnet", "rosetta.frameworks.mxnet:MXNetRunner", isolated=True, trainer="rosetta.train.mxnet:MXNetTrainer"),
 ):
     FRAMEWORKS.register(_framework)
 
 
-def runner_class(framework: str):
-    module_name, _, cls = FRAMEWORKS.get(framework, label=f"{framework!r}").entry.partition(":")
+def _load(entry: str):
+    module_name, _, cls = entry.partition(":")
     return getattr(importlib.import_module(module_name), cls)
+
+
+def runner_class(framework: str):
+    return _load(FRAMEWORKS.get(framework, label=f"{framework!r}").entry)
+
+
+def trainable_frameworks() -> list[str]:
+    return [framework.name for framework in FRAMEWORKS if framework.trainer]
+
+
+def trainer_class(framework: str):
+    entry = FRAMEWORKS.get(framework, label=f"{framework!r}").trainer
+    if not entry:
+        from rosetta.errors import RosettaError
+
+        raise RosettaError(f"{framework} artifacts are inference-only; trainable: {', '.join(trainable_frameworks())}")
+    return _load(entry)
 
 
 class WorkerRunner(Runner):

@@ -18,15 +18,16 @@ class TorchModuleRunner(Runner):
 
     framework = "torch"
 
-    def __init__(self, module, output_names: list[str], precision: str = "float32", threads: int = 0) -> None:
+    def __init__(self, module, output_names: list[str], precision: str = "float32", threads: int = 0,
+                 device: str = "cpu") -> None:
         import torch
 
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}")
         if threads:
             torch.set_num_threads(threads)
-        self.dtype = getattr(torch, precision)
-        self.module = copy.deepcopy(module).to(self.dtype).eval()
+        self.dtype, self.device = getattr(torch, precision), torch_device(device)
+        self.module = copy.deepcopy(module).to(self.dtype).to(self.device).eval()
         self.output_names = list(output_names)
 
     @classmethod
@@ -44,12 +45,25 @@ class TorchModuleRunner(Runner):
 
         tensors = []
         for array in arrays:
-            tensor = torch.from_numpy(np.ascontiguousarray(array))
+            tensor = torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
             tensors.append(tensor.to(self.dtype) if tensor.is_floating_point() else tensor)
         with torch.inference_mode():
             result = self.module(*tensors)
         result = result if isinstance(result, (tuple, list)) else (result,)
         return {name: value.detach().cpu().numpy() for name, value in zip(self.output_names, result)}
+
+
+def torch_device(name: str):
+    """torch.device for 'cpu' or 'cuda', with cuDNN autotune on (DLF lesson 1) and a clear error without CUDA."""
+    import torch
+
+    if name == "cuda":
+        if not torch.cuda.is_available():
+            from rosetta.errors import RosettaError
+
+            raise RosettaError("--device cuda: PyTorch sees no CUDA device (install a CUDA build of torch)")
+        torch.backends.cudnn.benchmark = True
+    return torch.device(name)
 
 
 def edit_state_dict(artifact: Path, edit) -> None:
@@ -70,15 +84,15 @@ def edit_state_dict(artifact: Path, edit) -> None:
 class TorchArtifactRunner(TorchModuleRunner):
     """Runs a converted PyTorch artifact (onnx2torch: ONNX graph + state_dict, see convert.onnx_to_torch)."""
 
-    def __init__(self, folder, manifest, threads: int = 0) -> None:  # no deep copy: the module is ours
+    def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu") -> None:  # no deep copy: ours
         import torch
 
         from rosetta.convert.onnx_to_torch import load_module
 
         if threads:
             torch.set_num_threads(threads)
-        self.manifest, self.dtype = manifest, torch.float32
-        self.module = load_module(folder, manifest)
+        self.manifest, self.dtype, self.device = manifest, torch.float32, torch_device(device)
+        self.module = load_module(folder, manifest).to(self.device)
         self.output_names = [o["name"] for o in manifest.outputs]
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

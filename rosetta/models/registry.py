@@ -35,6 +35,7 @@ class TrainingSpec:
     optimizer: str
     optimizer_settings: dict = field(default_factory=dict)
     loss: str = "cross_entropy"
+    dlf: bool = True  # False: not a DLF training workload, used by the training-equivalence check only
 
 
 @dataclass(frozen=True)

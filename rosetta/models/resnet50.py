@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from rosetta.models.init import generator_for, init_batchnorm, init_conv_or_linear
-from rosetta.models.registry import ModelSpec, TensorSpec, register_model
+from rosetta.models.registry import ModelSpec, TensorSpec, TrainingSpec, register_model
 
 
 class Bottleneck(nn.Module):
@@ -87,5 +87,8 @@ RESNET50 = register_model(ModelSpec(
     inputs=(TensorSpec("images", (None, 3, 224, 224), "float32", -2.0, 2.0),),
     outputs=(TensorSpec("features", (None, 2048), "float32"),),
     parameter_count=23_508_032,
-    training=None,  # DLF times ResNet-50 forward only (feature extraction)
+    # DLF times ResNet-50 forward only (feature extraction). These settings serve the training-equivalence
+    # check alone (BatchNorm on batch statistics): SGD with plain momentum, mean squared error to seeded targets.
+    training=TrainingSpec(epochs=1, batch=32, optimizer="sgd", loss="mse", dlf=False,
+                          optimizer_settings={"lr": 0.01, "momentum": 0.9, "nesterov": False}),
 ))

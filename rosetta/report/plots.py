@@ -37,3 +37,46 @@ def inference_chart(rows: list[dict], path: Path, title: str) -> Path:
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
+
+
+def bench_chart(workload, results: list, path: Path, device: str) -> Path:
+    """One bar per target in the workload's DLF unit (lower is faster), p10-p90 whiskers; FAIL rows drawn as
+    'FAIL'. On GPU, DLF's published K80 and P100 figures stand beside ours, hatched."""
+    import math
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in results if r.workload == workload.name]
+    per_unit = [r.dlf_value / r.median_s if r.status == "ok" and r.median_s else 0.0 for r in rows]
+    names = [f"{r.target}\n({device})" for r in rows]
+    values = [r.dlf_value if r.status == "ok" else 0.0 for r in rows]
+    low = [v - r.p10_s * k if r.status == "ok" else 0.0 for v, r, k in zip(values, rows, per_unit)]
+    high = [r.p90_s * k - v if r.status == "ok" else 0.0 for v, r, k in zip(values, rows, per_unit)]
+    colours = ["#888888" if "reference" in r.target or "bare" in r.target else "#3b75af" for r in rows]
+    if device == "cuda":
+        for gpu, hatch in (("K80", "//"), ("P100", "..")):
+            for framework, value in workload.dlf.get(gpu, {}).items():
+                names.append(f"DLF {framework}\n({gpu})")
+                values.append(value)
+                low.append(0.0)
+                high.append(0.0)
+                colours.append("#d9a441" if gpu == "K80" else "#c4622d")
+    figure, axis = plt.subplots(figsize=(max(6.0, 0.9 * len(names) + 2), 4.8))
+    bars = axis.bar(range(len(names)), values, yerr=[low, high], color=colours, capsize=3)
+    for index, (bar, value, whisker) in enumerate(zip(bars, values, high)):
+        failed = index < len(rows) and rows[index].status != "ok"
+        label = "FAIL" if failed else (f"{value:.3g}" if not math.isnan(value) else "-")
+        axis.annotate(label, (bar.get_x() + bar.get_width() / 2, value + whisker), ha="center", va="bottom", fontsize=8,
+                      xytext=(0, 2), textcoords="offset points", color="red" if failed else "black")
+    axis.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=8)
+    axis.set_ylabel(f"{workload.unit} (median, p10-p90; lower is faster)")
+    axis.set_title(f"{workload.name}: {workload.description}", fontsize=10)
+    axis.grid(axis="y", alpha=0.3)
+    figure.tight_layout()
+    path = Path(path)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

@@ -55,9 +55,48 @@ def models_table(specs):
         table.add_column(column)
     for spec in specs:
         training = "forward only"
-        if spec.training:
+        if spec.training and spec.training.dlf:
             settings = ", ".join(f"{k}={v}" for k, v in spec.training.optimizer_settings.items())
             training = f"{spec.training.epochs} epochs, batch {spec.training.batch}, {spec.training.optimizer} {settings}"
         table.add_row(spec.name, _signature(spec.inputs), _signature(spec.outputs), f"{spec.parameter_count:,}",
                       training, spec.description)
     return table
+
+
+def bench_table(results, overheads: dict | None = None, title: str = "rosetta bench"):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column, justify in (("workload", "left"), ("target", "left"), ("device", "left"), ("steps", "right"),
+                            ("median / step", "right"), ("p10-p90", "right"), ("samples/s", "right"),
+                            ("DLF unit", "right"), ("peak RSS", "right"), ("peak GPU", "right"), ("status", "center")):
+        table.add_column(column, justify=justify)
+    for r in results:
+        if r.status != "ok":
+            table.add_row(r.workload, r.target, r.device, str(r.steps), "-", "-", "-", "-", "-", "-", "[red]FAIL[/red]")
+            continue
+        table.add_row(r.workload, r.target, r.device, str(r.steps), f"{1e3 * r.median_s:.1f} ms",
+                      f"{1e3 * r.p10_s:.1f}-{1e3 * r.p90_s:.1f} ms", f"{r.samples_per_s:,.1f}",
+                      f"{r.dlf_value:.3g} {r.unit}", f"{r.peak_rss_mb:,.0f} MiB" if r.peak_rss_mb else "-",
+                      f"{r.peak_device_mb:,.0f} MiB" if r.peak_device_mb else "-", "[green]ok[/green]")
+    return table
+
+
+def bench_lines(results, overheads: dict) -> list[str]:
+    """Ratios to the reference per workload, the harness overhead, and the reasons of failed cells."""
+    lines = []
+    for workload in dict.fromkeys(r.workload for r in results):
+        rows = [r for r in results if r.workload == workload]
+        reference = next((r for r in rows if "reference" in r.target and r.status == "ok"), None)
+        for r in rows:
+            if r.status != "ok":
+                lines.append(f"[red]FAIL[/red] {workload} {r.target}: {r.reason}")
+            elif reference is not None and r is not reference:
+                lines.append(f"{workload}: {r.target} takes {r.median_s / reference.median_s:.2f}x the reference's time")
+        overhead = overheads.get(workload)
+        if overhead and "overhead" in overhead:
+            lines.append(f"{workload}: harness {1e3 * overhead['harness_s_per_step']:.1f} ms/step vs bare PyTorch loop "
+                         f"{1e3 * overhead['bare_s_per_step']:.1f} ms/step: overhead {100 * overhead['overhead']:+.1f}%")
+        elif overhead:
+            lines.append(f"[red]overhead measurement failed[/red] {workload}: {overhead.get('error')}")
+    return lines

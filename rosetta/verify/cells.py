@@ -111,15 +111,22 @@ def plan_cells(models: list[str], targets: list[str], route: str = "onnx", seeds
     return [VerifyCell(model=m, target=t, route=route, seed=s, **fields) for m in models for t in targets for s in seeds]
 
 
-def run_cells(cells: list[VerifyCell], store: ArtifactStore, progress: bool = True) -> list[VerifyResult]:
-    """Run cells in order, sharing reference outputs between cells of the same (model, seed, batch)."""
+def run_cells(cells: list, store: ArtifactStore, progress: bool = True) -> list[VerifyResult]:
+    """Run cells in order (inference VerifyCells and training TrainCells), sharing each kind's reference
+    results between cells of the same model and seed."""
     from rosetta.report.progress import progress_bar
+    from rosetta.verify.training import TrainCell, run_train_cell
 
     references: dict = {}
+    trained: dict = {}
     results = []
     with progress_bar(len(cells), "verifying", enabled=progress) as advance:
         for cell in cells:
-            advance(f"{cell.model} -> {cell.target}")
-            results.append(run_cell(cell, store, references))
+            if isinstance(cell, TrainCell):
+                advance(f"{cell.model} -> {cell.target} ({cell.steps} training steps)")
+                results.append(run_train_cell(cell, store, trained))
+            else:
+                advance(f"{cell.model} -> {cell.target}")
+                results.append(run_cell(cell, store, references))
         advance(None)
     return results

@@ -49,6 +49,8 @@ class VerifyResult:
     artifact: str = ""
     seconds: dict = field(default_factory=dict)  # wall time of convert / load / predict, for information
     detail: str = ""  # the end of the traceback when a stage failed (shown with -v)
+    check: str = "inference"  # or "training" (verify.training: losses and weights after K optimiser steps)
+    training: dict = field(default_factory=dict)  # steps, precision, optimizer of a training check
 
     @property
     def passed(self) -> bool:

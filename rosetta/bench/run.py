@@ -1,0 +1,264 @@
+"""`rosetta bench`: one self-contained cell per (workload, target, device), each timed in its own process.
+
+A cell is plain JSON (workload, target, artifact folder, device, steps, threads, data folder). The parent
+converts the artifact (the artifact store shares conversions with `rosetta verify`), then runs the cell in a
+fresh worker process (rosetta.worker `call`), which builds its data, loads the artifact, times it and
+reports its own peak memory: so each framework's memory is its own, and a cell could run on any machine
+that sees the artifact folder (e.g. as a Ray task). A cell that fails is a FAIL row with its reason.
+
+Training cells time whole optimiser steps (forward, loss, backward, update) through rosetta.train's
+trainers; inference cells time predict() through the framework runners. Both use bench.timing: warm-up
+steps excluded, the device synchronised before every clock read, median and spread over the timed steps.
+The PyTorch reference is always timed, as the baseline; for training workloads a hand-written PyTorch loop
+(`bare_torch_loop`, no rosetta code in its timed region) runs in the same worker as the harness, alternating,
+to measure the harness's overhead.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from rosetta.bench.workloads import WORKLOADS, Workload
+from rosetta.errors import RosettaError
+
+REFERENCE_TARGET = "torch (reference)"
+BARE_LOOP = "torch (bare loop)"
+DEFAULT_WARMUP = 2
+
+
+@dataclass(frozen=True)
+class BenchCell:
+    workload: str
+    target: str  # a verify target name, or REFERENCE_TARGET
+    framework: str  # the framework that runs it
+    artifact: str = "-"  # artifact folder; "-" is the reference model itself
+    device: str = "cpu"
+    steps: int = 0  # timed steps (batches); 0: the workload's default for the device
+    warmup: int = DEFAULT_WARMUP
+    threads: int = 0
+    data: str = ""  # folder with cifar-10-batches-py/ and imdb.npz; "" = synthetic data
+    seed: int = 0
+
+    def timed_steps(self) -> int:
+        workload = WORKLOADS.get(self.workload)
+        return self.steps or (workload.gpu_steps if self.device == "cuda" else workload.cpu_steps)
+
+
+@dataclass
+class BenchResult:
+    workload: str
+    target: str
+    framework: str
+    device: str
+    status: str  # "ok" or "FAIL"
+    reason: str = ""
+    task: str = ""
+    batch: int = 0
+    steps: int = 0
+    warmup: int = 0
+    median_s: float = math.nan  # per step (training) or per batch (inference)
+    p10_s: float = math.nan
+    p90_s: float = math.nan
+    samples_per_s: float = math.nan
+    dlf_value: float = math.nan  # in the workload's DLF unit
+    unit: str = ""
+    peak_rss_mb: float | None = None
+    peak_device_mb: float | None = None
+    version: str = ""
+    settings: dict = field(default_factory=dict)
+    data: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _take(split, count: int, seed: int):
+    if len(split.x) < count:  # fewer samples than steps x batch: cycle through them, as epochs would
+        index = np.resize(np.random.default_rng(seed).permutation(len(split.x)), count)
+    else:
+        index = np.random.default_rng(seed).permutation(len(split.x))[:count]
+    return split.x[index], split.y[index]
+
+
+def workload_batches(workload: Workload, count: int, data: str = "", seed: int = 0) -> tuple[list, str]:
+    """`count` batches of the workload: (feeds, labels) for training, feeds for inference; and the data source."""
+    from rosetta.bench import datasets
+    from rosetta.models import get_model
+    from rosetta.verify.inputs import generate_inputs
+
+    spec = get_model(workload.model)
+    name = spec.inputs[0].name
+    samples = count * workload.batch
+    if workload.dataset == "cifar10":
+        folder = Path(data) / "cifar-10-batches-py" if data and (Path(data) / "cifar-10-batches-py").is_dir() else Path(data)
+        dataset = datasets.load_cifar10(folder) if data else datasets.synthetic_cifar10(samples, 1, seed)
+    elif workload.dataset == "imdb":
+        dataset = datasets.load_imdb(Path(data)) if data else datasets.synthetic_imdb(samples, 1, seed)
+    else:
+        feeds = generate_inputs(spec.inputs, workload.batch, seed)
+        return [feeds] * count, "synthetic (seed %d)" % seed
+    x, y = _take(dataset.train, samples, seed)
+    batches = [({name: x[i * workload.batch:(i + 1) * workload.batch]}, y[i * workload.batch:(i + 1) * workload.batch])
+               for i in range(count)]
+    return (batches if workload.task == "train" else [b[0] for b in batches]), dataset.source
+
+
+def execute_cell(cell: dict) -> dict:
+    """Run one bench cell in this process (called in a worker) and return its BenchResult as JSON."""
+    from rosetta.bench.inference import time_predict
+    from rosetta.train.base import run_training
+    from rosetta.train.optim import OptimizerSpec
+
+    cell = BenchCell(**cell)
+    workload = WORKLOADS.get(cell.workload)
+    steps = cell.timed_steps()
+    result = BenchResult(workload=cell.workload, target=cell.target, framework=cell.framework, device=cell.device,
+                         status="ok", task=workload.task, batch=workload.batch, steps=steps, warmup=cell.warmup,
+                         unit=workload.unit)
+    batches, result.data = workload_batches(workload, steps + cell.warmup, cell.data, cell.seed)
+    if workload.task == "train":
+        from rosetta.models import get_model
+
+        spec = get_model(workload.model)
+        options = {"optimizer": OptimizerSpec.from_training(spec.training).to_json(), "loss": spec.training.loss,
+                   "threads": cell.threads, "device": cell.device,
+                   **({"model": workload.model, "seed": cell.seed} if cell.artifact == "-" else {})}
+        trained = run_training(cell.framework, cell.artifact, batches, options, cell.warmup, keep_parameters=False,
+                               isolated=False)
+        timing = trained["step_seconds"]
+        result.version, result.settings = trained["version"], trained["settings"]
+        result.peak_device_mb = trained["peak_device_mb"]
+        result.dlf_value = timing["median_s"] * math.ceil(workload.epoch_samples / workload.batch)
+        result.extra["losses"] = [float(v) for v in trained["losses"]]
+    else:
+        timing = time_predict(cell.framework, Path(cell.artifact), batches[0], repeats=steps, warmup=cell.warmup,
+                              threads=cell.threads, device=cell.device, model=workload.model, seed=cell.seed)
+        result.version, result.settings = timing.pop("version", ""), timing.pop("settings", {})
+        result.dlf_value = timing["median_s"] / workload.batch * 1000
+    result.median_s, result.p10_s, result.p90_s = timing["median_s"], timing["p10_s"], timing["p90_s"]
+    result.samples_per_s = workload.batch / timing["median_s"]
+    return result.to_json()
+
+
+def bare_torch_loop(model: str, batches: list, warmup: int, threads: int = 0) -> float:
+    """Seconds per step of a hand-written PyTorch training loop: no rosetta code between its clock reads."""
+    import torch
+    import torch.nn.functional as F
+
+    from rosetta.models import get_model
+
+    if threads:
+        torch.set_num_threads(threads)
+    spec = get_model(model)
+    net = spec.build(0).train()
+    for layer in net.modules():
+        if isinstance(layer, torch.nn.Dropout):
+            layer.p = 0.0
+    settings = spec.training.optimizer_settings
+    if spec.training.optimizer == "sgd":
+        optimizer = torch.optim.SGD(net.parameters(), lr=settings["lr"], momentum=settings["momentum"])
+    else:
+        optimizer = torch.optim.Adam(net.parameters(), lr=settings["lr"], betas=settings["betas"], eps=settings["eps"])
+    loss_fn = F.cross_entropy if spec.training.loss == "cross_entropy" else F.mse_loss
+    data = [(torch.from_numpy(next(iter(x.values()))), torch.from_numpy(y)) for x, y in batches]
+    start = 0.0
+    for index, (x, y) in enumerate(data):
+        if index == warmup:
+            start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(net(x), y).backward()
+        optimizer.step()
+    return (time.perf_counter() - start) / (len(data) - warmup)
+
+
+def execute_overhead(cell: dict, rounds: int = 5) -> dict:
+    """Harness vs bare loop, alternating in this process for `rounds` rounds; the medians and their ratio."""
+    from rosetta.train.base import REFERENCE, run_training
+    from rosetta.train.optim import OptimizerSpec
+
+    cell = BenchCell(**cell)
+    workload = WORKLOADS.get(cell.workload)
+    from rosetta.models import get_model
+
+    spec = get_model(workload.model)
+    batches, _ = workload_batches(workload, cell.timed_steps() + cell.warmup, cell.data, cell.seed)
+    options = {"optimizer": OptimizerSpec.from_training(spec.training).to_json(), "loss": spec.training.loss,
+               "threads": cell.threads, "model": workload.model, "seed": 0}
+    bare, harness = [], []
+    for _ in range(rounds):
+        bare.append(bare_torch_loop(workload.model, batches, cell.warmup, cell.threads))
+        trained = run_training("torch", REFERENCE, batches, options, cell.warmup, keep_parameters=False, isolated=False)
+        timing = trained["step_seconds"]
+        harness.append(timing["mean_s"])
+    bare_s, harness_s = float(np.median(bare)), float(np.median(harness))
+    return {"rounds": rounds, "bare_s_per_step": bare_s, "harness_s_per_step": harness_s,
+            "overhead": harness_s / bare_s - 1.0, "bare_all": bare, "harness_all": harness}
+
+
+def run_cell_in_worker(function: str, cell: BenchCell, timeout: float | None = None) -> dict:
+    from rosetta.worker import call_in_worker
+
+    return call_in_worker(function, asdict(cell), f"{cell.target} benchmark", timeout)
+
+
+def failed_result(cell: BenchCell, reason: str) -> BenchResult:
+    workload = WORKLOADS.get(cell.workload)
+    return BenchResult(workload=cell.workload, target=cell.target, framework=cell.framework, device=cell.device,
+                       status="FAIL", reason=reason, task=workload.task, batch=workload.batch,
+                       steps=cell.timed_steps(), unit=workload.unit)
+
+
+def plan_bench(workloads: list[Workload], targets: list, device: str, **fields) -> tuple[list[tuple], list[str]]:
+    """(workload, target or None for the reference) pairs, and notes for targets that do not apply."""
+    from rosetta.frameworks import trainable_frameworks
+
+    plan, notes = [], []
+    for workload in workloads:
+        plan.append((workload, None))
+        for target in targets:
+            if workload.task == "train" and target.runner not in trainable_frameworks():
+                notes.append(f"{workload.name}: {target.name} is inference-only (timed in resnet50-features)")
+                continue
+            plan.append((workload, target))
+    return plan, notes
+
+
+def run_bench(workloads: list[Workload], targets: list, store, device: str = "cpu", steps: int = 0,
+              threads: int = 0, data: str = "", overhead: bool = True, progress: bool = True,
+              export: dict | None = None) -> tuple[list[BenchResult], dict, list[str]]:
+    """Every (workload, target) cell, the reference first; returns results, overhead per workload, notes."""
+    from rosetta.models import get_model
+    from rosetta.report.progress import progress_bar
+
+    plan, notes = plan_bench(workloads, targets, device)
+    overheads: dict = {}
+    jobs = len(plan) + (sum(1 for w in workloads if w.task == "train") if overhead else 0)
+    results = []
+    with progress_bar(jobs, "benchmarking", enabled=progress) as advance:
+        for workload, target in plan:
+            name = target.name if target else REFERENCE_TARGET
+            advance(f"{workload.name}: {name}")
+            cell = BenchCell(workload.name, name, target.runner if target else "torch", device=device, steps=steps,
+                             threads=threads, data=data)
+            try:
+                if target is not None:
+                    folder = store.get(get_model(workload.model), 0, target.chain, target.export_options(export))
+                    cell = BenchCell(**{**asdict(cell), "artifact": str(folder)})
+                results.append(BenchResult(**run_cell_in_worker("rosetta.bench.run:execute_cell", cell)))
+            except Exception as error:  # noqa: BLE001 - a failing cell is a FAIL row
+                text = str(error).strip().splitlines()
+                results.append(failed_result(cell, f"{type(error).__name__}: {text[0] if text else ''}"))
+            if overhead and target is None and workload.task == "train":
+                advance(f"{workload.name}: harness overhead vs a bare PyTorch loop")
+                try:
+                    overheads[workload.name] = run_cell_in_worker("rosetta.bench.run:execute_overhead", cell)
+                except Exception as error:  # noqa: BLE001
+                    overheads[workload.name] = {"error": str(error)}
+        advance(None)
+    return results, overheads, notes

@@ -1,0 +1,173 @@
+"""Keras 3 training of the converted `.keras` artifact, on Keras' own train step (compile + train_on_batch).
+
+The artifact is loaded with safe_mode. float64 rebuilds the model from its config with every layer's dtype
+policy set to float64 (a saved model pins float32 per layer) and copies the weights across. Adam gets
+PyTorch's epsilon placement through `TorchEpsilonAdam`, a subclass that overrides Keras' documented
+extension point `update_step`, which also sums a sparse embedding gradient's repeated rows before squaring
+them, as PyTorch does; Keras' own Adam is kept for the epsilon="hat" mismatch. Keras' SGD casts
+its momentum through float32 (0.9 -> 0.89999998); `ExactMomentumSGD` keeps it in the weights' dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rosetta.frameworks.base import artifact_file
+from rosetta.frameworks.keras import import_keras
+from rosetta.train.base import Trainer, check_options
+from rosetta.train.optim import OptimizerSpec
+
+
+def torch_epsilon_adam(keras):
+    class TorchEpsilonAdam(keras.optimizers.Adam):
+        """Adam with eps added to the bias-corrected sqrt(v_hat), as torch.optim.Adam does:
+        w -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps) = alpha * m / (sqrt(v) + eps*sqrt(1-b2^t))."""
+
+        def update_step(self, gradient, variable, learning_rate):
+            ops = keras.ops
+            dtype = variable.dtype
+            constant = lambda value: ops.convert_to_tensor(value, dtype=dtype)  # noqa: E731 (not via float32)
+            if type(gradient).__name__ == "IndexedSlices":
+                # TensorFlow's embedding gradient: one slice per token occurrence. Keras' ops would square
+                # each slice separately (v gets g1^2 + g2^2 for a repeated token); PyTorch squares the sum.
+                import tensorflow as tf
+
+                gradient = tf.convert_to_tensor(gradient)
+            lr = ops.cast(learning_rate, dtype)
+            gradient = ops.cast(gradient, dtype)
+            step = ops.cast(self.iterations + 1, dtype)
+            correction1 = 1 - ops.power(constant(self.beta_1), step)
+            correction2 = 1 - ops.power(constant(self.beta_2), step)
+            m = self._momentums[self._get_variable_index(variable)]
+            v = self._velocities[self._get_variable_index(variable)]
+            self.assign_add(m, ops.multiply(ops.subtract(gradient, m), constant(1 - self.beta_1)))
+            self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), constant(1 - self.beta_2)))
+            alpha = lr * ops.sqrt(correction2) / correction1
+            denominator = ops.add(ops.sqrt(v), constant(self.epsilon) * ops.sqrt(correction2))
+            self.assign_sub(variable, ops.divide(ops.multiply(m, alpha), denominator))
+
+    return TorchEpsilonAdam
+
+
+def exact_momentum_sgd(keras):
+    class ExactMomentumSGD(keras.optimizers.SGD):
+        """Keras' plain-momentum SGD (v = m*v - lr*g; w += v) with momentum held in the variable's dtype:
+        Keras' own casts the Python float through float32 (0.9 -> 0.89999998), a 3e-8 relative error that
+        float64 checks would see."""
+
+        def update_step(self, gradient, variable, learning_rate):
+            ops = keras.ops
+            lr = ops.cast(learning_rate, variable.dtype)
+            gradient = ops.cast(gradient, variable.dtype)
+            m = self.momentums[self._get_variable_index(variable)]
+            momentum = ops.convert_to_tensor(self.momentum, dtype=variable.dtype)
+            self.assign(m, ops.subtract(ops.multiply(m, momentum), ops.multiply(gradient, lr)))
+            self.assign_add(variable, m)
+
+    return ExactMomentumSGD
+
+
+def keras_optimizer(keras, spec: OptimizerSpec):
+    if spec.name == "sgd":
+        if spec.momentum and not spec.nesterov:
+            return exact_momentum_sgd(keras)(learning_rate=spec.lr, momentum=spec.momentum)
+        return keras.optimizers.SGD(learning_rate=spec.lr, momentum=spec.momentum, nesterov=spec.nesterov)
+    adam = torch_epsilon_adam(keras) if spec.epsilon == "torch" else keras.optimizers.Adam
+    return adam(learning_rate=spec.lr, beta_1=spec.betas[0], beta_2=spec.betas[1], epsilon=spec.eps)
+
+
+def keras_loss(keras, name: str, dtype: str):
+    """Keras losses compute in floatx (float32) unless given a dtype."""
+    if name == "cross_entropy":
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, dtype=dtype)
+    return keras.losses.MeanSquaredError(dtype=dtype)
+
+
+def _set_float_dtype(config, dtype: str):
+    """Every floating dtype policy and float input in a (nested) Keras config, set to `dtype`."""
+    if isinstance(config, dict):
+        out = {}
+        for key, value in config.items():
+            if key == "dtype" and isinstance(value, str) and value.startswith("float"):
+                out[key] = dtype
+            elif key == "dtype" and isinstance(value, dict) and value.get("class_name") == "DTypePolicy":
+                out[key] = {**value, "config": {**value["config"], "name": dtype}}
+            else:
+                out[key] = _set_float_dtype(value, dtype)
+        return out
+    if isinstance(config, list):
+        return [_set_float_dtype(item, dtype) for item in config]
+    return config
+
+
+class KerasTrainer(Trainer):
+    framework = "keras"
+
+    def __init__(self, folder, manifest, optimizer: dict, loss: str, precision: str = "float32", threads: int = 0,
+                 device: str = "cpu", jit_compile: bool = False) -> None:
+        check_options(precision, device)
+        keras = import_keras()
+        backend = keras.backend.backend()
+        if backend == "tensorflow":
+            from rosetta.frameworks.tensorflow import import_tensorflow, set_threads
+
+            tf = import_tensorflow()
+            if threads:
+                set_threads(threads)
+            if device == "cpu":
+                try:
+                    tf.config.set_visible_devices([], "GPU")
+                except RuntimeError:  # devices already initialised in this process
+                    pass
+            elif not tf.config.list_physical_devices("GPU"):
+                from rosetta.errors import RosettaError
+
+                raise RosettaError("--device cuda: TensorFlow sees no GPU (install tensorflow[and-cuda])")
+        self.keras, self.manifest, self.precision = keras, manifest, precision
+        model = keras.saving.load_model(str(artifact_file(folder, manifest)), compile=False, safe_mode=True)
+        if precision != "float32":
+            rebuilt = model.__class__.from_config(_set_float_dtype(model.get_config(), precision))
+            rebuilt.set_weights([np.asarray(w, dtype=precision) for w in model.get_weights()])
+            model = rebuilt
+        floatx = keras.config.floatx()
+        keras.config.set_floatx(precision)  # the optimiser's learning-rate variable in `precision`, not float32
+        try:
+            model.compile(optimizer=keras_optimizer(keras, OptimizerSpec.from_json(optimizer)),
+                          loss=keras_loss(keras, loss, precision), jit_compile=jit_compile)
+            model.optimizer.build(model.trainable_variables)
+        finally:
+            keras.config.set_floatx(floatx)
+        self.model = model
+        self._settings = {"backend": backend, "threads": threads, "jit_compile": jit_compile,
+                          "compiled_step": "tf.function" if backend == "tensorflow" else backend}
+
+    @classmethod
+    def version(cls) -> str:
+        keras = import_keras()
+        return f"{keras.__version__} ({keras.backend.backend()} backend)"
+
+    def step(self, feeds: dict[str, np.ndarray], labels: np.ndarray) -> float:
+        arrays = []
+        for entry in self.manifest.inputs:
+            array = feeds[entry["name"]]
+            arrays.append(array.astype(self.precision) if array.dtype.kind == "f" else array)
+        labels = labels.astype(self.precision) if labels.dtype.kind == "f" else labels
+        loss = self.model.train_on_batch(arrays if len(arrays) > 1 else arrays[0], labels)
+        return float(loss[0] if isinstance(loss, (list, tuple)) else loss)
+
+    def parameters(self) -> np.ndarray:
+        ops = self.keras.ops
+        return np.concatenate([np.asarray(ops.convert_to_numpy(w.value), dtype=np.float64).ravel()
+                               for w in self.model.trainable_weights])
+
+    def peak_device_mb(self) -> float | None:
+        if self.keras.backend.backend() != "tensorflow":
+            return None
+        import tensorflow as tf
+
+        if not tf.config.get_visible_devices("GPU"):
+            return None
+        return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+
+    def settings(self) -> dict:
+        return self._settings

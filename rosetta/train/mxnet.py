@@ -1,0 +1,154 @@
+"""MXNet training of the converted symbol + params artifact through Gluon: SymbolBlock, autograd, Trainer.
+
+Gluon's Trainer.step(batch_size) divides gradients by batch_size; the loss here is already the batch mean,
+so it steps with 1. MXNet's SGD with momentum is PyTorch's plain momentum (see train.optim); its fused
+operator holds lr and momentum as C floats, so float64 runs use `ExactMomentumSGD`, the same rule in Python. Its Adam puts
+eps before the bias correction; `torch_epsilon_adam` registers an Adam subclass with PyTorch's placement
+through MXNet's optimizer registry (mx.optimizer.register), the framework's extension point for this.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rosetta.frameworks.base import artifact_file
+from rosetta.frameworks.mxnet import PARAMS_FILE, SYMBOL_FILE, import_mxnet
+from rosetta.train.base import Trainer, check_options
+from rosetta.train.optim import OptimizerSpec
+
+_REGISTERED: dict = {}
+
+
+def torch_epsilon_adam(mx):
+    if "adam" in _REGISTERED:
+        return _REGISTERED["adam"]
+
+    class TorchEpsilonAdam(mx.optimizer.Optimizer):
+        """torch.optim.Adam's update: w -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)."""
+
+        def __init__(self, beta1=0.9, beta2=0.999, epsilon=1e-8, **kwargs):
+            super().__init__(**kwargs)
+            self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+
+        def create_state(self, index, weight):
+            zeros = lambda: mx.nd.zeros(weight.shape, weight.context, dtype=weight.dtype)  # noqa: E731
+            return zeros(), zeros()
+
+        def update(self, index, weight, grad, state):
+            self._update_count(index)
+            step = self._index_update_count[index]
+            lr = self._get_lr(index)
+            mean, var = state
+            grad = grad * self.rescale_grad
+            mean[:] = self.beta1 * mean + (1 - self.beta1) * grad
+            var[:] = self.beta2 * var + (1 - self.beta2) * mx.nd.square(grad)
+            correction1, correction2 = 1 - self.beta1 ** step, 1 - self.beta2 ** step
+            weight[:] -= (lr / correction1) * mean / (mx.nd.sqrt(var) / math.sqrt(correction2) + self.epsilon)
+
+    _REGISTERED["adam"] = mx.optimizer.register(TorchEpsilonAdam)
+    return TorchEpsilonAdam
+
+
+def exact_momentum_sgd(mx):
+    if "sgd" in _REGISTERED:
+        return _REGISTERED["sgd"]
+
+    class ExactMomentumSGD(mx.optimizer.Optimizer):
+        """MXNet's plain momentum (v = m*v - lr*g; w += v) in the weights' dtype. The fused sgd_mom_update
+        operator takes lr and momentum as C floats, a 1e-8 relative rounding that float64 checks would see."""
+
+        def __init__(self, momentum=0.0, **kwargs):
+            super().__init__(**kwargs)
+            self.momentum = momentum
+
+        def create_state(self, index, weight):
+            return mx.nd.zeros(weight.shape, weight.context, dtype=weight.dtype)
+
+        def update(self, index, weight, grad, state):
+            self._update_count(index)
+            state[:] = self.momentum * state - self._get_lr(index) * (grad * self.rescale_grad)
+            weight[:] += state
+
+    _REGISTERED["sgd"] = mx.optimizer.register(ExactMomentumSGD)
+    return ExactMomentumSGD
+
+
+def mxnet_optimizer(mx, spec: OptimizerSpec, precision: str):
+    if spec.name == "sgd":
+        if spec.nesterov:
+            return mx.optimizer.NAG(learning_rate=spec.lr, momentum=spec.momentum)
+        if precision == "float64":
+            return exact_momentum_sgd(mx)(learning_rate=spec.lr, momentum=spec.momentum)
+        return mx.optimizer.SGD(learning_rate=spec.lr, momentum=spec.momentum)
+    adam = torch_epsilon_adam(mx) if spec.epsilon == "torch" else mx.optimizer.Adam
+    return adam(learning_rate=spec.lr, beta1=spec.betas[0], beta2=spec.betas[1], epsilon=spec.eps)
+
+
+class MXNetTrainer(Trainer):
+    framework = "mxnet"
+
+    def __init__(self, folder, manifest, optimizer: dict, loss: str, precision: str = "float32", threads: int = 0,
+                 device: str = "cpu", hybridize: bool = True) -> None:
+        import os
+
+        check_options(precision, device)
+        os.environ.setdefault("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1")
+        mx = import_mxnet(threads)
+        if device == "cuda" and mx.context.num_gpus() == 0:
+            from rosetta.errors import RosettaError
+
+            raise RosettaError("--device cuda: MXNet sees no GPU (install a CUDA build of mxnet)")
+        self.mx, self.manifest, self.precision = mx, manifest, precision
+        self.context = mx.gpu() if device == "cuda" else mx.cpu()
+        artifact = artifact_file(folder, manifest)
+        names = [entry["name"] for entry in manifest.inputs]
+        self.block = mx.gluon.SymbolBlock.imports(str(artifact / SYMBOL_FILE), names, str(artifact / PARAMS_FILE),
+                                                  ctx=self.context)
+        if precision != "float32":
+            self.block.cast(precision)
+        if hybridize:
+            self.block.hybridize(static_alloc=True, static_shape=True)
+        constants = set(manifest.converter.get("constant_parameters", []))
+        for name, parameter in self.block.collect_params().items():
+            if name in constants:
+                parameter.grad_req = "null"
+        self.trainable = [p for p in self.block.collect_params().values() if p.grad_req != "null"]
+        self.trainer = mx.gluon.Trainer(self.trainable, mxnet_optimizer(mx, OptimizerSpec.from_json(optimizer), precision),
+                                        kvstore=None)
+        if loss == "cross_entropy":
+            self.loss = mx.gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=True)
+        else:
+            self.loss = lambda output, target: mx.nd.mean(mx.nd.square(output - target), axis=tuple(range(1, output.ndim)))
+        self._settings = {"threads": threads, "hybridize": hybridize,
+                          "MXNET_CUDNN_AUTOTUNE_DEFAULT": os.environ["MXNET_CUDNN_AUTOTUNE_DEFAULT"]}
+
+    @classmethod
+    def version(cls) -> str:
+        return import_mxnet().__version__
+
+    def _array(self, array: np.ndarray):
+        # legacy operators read indices (Gather -> take) as floating point; ids < 2**24 stay exact
+        return self.mx.nd.array(array, ctx=self.context, dtype=self.precision)
+
+    def step(self, feeds: dict[str, np.ndarray], labels: np.ndarray) -> float:
+        mx = self.mx
+        inputs = [self._array(feeds[entry["name"]]) for entry in self.manifest.inputs]
+        target = self._array(labels)
+        with mx.autograd.record(train_mode=True):
+            output = self.block(*inputs)
+            output = output[0] if isinstance(output, (list, tuple)) else output
+            loss = self.loss(output, target).mean()
+        loss.backward()
+        self.trainer.step(1)
+        return float(loss.asscalar())
+
+    def parameters(self) -> np.ndarray:
+        return np.concatenate([p.data().asnumpy().astype(np.float64).ravel() for p in self.trainable])
+
+    def synchronize(self) -> None:
+        self.mx.nd.waitall()
+
+    def settings(self) -> dict:
+        return self._settings

@@ -1,0 +1,117 @@
+"""PyTorch training: the reference model and the converted `torch` artifact (onnx2torch) share one trainer.
+
+onnx2torch keeps ONNX initializers that no layer owns (the GRU model's embedding table, read by Gather) as
+buffers of an `initializers` container, which an optimiser never sees. `make_initializers_trainable` turns
+its floating-point buffers into Parameters so the converted model trains every weight the original trains
+(the test checks the trainable count equals the reference's).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rosetta.frameworks.torch import torch_device
+from rosetta.train.base import Trainer, check_options
+from rosetta.train.optim import OptimizerSpec
+
+
+def torch_optimizer(parameters, spec: OptimizerSpec):
+    import torch
+
+    if spec.name == "sgd":
+        return torch.optim.SGD(parameters, lr=spec.lr, momentum=spec.momentum, dampening=0.0, nesterov=spec.nesterov)
+    if spec.epsilon != "torch":
+        raise ValueError("PyTorch's Adam only adds eps to the bias-corrected sqrt(v_hat) (epsilon='torch')")
+    return torch.optim.Adam(parameters, lr=spec.lr, betas=spec.betas, eps=spec.eps)
+
+
+def torch_loss(name: str):
+    import torch.nn.functional as F
+
+    return {"cross_entropy": F.cross_entropy, "mse": F.mse_loss}[name]
+
+
+def make_initializers_trainable(module) -> int:
+    """Re-register onnx2torch's floating-point initializer buffers as Parameters; returns how many."""
+    import torch
+
+    container = getattr(module, "initializers", None)
+    if container is None:
+        return 0
+    names = [name for name, buffer in container.named_buffers(recurse=False) if buffer.is_floating_point()]
+    for name in names:
+        value = getattr(container, name)
+        delattr(container, name)
+        container.register_parameter(name, torch.nn.Parameter(value.detach().clone()))
+    return len(names)
+
+
+class TorchTrainer(Trainer):
+    framework = "torch"
+
+    def __init__(self, module, input_names: list[str], optimizer: dict, loss: str, precision: str = "float32",
+                 threads: int = 0, device: str = "cpu", compile: bool = False, cudnn_benchmark: bool = True) -> None:
+        import torch
+
+        check_options(precision, device)
+        if threads:
+            torch.set_num_threads(threads)
+        self.torch, self.device, self.dtype = torch, torch_device(device), getattr(torch, precision)
+        if device == "cuda":
+            torch.backends.cudnn.benchmark = cudnn_benchmark
+        for layer in module.modules():  # train mode for BatchNorm; dropout masks are not comparable
+            if isinstance(layer, torch.nn.Dropout):
+                layer.p = 0.0
+        self.module = module.to(self.dtype).to(self.device).train()
+        self.input_names = list(input_names)
+        self.trainable = [p for p in self.module.parameters() if p.requires_grad]
+        self.optimizer = torch_optimizer(self.trainable, OptimizerSpec.from_json(optimizer))
+        self.loss = torch_loss(loss)
+        self.forward = torch.compile(self.module) if compile else self.module
+        self._settings = {"threads": torch.get_num_threads(), "compile": compile,
+                          **({"cudnn.benchmark": cudnn_benchmark, "tf32": torch.backends.cuda.matmul.allow_tf32}
+                             if device == "cuda" else {})}
+
+    @classmethod
+    def version(cls) -> str:
+        import torch
+
+        return torch.__version__
+
+    def _tensor(self, array: np.ndarray):
+        tensor = self.torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+        return tensor.to(self.dtype) if tensor.is_floating_point() else tensor
+
+    def step(self, feeds: dict[str, np.ndarray], labels: np.ndarray) -> float:
+        inputs = [self._tensor(feeds[name]) for name in self.input_names]
+        self.optimizer.zero_grad(set_to_none=True)
+        output = self.forward(*inputs)
+        output = output[0] if isinstance(output, (tuple, list)) else output
+        loss = self.loss(output, self._tensor(labels))
+        loss.backward()
+        self.optimizer.step()
+        return float(loss.detach())
+
+    def parameters(self) -> np.ndarray:
+        return np.concatenate([p.detach().cpu().double().numpy().ravel() for p in self.trainable])
+
+    def synchronize(self) -> None:
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize()
+
+    def peak_device_mb(self) -> float | None:
+        return self.torch.cuda.max_memory_allocated() / 2**20 if self.device.type == "cuda" else None
+
+    def settings(self) -> dict:
+        return self._settings
+
+
+class TorchArtifactTrainer(TorchTrainer):
+    """Trains the converted `torch` artifact (onnx2torch graph + state_dict)."""
+
+    def __init__(self, folder, manifest, **options) -> None:
+        from rosetta.convert.onnx_to_torch import load_module
+
+        module = load_module(folder, manifest)
+        make_initializers_trainable(module)
+        super().__init__(module, [entry["name"] for entry in manifest.inputs], **options)
