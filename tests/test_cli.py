@@ -18,7 +18,7 @@ def run(*argv: str) -> subprocess.CompletedProcess:
 
 def test_version_and_help():
     assert run("--version").stdout.startswith("rosetta ")
-    for command in ("models", "convert", "verify"):
+    for command in ("models", "convert", "verify", "bench"):
         out = run(command, "--help")
         assert out.returncode == 0 and ("example: rosetta" in out.stdout or "examples:\n  rosetta" in out.stdout)
     assert "exit status: 0 all PASS, 1 some FAIL, 2 usage or input error" in run("--help").stdout
@@ -68,6 +68,13 @@ def test_verify_exit_status_is_1_when_a_verdict_fails(tmp_path):
     (["convert", "--model", "cnn", "--to", "caffe", "-o", "x"], "cannot convert to 'caffe'"),
     (["convert", "--model", "cnn", "--to", "onnx"], "the following arguments are required: -o/--output"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["verify", "--model", "cnn", "--targets", "onnxruntime", "--train-steps", "2"],
+     "--train-steps: onnxruntime can only infer; trainable targets: torch, keras, mxnet"),
+    (["verify", "--train-steps", "0"], "expected a positive integer, got '0'"),
+    (["bench", "--workload", "lstm-train"], "unknown workload 'lstm-train'"),
+    (["bench", "--device", "tpu"], "invalid choice: 'tpu'"),
+    (["bench", "--steps", "2", "--epochs", "1"], "not allowed with argument"),
+    (["bench", "--data", "/nonexistent-data"], "--data /nonexistent-data: no such folder"),
 ])
 def test_user_errors_are_one_line_and_exit_2(argv, message):
     out = run(*argv)
@@ -75,6 +82,27 @@ def test_user_errors_are_one_line_and_exit_2(argv, message):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rosetta: error:") and message in lines[0], out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_verify_train_steps_adds_training_rows(tmp_path):
+    out = run("verify", "--model", "cnn", "--targets", "torch", "--train-steps", "2", "--precision", "float64",
+              "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert [(r["check"], r["target"], r["verdict"]) for r in rows] == [("inference", "torch", "PASS"),
+                                                                       ("training", "torch", "PASS")]
+    assert rows[1]["training"]["steps"] == 2 and rows[1]["training"]["optimizer"]["name"] == "sgd"
+    assert "loss[2 steps]" in out.stdout and "weights (sorted)" in out.stdout
+
+
+def test_bench_writes_table_json_and_chart(tmp_path):
+    out = run("bench", "--workload", "gru-train", "--targets", "torch", "--steps", "1", "--no-overhead",
+              "--json", str(tmp_path / "b.json"), "--plot-dir", str(tmp_path / "charts"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    data = json.loads((tmp_path / "b.json").read_text())
+    assert [(r["target"], r["status"]) for r in data["results"]] == [("torch (reference)", "ok"), ("torch", "ok")]
+    assert "s/epoch" in out.stdout and "takes" in out.stdout
+    assert (tmp_path / "charts" / "gru-train.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_unwritable_output_folder_is_refused_and_nothing_written(tmp_path):

@@ -1,0 +1,74 @@
+"""rosetta bench: each cell is a self-contained job that times real steps in its framework, and a cell that
+cannot run is a FAIL row with its reason; data comes from real-format files or is synthetic."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from rosetta.bench.run import BenchCell, BenchResult, execute_cell, run_bench, workload_batches
+from rosetta.bench.workloads import WORKLOADS, parse_workloads
+from rosetta.convert.targets import parse_target_list
+from rosetta.errors import RosettaError
+from tests.bench.test_datasets import _write_cifar
+
+
+@pytest.mark.parametrize("workload", WORKLOADS.keys())
+def test_reference_cell_times_real_steps(workload):
+    result = BenchResult(**execute_cell(asdict(BenchCell(workload, "torch (reference)", "torch", steps=2, warmup=1))))
+    assert result.status == "ok" and result.steps == 2 and result.median_s > 0
+    assert result.samples_per_s == pytest.approx(result.batch / result.median_s)
+    spec = WORKLOADS.get(workload)
+    if spec.task == "train":
+        assert result.dlf_value == pytest.approx(result.median_s * math.ceil(spec.epoch_samples / spec.batch))
+        assert len(result.extra["losses"]) == 2 and all(np.isfinite(result.extra["losses"]))
+    else:
+        assert result.dlf_value == pytest.approx(result.median_s / spec.batch * 1000)
+
+
+def test_batches_come_from_real_cifar_files(tmp_path):
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    _write_cifar(folder, per_batch=40)
+    batches, source = workload_batches(WORKLOADS.get("cnn-train"), 3, str(tmp_path))
+    assert source == str(folder) and len(batches) == 3
+    feeds, labels = batches[0]
+    assert feeds["images"].shape == (64, 3, 32, 32) and feeds["images"].dtype == np.float32
+    assert labels.shape == (64,) and labels.dtype == np.int64
+
+
+def test_missing_data_files_are_a_clear_error(tmp_path):
+    with pytest.raises(RosettaError, match="not a CIFAR-10 python folder"):
+        workload_batches(WORKLOADS.get("cnn-train"), 1, str(tmp_path))
+
+
+def test_bench_runs_converted_targets_in_workers_and_keeps_failures_as_rows(store, monkeypatch):
+    """keras runs in its own worker and reports its own peak memory; a target whose conversion fails is a
+    FAIL row; an inference-only target is noted for training workloads, not timed."""
+    targets = parse_target_list("keras,onnxruntime")
+    results, overheads, notes = run_bench(parse_workloads("cnn-train"), targets, store, steps=1, threads=1,
+                                          overhead=False, progress=False)
+    assert [r.target for r in results] == ["torch (reference)", "keras"]
+    assert all(r.status == "ok" and r.peak_rss_mb > 100 for r in results), results
+    assert "tensorflow backend" in results[1].version and notes == ["cnn-train: onnxruntime is inference-only (timed in resnet50-features)"]
+
+    def broken(*_args, **_kwargs):
+        raise RosettaError("conversion onnx -> mxnet failed: synthetic failure")
+
+    monkeypatch.setattr(store, "get", broken)
+    results, _, _ = run_bench(parse_workloads("resnet50-features"), parse_target_list("mxnet"), store, steps=1,
+                              overhead=False, progress=False)
+    assert [(r.target, r.status) for r in results] == [("torch (reference)", "ok"), ("mxnet", "FAIL")]
+    assert "synthetic failure" in results[1].reason
+    json.dumps([r.to_json() for r in results], allow_nan=True)
+
+
+def test_overhead_is_measured_against_a_bare_loop(store):
+    results, overheads, _ = run_bench(parse_workloads("gru-train"), [], store, steps=2, overhead=True, progress=False)
+    overhead = overheads["gru-train"]
+    assert overhead["rounds"] == 5 and overhead["bare_s_per_step"] > 0 and overhead["harness_s_per_step"] > 0
+    assert overhead["overhead"] == pytest.approx(overhead["harness_s_per_step"] / overhead["bare_s_per_step"] - 1)
