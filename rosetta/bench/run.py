@@ -112,8 +112,9 @@ def workload_batches(workload: Workload, count: int, data: str = "", seed: int =
 def execute_cell(cell: dict) -> dict:
     """Run one bench cell in this process (called in a worker) and return its BenchResult as JSON."""
     from rosetta.bench.inference import time_predict
+    from rosetta.models import get_model
     from rosetta.train.base import run_training
-    from rosetta.train.optim import OptimizerSpec
+    from rosetta.train.optim import training_options
 
     cell = BenchCell(**cell)
     workload = WORKLOADS.get(cell.workload)
@@ -123,11 +124,7 @@ def execute_cell(cell: dict) -> dict:
                          unit=workload.unit)
     batches, result.data = workload_batches(workload, steps + cell.warmup, cell.data, cell.seed)
     if workload.task == "train":
-        from rosetta.models import get_model
-
-        spec = get_model(workload.model)
-        options = {"optimizer": OptimizerSpec.from_training(spec.training).to_json(), "loss": spec.training.loss,
-                   "threads": cell.threads, "device": cell.device,
+        options = {**training_options(get_model(workload.model), threads=cell.threads, device=cell.device),
                    **({"model": workload.model, "seed": cell.seed} if cell.artifact == "-" else {})}
         trained = run_training(cell.framework, cell.artifact, batches, options, cell.warmup, keep_parameters=False,
                                isolated=False)
@@ -179,17 +176,14 @@ def bare_torch_loop(model: str, batches: list, warmup: int, threads: int = 0) ->
 
 def execute_overhead(cell: dict, rounds: int = 5) -> dict:
     """Harness vs bare loop, alternating in this process for `rounds` rounds; the medians and their ratio."""
+    from rosetta.models import get_model
     from rosetta.train.base import REFERENCE, run_training
-    from rosetta.train.optim import OptimizerSpec
+    from rosetta.train.optim import training_options
 
     cell = BenchCell(**cell)
     workload = WORKLOADS.get(cell.workload)
-    from rosetta.models import get_model
-
-    spec = get_model(workload.model)
     batches, _ = workload_batches(workload, cell.timed_steps() + cell.warmup, cell.data, cell.seed)
-    options = {"optimizer": OptimizerSpec.from_training(spec.training).to_json(), "loss": spec.training.loss,
-               "threads": cell.threads, "model": workload.model, "seed": 0}
+    options = {**training_options(get_model(workload.model), threads=cell.threads), "model": workload.model, "seed": 0}
     bare, harness = [], []
     for _ in range(rounds):
         bare.append(bare_torch_loop(workload.model, batches, cell.warmup, cell.threads))

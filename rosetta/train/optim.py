@@ -57,6 +57,15 @@ class OptimizerSpec:
         return cls(**{**data, "betas": tuple(data.get("betas", (0.9, 0.999)))})
 
 
+def training_options(spec, precision: str = "float32", threads: int = 0, device: str = "cpu",
+                     changes: tuple = ()) -> dict:
+    """A trainer's options for a reference model: its DLF optimiser (with `changes`, for seeded mismatches),
+    loss, precision, threads and device, as JSON-able values (they cross to worker processes)."""
+    optimizer = OptimizerSpec.from_training(spec.training).with_changes(**dict(changes))
+    return {"optimizer": optimizer.to_json(), "loss": spec.training.loss, "precision": precision,
+            "threads": threads, "device": device}
+
+
 def label_spec(spec) -> tuple[str, tuple[int, ...]]:
     """What the loss compares the model's (single) output with: ('classes', (n,)) or ('targets', shape)."""
     output = spec.outputs[0]

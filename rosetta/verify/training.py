@@ -31,7 +31,7 @@ from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import get_target
 from rosetta.models import get_model
 from rosetta.train.base import REFERENCE, run_training
-from rosetta.train.optim import OptimizerSpec, training_batches
+from rosetta.train.optim import training_batches, training_options
 from rosetta.verify.compare import compare_output
 from rosetta.registry import Registry
 from rosetta.verify.results import FAIL, PASS, VerifyResult
@@ -68,18 +68,13 @@ class TrainedReference:
     weights64: np.ndarray
 
 
-def _options(spec, precision: str, threads: int, changes: tuple = ()) -> dict:
-    optimizer = OptimizerSpec.from_training(spec.training).with_changes(**dict(changes))
-    return {"optimizer": optimizer.to_json(), "loss": spec.training.loss, "precision": precision, "threads": threads}
-
-
 def trained_reference(cell: TrainCell, cache: dict | None = None) -> TrainedReference:
     key = (cell.model, cell.seed, cell.batch, cell.steps)
     if cache is not None and key in cache:
         return cache[key]
     spec = get_model(cell.model)
     batches = training_batches(spec, cell.steps, cell.batch, cell.seed)
-    runs = {precision: run_training("torch", REFERENCE, batches, {**_options(spec, precision, cell.threads),
+    runs = {precision: run_training("torch", REFERENCE, batches, {**training_options(spec, precision, cell.threads),
                                                                    "model": cell.model, "seed": cell.seed})
             for precision in ("float32", "float64")}
     reference = TrainedReference(runs["float32"]["losses"], runs["float64"]["losses"],
@@ -114,7 +109,7 @@ def run_train_cell(cell: TrainCell, store: ArtifactStore, references: dict | Non
         result.seconds["convert"], result.artifact = time.perf_counter() - start, str(folder)
         stage = "training"
         start = time.perf_counter()
-        options = _options(spec, cell.precision, cell.threads, cell.optimizer_changes)
+        options = training_options(spec, cell.precision, cell.threads, changes=cell.optimizer_changes)
         result.training["optimizer"] = options["optimizer"]
         trained = run_training(target.runner, folder, training_batches(spec, cell.steps, cell.batch, cell.seed), options)
         result.seconds["train"] = time.perf_counter() - start

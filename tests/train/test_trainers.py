@@ -9,12 +9,7 @@ from rosetta.frameworks import trainable_frameworks, trainer_class
 from rosetta.errors import RosettaError
 from rosetta.models import get_model
 from rosetta.train.base import REFERENCE, run_training
-from rosetta.train.optim import OptimizerSpec, training_batches
-
-
-def _options(spec, precision="float32"):
-    return {"optimizer": OptimizerSpec.from_training(spec.training).to_json(), "loss": spec.training.loss,
-            "precision": precision}
+from rosetta.train.optim import training_batches, training_options
 
 
 @pytest.mark.parametrize("target", trainable_frameworks())
@@ -23,14 +18,14 @@ def test_converted_gru_trains_every_reference_parameter(store, target):
     trainers must still train exactly the reference's parameters, no fewer and no more."""
     spec = get_model("gru")
     folder = store.get(spec, 0, get_target(target).chain, get_target(target).export_options())
-    trained = run_training(target, folder, training_batches(spec, 1, 2, 0), _options(spec))
+    trained = run_training(target, folder, training_batches(spec, 1, 2, 0), training_options(spec))
     assert trained["parameters"].size == spec.parameter_count
 
 
 def test_reference_training_is_deterministic():
     spec = get_model("cnn")
     batches = training_batches(spec, 2, 2, 0)
-    runs = [run_training("torch", REFERENCE, batches, {**_options(spec, "float64"), "model": "cnn", "seed": 0})
+    runs = [run_training("torch", REFERENCE, batches, {**training_options(spec, "float64"), "model": "cnn", "seed": 0})
             for _ in range(2)]
     assert (runs[0]["losses"] == runs[1]["losses"]).all()
     assert runs[0]["step_seconds"]["repeats"] == 2
