@@ -3,3 +3,9 @@
 
 class RosettaError(Exception):
     """A problem with the user's input or environment, with a one-line message saying what to do."""
+
+
+def one_line(error: BaseException) -> str:
+    """'Type: first line of the message', for a FAIL row's reason (the traceback goes to its detail)."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__

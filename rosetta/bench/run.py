@@ -24,10 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from rosetta.bench.workloads import WORKLOADS, Workload
-from rosetta.errors import RosettaError
+from rosetta.errors import one_line
 
 REFERENCE_TARGET = "torch (reference)"
-BARE_LOOP = "torch (bare loop)"
 DEFAULT_WARMUP = 2
 
 
@@ -208,7 +207,7 @@ def failed_result(cell: BenchCell, reason: str) -> BenchResult:
                        steps=cell.timed_steps(), unit=workload.unit)
 
 
-def plan_bench(workloads: list[Workload], targets: list, device: str, **fields) -> tuple[list[tuple], list[str]]:
+def plan_bench(workloads: list[Workload], targets: list) -> tuple[list[tuple], list[str]]:
     """(workload, target or None for the reference) pairs, and notes for targets that do not apply."""
     from rosetta.frameworks import trainable_frameworks
 
@@ -230,7 +229,7 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
     from rosetta.models import get_model
     from rosetta.report.progress import progress_bar
 
-    plan, notes = plan_bench(workloads, targets, device)
+    plan, notes = plan_bench(workloads, targets)
     overheads: dict = {}
     jobs = len(plan) + (sum(1 for w in workloads if w.task == "train") if overhead else 0)
     results = []
@@ -246,8 +245,7 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
                     cell = BenchCell(**{**asdict(cell), "artifact": str(folder)})
                 results.append(BenchResult(**run_cell_in_worker("rosetta.bench.run:execute_cell", cell)))
             except Exception as error:  # noqa: BLE001 - a failing cell is a FAIL row
-                text = str(error).strip().splitlines()
-                results.append(failed_result(cell, f"{type(error).__name__}: {text[0] if text else ''}"))
+                results.append(failed_result(cell, one_line(error)))
             if overhead and target is None and workload.task == "train":
                 advance(f"{workload.name}: harness overhead vs a bare PyTorch loop")
                 try:

@@ -16,6 +16,7 @@ import numpy as np
 
 from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import get_target
+from rosetta.errors import one_line
 from rosetta.frameworks import load_runner
 from rosetta.frameworks.torch import TorchModuleRunner
 from rosetta.models import get_model
@@ -65,11 +66,6 @@ def reference_for(model: str, seed: int, batch: int, cache: dict | None = None) 
     return reference
 
 
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-
-
 def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = None,
              artifact: Path | None = None) -> VerifyResult:
     """Convert (or reuse) the cell's artifact, run it, compare it. `artifact` overrides the converted one."""
@@ -96,7 +92,7 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         result.seconds["predict"] = time.perf_counter() - start
         result.framework_version = runner.running_version()
     except Exception as error:  # a failing path is a FAIL row, never a crash or a missing row
-        result.reason = f"{stage} failed: {_one_line(error)}"
+        result.reason = f"{stage} failed: {one_line(error)}"
         result.detail = traceback.format_exc(limit=-3)
         return result
     result.outputs, result.verdict, result.reason = compare_outputs(

@@ -29,11 +29,13 @@ import numpy as np
 
 from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import get_target
+from rosetta.errors import one_line
 from rosetta.models import get_model
+from rosetta.registry import Registry
 from rosetta.train.base import REFERENCE, run_training
 from rosetta.train.optim import training_batches, training_options
+from rosetta.verify.cells import VerifyCell
 from rosetta.verify.compare import compare_output
-from rosetta.registry import Registry
 from rosetta.verify.results import FAIL, PASS, VerifyResult
 from rosetta.verify.tolerance import TolerancePolicy
 
@@ -44,17 +46,13 @@ TRAINING_MULTIPLE = 100.0  # float32: x the reference's float32-vs-float64 drift
 
 
 @dataclass(frozen=True)
-class TrainCell:
-    model: str
-    target: str
-    route: str = "onnx"
-    seed: int = 0
+class TrainCell(VerifyCell):
+    """A verify cell that trains: its own batch and tolerance defaults, K steps at a precision."""
+
     batch: int = DEFAULT_TRAIN_BATCH
+    tolerance: TolerancePolicy = field(default_factory=lambda: TolerancePolicy(multiple=TRAINING_MULTIPLE))
     steps: int = DEFAULT_STEPS
     precision: str = "float32"
-    tolerance: TolerancePolicy = field(default_factory=lambda: TolerancePolicy(multiple=TRAINING_MULTIPLE))
-    export: tuple = ()
-    threads: int = 0
     optimizer_changes: tuple = ()  # (key, value) pairs applied to the target's optimiser only: seeded mismatches
 
 
@@ -115,8 +113,7 @@ def run_train_cell(cell: TrainCell, store: ArtifactStore, references: dict | Non
         result.seconds["train"] = time.perf_counter() - start
         result.framework_version = str(trained["version"])
     except Exception as error:  # noqa: BLE001 - a failing path is a FAIL row
-        text = str(error).strip().splitlines()
-        result.reason = f"{stage} failed: {type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+        result.reason = f"{stage} failed: {one_line(error)}"
         result.detail = traceback.format_exc(limit=-3)
         return result
     weights = np.sort(trained["parameters"])
