@@ -13,6 +13,8 @@ from pathlib import Path
 
 from rosetta import __version__
 from rosetta.errors import RosettaError
+from rosetta.sources.files import FORMATS_HELP
+from rosetta.worker import DEFAULT_TIMEOUT_S
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -73,41 +75,59 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("--json", metavar="FILE", type=Path, help="also write the list as JSON")
 
     convert = commands.add_parser(
-        "convert", parents=[common], help="convert a reference model and write the artifact with its manifest",
-        description="Convert a reference model to another format; writes the artifact and manifest.json "
-                    "into a new folder, atomically (nothing is left behind on failure).",
-        epilog="examples:\n  rosetta convert --model cnn --to onnx -o out/cnn-onnx\n"
-               "  rosetta convert --model gru --to keras -o out/gru-keras\n" + EPILOG_EXIT,
+        "convert", parents=[common], help="convert your model file (or a reference model) to other frameworks",
+        description="Convert a model to other formats and verify each conversion against the original on "
+                    "generated inputs. MODEL is " + FORMATS_HELP + ". Each target is written to OUTPUT/TARGET/ "
+                    "(artifact + manifest.json), atomically: nothing is left behind on an error. A target that "
+                    "cannot be converted is a FAIL row with its reason; the others still run.",
+        epilog="examples:\n"
+               "  rosetta convert model.onnx --to all -o out/\n"
+               "  rosetta convert model.keras --to onnx,torch,mxnet -o out/\n"
+               "  rosetta convert net.py:build --input image:Nx3x32x32:float32 --trust-code --to tensorflow,keras,onnxruntime -o out/\n"
+               "  rosetta convert saved_model_dir/ --to onnx,torch -o out/ --atol logits:1e-4\n"
+               "  rosetta convert --model cnn --to onnx -o out/cnn-onnx    (a reference model: one target)\n"
+               + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    convert.add_argument("--model", required=True, help="reference model name (see `rosetta models`)")
-    convert.add_argument("--to", required=True, help=f"target or format: {', '.join(_conversion_choices())}")
+    convert.add_argument("path", nargs="?", metavar="MODEL", help="your model (see above); or use --model")
+    convert.add_argument("--model", help="a reference model instead of a file (see `rosetta models`)")
+    convert.add_argument("--to", required=True,
+                         help=f"targets, comma-separated, or all: onnx, {', '.join(_target_names())}")
     convert.add_argument("-o", "--output", required=True, type=Path, help="output folder (must not exist or be empty)")
     convert.add_argument("--via", default="onnx", help="route (default: onnx)")
+    convert.add_argument("--no-progress", action="store_true", help="no progress bar")
     convert.add_argument("--force", action="store_true", help="replace a non-empty output folder")
-    convert.add_argument("--json", metavar="FILE", type=Path, help="also write the manifest to FILE")
+    convert.add_argument("--no-verify", action="store_true", help="convert only; do not verify the conversions")
+    convert.add_argument("--json", metavar="FILE", type=Path, help="also write the results (or the manifest) as JSON")
     _add_model_options(convert)
+    _add_user_model_options(convert)
+    _add_tolerance_options(convert)
     _add_export_options(convert)
 
     verify = commands.add_parser(
-        "verify", parents=[common], help="convert reference models and verify each target against PyTorch",
-        description="Run the PyTorch reference (float32 and float64) and every converted copy on the same "
-                    "seeded inputs; a target PASSes when its error against the float64 reference stays within "
-                    "a multiple of the reference's own float32 noise floor (or within --atol/--rtol).",
-        epilog="examples:\n  rosetta verify --model cnn,gru,resnet50 --targets onnxruntime --json results.json\n"
+        "verify", parents=[common], help="compare model files, or verify converted reference models",
+        description="With MODEL files: run them all on the same inputs and compare each with the first (the "
+                    "reference), or with outputs saved earlier (--load-outputs). MODEL is " + FORMATS_HELP + ". "
+                    "Without: convert the reference models (--model) to --targets and verify each against "
+                    "PyTorch. The reference runs in float32 and, where rosetta can cast it (PyTorch), float64: a "
+                    "model PASSes when its error stays within a multiple of the reference's own float32 noise "
+                    "floor (or within --atol/--rtol); without float64, within 1000 float32 ulps at the output's "
+                    "scale.",
+        epilog="examples:\n  rosetta verify model.onnx out/torch out/keras\n"
+               "  rosetta verify model.onnx --save-inputs in.npz --save-outputs ref.npz   (on one machine)\n"
+               "  rosetta verify model.keras --inputs in.npz --load-outputs ref.npz      (on another)\n"
+               "  rosetta verify net.py:build model.onnx --input x:Nx16:float32 --trust-code --atol out:1e-5\n"
+               "  rosetta verify --model cnn,gru,resnet50 --targets onnxruntime --json results.json\n"
                "  rosetta verify --model gru --targets all\n"
                "  rosetta verify --model cnn,gru --targets torch,keras,mxnet --train-steps 5 --precision float64\n"
                + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    verify.add_argument("--model", default="all", help="models, comma-separated, or all (default: all)")
+    verify.add_argument("paths", nargs="*", metavar="MODEL", help="model files to compare, the first as reference")
+    verify.add_argument("--model", help="reference models, comma-separated, or all (default without MODEL: all)")
     verify.add_argument("--targets", default="onnxruntime",
                         help=f"targets, comma-separated, or all (default: onnxruntime); onnx route: {', '.join(_target_names())}")
     verify.add_argument("--via", default="onnx", help="route the targets are reached by (default: onnx)")
-    verify.add_argument("--batch", type=_positive_int, default=8, help="batch size of the generated inputs (default: 8)")
     verify.add_argument("--seed", type=_seed_list, default=[0], help="seed(s) for weights and inputs, e.g. 0 or 0,1,2")
-    verify.add_argument("--atol", type=_non_negative_float, help="absolute tolerance instead of the calibrated one")
-    verify.add_argument("--rtol", type=_non_negative_float, help="relative tolerance instead of the calibrated one")
-    verify.add_argument("--tolerance-multiple", type=_non_negative_float, default=None,
-                        help="calibrated tolerance: allowed multiple of the noise floor (default: see README)")
+    _add_tolerance_options(verify)
     verify.add_argument("--train-steps", type=_positive_int, metavar="K",
                         help="also check training: K optimiser steps (DLF optimiser) from the same weights on the same "
                              "batches in each trainable target (torch, keras, mxnet), comparing losses and weights")
@@ -119,6 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--work-dir", type=Path, help="keep converted artifacts here (default: a temporary folder)")
     verify.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
     verify.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_user_model_options(verify)
+    verify.add_argument("--inputs", metavar="FILE.npz", type=Path, help="inputs to run (default: generated)")
+    verify.add_argument("--save-inputs", metavar="FILE.npz", type=Path, help="write the inputs used")
+    verify.add_argument("--save-outputs", metavar="FILE.npz", type=Path, help="write the reference's outputs")
+    verify.add_argument("--load-outputs", metavar="FILE.npz", type=Path,
+                        help="compare every MODEL with these outputs (from --save-outputs; give the same --inputs)")
     _add_export_options(verify)
 
     bench = commands.add_parser(
@@ -171,7 +197,67 @@ def _conversion_choices() -> list[str]:
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, default=0, help="weight seed of the reference model (default: 0)")
+    parser.add_argument("--seed", type=int, default=0, help="weight seed of a reference model, and the seed of "
+                                                          "the generated inputs (default: 0)")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
+
+
+def _add_user_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", action="append", default=[], metavar="NAME:SHAPE:DTYPE[:LOW:HIGH]",
+                        type=_input_option, help="an input's shape, dtype and value range, e.g. "
+                        "image:Nx3x32x32:float32 or tokens:Nx100:int64:0:20000 (N: batch); needed where the "
+                        "model does not say (PyTorch factories, MXNet symbols, free axes); repeatable")
+    parser.add_argument("--batch", type=_positive_int, default=8, help="batch size of the generated inputs (default: 8)")
+    parser.add_argument("--trust-code", action="store_true",
+                        help="allow loading that runs code from the model: PyTorch factories (file.py:function), "
+                             "Keras Lambda layers, pickled objects in .pt2 files. Off by default")
+    parser.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
+                        help=f"kill a framework worker that runs longer (default: {DEFAULT_TIMEOUT_S:g})")
+
+
+def _add_tolerance_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--atol", action="append", default=[], type=_tolerance_option, metavar="[OUTPUT:]VALUE",
+                        help="absolute tolerance instead of the calibrated one, for all outputs or one; repeatable")
+    parser.add_argument("--rtol", action="append", default=[], type=_tolerance_option, metavar="[OUTPUT:]VALUE",
+                        help="relative tolerance instead of the calibrated one, for all outputs or one; repeatable")
+    parser.add_argument("--tolerance-multiple", type=_non_negative_float, default=None,
+                        help="calibrated tolerance: allowed multiple of the noise floor (default: see README)")
+
+
+def _input_option(text: str):
+    from rosetta.sources.signature import parse_input_option
+
+    try:
+        return parse_input_option(text)
+    except RosettaError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix(f"--input {text!r}: ")) from None
+
+
+def _tolerance_option(text: str) -> tuple[str, float]:
+    name, _, value = text.rpartition(":")
+    return name, _non_negative_float(value)
+
+
+def _positive_float(text: str) -> float:
+    value = _non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def tolerance_policy(args, multiple: float | None = None):
+    """The TolerancePolicy the options ask for: calibrated, or global and per-output atol/rtol."""
+    from rosetta.verify.tolerance import DEFAULT_MULTIPLE, TolerancePolicy
+
+    given = {"atol": args.atol, "rtol": args.rtol}
+    if args.tolerance_multiple is not None and (args.atol or args.rtol):
+        raise RosettaError("give either --tolerance-multiple or --atol/--rtol, not both")
+    overall = {kind: next((v for name, v in reversed(values) if not name), None) for kind, values in given.items()}
+    per_output = tuple((name, kind, value) for kind, values in given.items() for name, value in values if name)
+    if args.tolerance_multiple is not None:
+        multiple = args.tolerance_multiple
+    return TolerancePolicy(multiple=multiple if multiple is not None else DEFAULT_MULTIPLE, atol=overall["atol"],
+                           rtol=overall["rtol"], per_output=per_output)
 
 
 def _add_export_options(parser: argparse.ArgumentParser) -> None:
@@ -220,6 +306,12 @@ def cmd_models(args) -> int:
 
 
 def cmd_convert(args) -> int:
+    if args.path is not None:
+        if args.model:
+            raise RosettaError("give a model file or --model NAME, not both")
+        return convert_model_file(args)
+    if not args.model:
+        raise RosettaError("give the model to convert: a file (rosetta convert MODEL --to ...) or --model NAME")
     from dataclasses import asdict
 
     from rosetta.convert.output import check_output_folder
@@ -240,24 +332,142 @@ def cmd_convert(args) -> int:
     return EXIT_PASS
 
 
+def convert_model_file(args) -> int:
+    """`rosetta convert MODEL --to ...`: each target converted, verified against MODEL, written to -o."""
+    import tempfile
+
+    from rosetta.convert.output import check_output_folder
+    from rosetta.convert.store import ArtifactStore
+    from rosetta.convert.user import convert_user_model, parse_user_targets, write_converted
+    from rosetta.sources.model import open_model
+    from rosetta.verify.artifacts import reference_outputs, run_artifact_cells
+    from rosetta.verify.inputs import generate_inputs
+    from rosetta.verify.results import FAIL
+
+    targets = parse_user_targets(args.to, args.via)
+    check_output_folder(args.output, args.force)
+    _check_writable_file(args.json)
+    policy = tolerance_policy(args)
+    progress = not args.no_progress and sys.stderr.isatty()
+    with tempfile.TemporaryDirectory(prefix="rosetta-") as scratch:
+        model = open_model(args.path, args.input, args.trust_code, Path(scratch))
+        cells = convert_user_model(model, targets, ArtifactStore(Path(scratch) / "store"), _export_options(args),
+                                   args.threads, progress)
+        if args.no_verify:
+            results = [_conversion_row(cell) for cell in cells]
+        else:
+            reference = reference_outputs(model, generate_inputs(model.inputs, args.batch, args.seed), args.threads)
+            policy = reference.policy(policy, args.tolerance_multiple is not None)
+            results = run_artifact_cells(cells, reference, policy, progress)
+        written = write_converted(cells, args.output, args.force)
+    title = f"rosetta convert {model.label}" + ("" if args.no_verify else f" ({policy.describe()})")
+    _print_results(results, title, args.verbose)
+    if written:
+        print(f"written: {', '.join(str(args.output / name) for name in written)}")
+    if args.json:
+        from rosetta.verify.results import write_results_json
+
+        write_results_json(results, args.json, {"model": model.file.to_json(), "output": str(args.output),
+                                                "tolerance": policy.to_json(), "verified": not args.no_verify})
+    return EXIT_PASS if all(r.verdict != FAIL for r in results) else EXIT_FAIL
+
+
+def _conversion_row(cell):
+    from rosetta.verify.results import FAIL, VerifyResult
+
+    return VerifyResult(model=cell.model, route=cell.route, target=cell.target,
+                        verdict=FAIL if cell.failure else "converted", reason=cell.failure, artifact=cell.folder)
+
+
+def _print_results(results, title: str, verbose: bool) -> None:
+    from rosetta.report.tables import failure_lines, verify_table
+
+    console = _console()
+    console.print(verify_table(results, title=title))
+    for line in failure_lines(results):
+        console.print(f"[red]FAIL[/red] {line}", highlight=False)
+    if verbose:
+        for result in results:
+            if result.detail:
+                console.print(result.detail, highlight=False, markup=False)
+
+
+def verify_model_files(args) -> int:
+    """`rosetta verify A B [C ...]`: B, C, ... (or all, with --load-outputs) against A's outputs."""
+    import tempfile
+
+    from rosetta.sources.model import open_model
+    from rosetta.verify.artifacts import (ArtifactCell, ReferenceOutputs, load_inputs, reference_outputs,
+                                          run_artifact_cells, save_npz)
+    from rosetta.verify.inputs import generate_inputs
+    from rosetta.worker import load_npz
+
+    for path in (args.json, args.save_inputs, args.save_outputs):
+        _check_writable_file(path)
+    if args.load_outputs is not None and args.inputs is None:
+        raise RosettaError("--load-outputs needs the inputs those outputs came from: add --inputs FILE.npz "
+                           "(written by --save-inputs)")
+    if args.load_outputs is None and len(args.paths) < 2 and not (args.save_inputs or args.save_outputs):
+        raise RosettaError("give two or more models to compare (the first is the reference), or one with "
+                           "--save-outputs or --load-outputs")
+    policy = tolerance_policy(args)
+    progress = not args.no_progress and sys.stderr.isatty()
+    with tempfile.TemporaryDirectory(prefix="rosetta-") as scratch:
+        models = [open_model(path, args.input, args.trust_code, Path(scratch)) for path in args.paths]
+        first = models[0]
+        feeds = load_inputs(args.inputs, first) if args.inputs else generate_inputs(first.inputs, args.batch, args.seed[0])
+        if args.load_outputs is not None:
+            try:
+                reference = ReferenceOutputs(feeds, load_npz(args.load_outputs))
+            except (OSError, ValueError) as error:
+                raise RosettaError(f"--load-outputs {args.load_outputs}: not a readable .npz file ({error})") from None
+            label, candidates = args.load_outputs.name, models
+        else:
+            reference = reference_outputs(first, feeds, args.threads)
+            label, candidates = first.label, models[1:]
+        if args.save_inputs:
+            save_npz(args.save_inputs, feeds)
+        if args.save_outputs:
+            save_npz(args.save_outputs, reference.float32)
+        policy = reference.policy(policy, args.tolerance_multiple is not None)
+        cells = [ArtifactCell(label, model.file.text, str(model.folder or ""), threads=args.threads,
+                              trust_code=args.trust_code,
+                              failure="" if model.folder else "a PyTorch factory can only be the reference")
+                 for model in candidates]
+        results = run_artifact_cells(cells, reference, policy, progress)
+    if results:
+        _print_results(results, f"rosetta verify: against {label} ({policy.describe()})", args.verbose)
+    else:
+        print(f"{label}: ran on {len(feeds)} input(s); outputs: {', '.join(reference.float32)}")
+    if args.json:
+        from rosetta.verify.results import write_results_json
+
+        write_results_json(results, args.json, {"reference": label, "tolerance": policy.to_json()})
+    return EXIT_PASS if all(r.passed for r in results) else EXIT_FAIL
+
+
 def cmd_verify(args) -> int:
+    if args.paths:
+        if args.model or args.train_steps:
+            raise RosettaError("--model and --train-steps are for reference models; give model files or --model")
+        return verify_model_files(args)
+    for flag in ("inputs", "save_inputs", "save_outputs", "load_outputs"):
+        if getattr(args, flag) is not None:
+            raise RosettaError(f"--{flag.replace('_', '-')} needs model files: rosetta verify MODEL [MODEL ...]")
     import tempfile
 
     from rosetta.convert.store import ArtifactStore
     from rosetta.convert.targets import parse_target_list
     from rosetta.models import parse_model_list
-    from rosetta.report.tables import failure_lines, verify_table
     from rosetta.verify.cells import plan_cells, run_cells
     from rosetta.verify.results import write_results_json
-    from rosetta.verify.tolerance import DEFAULT_MULTIPLE, TolerancePolicy
 
-    specs = parse_model_list(args.model)
+    specs = parse_model_list(args.model or "all")
     targets = parse_target_list(args.targets, args.via)
     _check_writable_file(args.json)
-    if args.tolerance_multiple is not None and (args.atol is not None or args.rtol is not None):
-        raise RosettaError("give either --tolerance-multiple or --atol/--rtol, not both")
-    multiple = DEFAULT_MULTIPLE if args.tolerance_multiple is None else args.tolerance_multiple
-    policy = TolerancePolicy(multiple=multiple, atol=args.atol, rtol=args.rtol)
+    policy = tolerance_policy(args)
+    if policy.per_output:
+        raise RosettaError("per-output tolerances (--atol OUTPUT:VALUE) are for model files; use --atol VALUE")
     export = tuple(sorted(_export_options(args).items()))
     cells = plan_cells([s.name for s in specs], [t.name for t in targets], route=args.via, seeds=tuple(args.seed),
                        batch=args.batch, tolerance=policy, export=export, threads=args.threads)
@@ -266,14 +476,7 @@ def cmd_verify(args) -> int:
     with tempfile.TemporaryDirectory(prefix="rosetta-") as scratch:
         store = ArtifactStore(args.work_dir or Path(scratch))
         results = run_cells(cells, store, progress=not args.no_progress and sys.stderr.isatty())
-    console = _console()
-    console.print(verify_table(results, title=f"rosetta verify ({policy.describe()})"))
-    for line in failure_lines(results):
-        console.print(f"[red]FAIL[/red] {line}", highlight=False)
-    if args.verbose:
-        for result in results:
-            if result.detail:
-                console.print(result.detail, highlight=False, markup=False)
+    _print_results(results, f"rosetta verify ({policy.describe()})", args.verbose)
     if args.json:
         write_results_json(results, args.json, {"tolerance": policy.to_json()})
     return EXIT_PASS if all(r.passed for r in results) else EXIT_FAIL
@@ -331,7 +534,6 @@ def cmd_bench(args) -> int:
 def plan_training_cells(specs, targets, args, export: tuple) -> list:
     """Training cells for the trainable targets among `targets`; a usage error if there are none."""
     from rosetta.frameworks import trainable_frameworks
-    from rosetta.verify.tolerance import TolerancePolicy
     from rosetta.verify.training import TRAINING_MULTIPLE, TrainCell
 
     trainable = [t for t in targets if t.runner in trainable_frameworks()]
@@ -341,8 +543,7 @@ def plan_training_cells(specs, targets, args, export: tuple) -> list:
     untrained = [s.name for s in specs if s.training is None]
     if untrained:
         raise RosettaError(f"--train-steps: model {', '.join(untrained)} has no training settings")
-    multiple = TRAINING_MULTIPLE if args.tolerance_multiple is None else args.tolerance_multiple
-    policy = TolerancePolicy(multiple=multiple, atol=args.atol, rtol=args.rtol)
+    policy = tolerance_policy(args, TRAINING_MULTIPLE)
     return [TrainCell(model=s.name, target=t.name, route=args.via, seed=seed, batch=args.train_batch,
                       steps=args.train_steps, precision=args.precision, tolerance=policy, export=export,
                       threads=args.threads)
@@ -358,8 +559,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return EXIT_USAGE
-    if not args.verbose:
+    if not args.verbose:  # quiet on success: framework logs and warnings only with -v
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        import logging
+        import warnings
+
+        warnings.simplefilter("ignore")
+        logging.disable(logging.WARNING)
+    if getattr(args, "timeout", None):
+        os.environ["ROSETTA_WORKER_TIMEOUT"] = str(args.timeout)
     try:
         return COMMANDS[args.command](args)
     except RosettaError as error:

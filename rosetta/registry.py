@@ -42,3 +42,11 @@ class Registry(Generic[T]):
 
     def keys(self) -> list[Hashable]:
         return list(self._items)
+
+
+def load_entry(entry: str):
+    """The object an entry point "package.module:name" names, imported on demand (so registries import nothing)."""
+    import importlib
+
+    module_name, _, name = entry.partition(":")
+    return getattr(importlib.import_module(module_name), name)

@@ -79,6 +79,26 @@ def drop_default_training_mode(model):
     return model
 
 
+def bypass_identity_of_initializers(model):
+    """MXNet: Identity nodes that copy an initializer (torch.onnx emits them for weights used twice, e.g. a
+    BatchNorm's) are bypassed: readers take the initializer itself, which MXNet needs as a Variable
+    ("Mutation target can only be Variable")."""
+    initializers = {init.name for init in model.graph.initializer}
+    outputs = {output.name for output in model.graph.output}
+    alias = {node.output[0]: node.input[0] for node in model.graph.node
+             if node.op_type == "Identity" and node.input[0] in initializers and node.output[0] not in outputs}
+    if not alias:
+        return model
+    kept = [node for node in model.graph.node if not (node.op_type == "Identity" and node.output[0] in alias)]
+    for node in kept:
+        for index, name in enumerate(node.input):
+            if name in alias:
+                node.input[index] = alias[name]
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    return model
+
+
 def constants_to_initializers(model):
     """Constant nodes become initializers (MXNet's importer has no Constant operator)."""
     from onnx import numpy_helper
@@ -143,3 +163,83 @@ def initializers_as_inputs(model):
         if init.name not in listed:
             model.graph.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
     return model
+
+
+_SAME_SHAPE_OPS = ("Relu", "Identity", "Cast", "BatchNormalization", "Sigmoid", "Tanh", "Dropout", "LeakyRelu")
+
+
+def constant_reshape_shapes(model):
+    """MXNet and the Keras mapper: a Reshape whose target shape is computed at run time from the shape of its
+    own input (how tf2onnx writes Keras' Flatten: Shape -> Gather -> Slice -> Concat -> Reshape) gets that
+    shape as a constant, with 0 where it keeps an input axis of unknown size (ONNX Reshape copies the input's
+    size for 0). Only rewritten when every element is a known size or provably that same input axis."""
+    import onnx
+    from onnx import numpy_helper
+
+    inferred = onnx.shape_inference.infer_shapes(model)
+    static = {}
+    for value in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        if value.type.tensor_type.HasField("shape"):
+            static[value.name] = [d.dim_value if d.HasField("dim_value") else None
+                                  for d in value.type.tensor_type.shape.dim]
+    producers = {output: node for node in model.graph.node for output in node.output}
+    constants = _constants(model)
+    attributes = lambda node: {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}  # noqa: E731
+
+    def dim(tensor: str, axis: int):
+        """The size of `tensor` on `axis`: an int when known, else the (tensor, axis) it is provably equal to."""
+        shape = static.get(tensor)
+        if shape and axis < len(shape) and shape[axis]:
+            return shape[axis]
+        node = producers.get(tensor)
+        if node is not None and node.op_type == "Transpose":
+            return dim(node.input[0], attributes(node)["perm"][axis])
+        if node is not None and node.op_type in _SAME_SHAPE_OPS:
+            return dim(node.input[0], axis)
+        return (tensor, axis)
+
+    def elements(tensor: str):
+        """The elements of a small 1-D integer tensor (ints or dim symbols), or None when unknown."""
+        if tensor in constants:
+            array = constants[tensor]
+            return [int(v) for v in array.ravel()] if array.ndim <= 1 else None
+        node = producers.get(tensor)
+        if node is None:
+            return None
+        if node.op_type == "Shape" and not node.attribute and static.get(node.input[0]) is not None:
+            return [dim(node.input[0], axis) for axis in range(len(static[node.input[0]]))]
+        if node.op_type in ("Cast", "Squeeze", "Unsqueeze"):
+            return elements(node.input[0])
+        if node.op_type == "Gather" and node.input[1] in constants and not attributes(node).get("axis", 0):
+            data = elements(node.input[0])
+            return None if data is None else [data[int(i)] for i in constants[node.input[1]].ravel()]
+        if node.op_type == "Slice" and all(name in constants for name in node.input[1:] if name):
+            data = elements(node.input[0])
+            starts, ends = (int(constants[name].ravel()[0]) for name in node.input[1:3])
+            steps = int(constants[node.input[4]].ravel()[0]) if len(node.input) > 4 and node.input[4] else 1
+            return None if data is None else data[starts:ends:steps]
+        if node.op_type == "Concat":
+            parts = [elements(name) for name in node.input]
+            return None if any(p is None for p in parts) else [e for p in parts for e in p]
+        return None
+
+    for node in model.graph.node:
+        if node.op_type != "Reshape" or node.input[1] in constants or attributes(node).get("allowzero", 0):
+            continue
+        shape = elements(node.input[1])
+        if shape is None:
+            continue
+        fixed = []
+        for axis, element in enumerate(shape):
+            if isinstance(element, int):
+                fixed.append(element)
+            elif element == dim(node.input[0], axis):
+                fixed.append(0)
+            else:
+                break
+        if len(fixed) != len(shape):
+            continue
+        name = f"{node.output[0]}_constant_shape"
+        model.graph.initializer.append(numpy_helper.from_array(np.array(fixed, dtype=np.int64), name))
+        node.input[1] = name
+    return remove_dead_nodes(model)

@@ -351,6 +351,11 @@ class KerasGraphBuilder:
             dims = value.type.tensor_type.shape.dim
             self.shapes[value.name] = [d.dim_value if d.HasField("dim_value") else None for d in dims]
         self.constants = {init.name: numpy_helper.to_array(init) for init in self.model.graph.initializer}
+        unsupported = sorted({node.op_type for node in self.model.graph.node
+                              if node.op_type != "Constant" and not hasattr(self, f"op_{node.op_type}")})
+        if unsupported:
+            raise RosettaError(f"ONNX op {', '.join(unsupported)} cannot be converted to keras: rosetta's Keras "
+                               f"mapper has no converter for {'it' if len(unsupported) == 1 else 'them'}")
         for node in self.model.graph.node:
             for name in node.input:
                 self.consumers.setdefault(name, []).append(node.op_type)
@@ -368,10 +373,10 @@ class KerasGraphBuilder:
             if node.op_type == "Constant":
                 self.constants[node.output[0]] = numpy_helper.to_array(attributes["value"])
                 continue
-            handler = getattr(self, f"op_{node.op_type}", None)
-            if handler is None:
-                raise RosettaError(f"keras mapper: unsupported ONNX op {node.op_type!r} (node {node.name or node.output[0]!r}); "
-                                   "rosetta's Keras mapper covers the ops of the reference models")
+            if node.op_type == "Identity" and node.input[0] in self.constants:  # e.g. a shared BatchNorm weight
+                self.constants[node.output[0]] = self.constants[node.input[0]]
+                continue
+            handler = getattr(self, f"op_{node.op_type}")
             for name, mapped in zip(node.output, handler(node, attributes)):
                 if name:
                     self.values[name] = mapped
@@ -397,7 +402,9 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
 
     keras = import_keras()
     previous = Manifest.read(source)
-    model = onnx_to_keras_model(onnx.load(str(previous.artifact_path(source))), keras)
+    from rosetta.convert.onnx_rewrites import constant_reshape_shapes
+
+    model = onnx_to_keras_model(constant_reshape_shapes(onnx.load(str(previous.artifact_path(source)))), keras)
     target = Path(staging) / ARTIFACT
     model.save(str(target))
     trainable = int(sum(np.prod(w.shape) for w in model.trainable_weights))

@@ -65,8 +65,9 @@ FLOAT_TYPES = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT
 def rewrite_for_mxnet(model):
     from rosetta.convert import onnx_rewrites as rw
 
-    for rewrite in (rw.drop_zero_initial_states, rw.positive_gather_indices, rw.axes_inputs_to_attributes,
-                    rw.drop_default_training_mode, rw.constants_to_initializers, rw.initializers_as_inputs):
+    for rewrite in (rw.constant_reshape_shapes, rw.drop_zero_initial_states, rw.positive_gather_indices, rw.axes_inputs_to_attributes,
+                    rw.drop_default_training_mode, rw.bypass_identity_of_initializers, rw.constants_to_initializers,
+                    rw.initializers_as_inputs):
         model = rewrite(model)
     return model
 
@@ -74,9 +75,10 @@ def rewrite_for_mxnet(model):
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
     import onnx
 
-    from rosetta.frameworks.mxnet import PARAMS_FILE, SYMBOL_FILE, import_mxnet
+    from rosetta.frameworks.mxnet import PARAMS_FILE, SYMBOL_FILE, import_mxnet, install_onnx_mapping
 
     mx = import_mxnet()
+    install_onnx_mapping()
     from mxnet.contrib.onnx.onnx2mx import _import_helper
 
     _import_helper._convert_map.setdefault("GRU", _gru)

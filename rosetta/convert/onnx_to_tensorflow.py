@@ -21,12 +21,14 @@ ARTIFACT = "saved_model"
 
 
 def _layout(onnx_shape: list, tf_shape: list) -> str:
-    """'as_onnx' when shapes agree, 'channels_last' when TF has the channel axis moved last."""
+    """'as_onnx' when shapes agree, 'channels_last' when TF has the channel axis moved last (an unknown
+    ONNX size agrees with any)."""
     fixed = lambda shape: [d if isinstance(d, int) and d else None for d in shape]  # noqa: E731
     onnx_dims, tf_dims = fixed(onnx_shape), fixed(tf_shape)
-    if len(onnx_dims) != len(tf_dims) or onnx_dims[1:] == tf_dims[1:]:
+    agree = lambda a, b: len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))  # noqa: E731
+    if len(onnx_dims) != len(tf_dims) or agree(onnx_dims[1:], tf_dims[1:]):
         return "as_onnx"
-    if len(onnx_dims) >= 3 and tf_dims[1:] == onnx_dims[2:] + onnx_dims[1:2]:
+    if len(onnx_dims) >= 3 and agree(tf_dims[1:], onnx_dims[2:] + onnx_dims[1:2]):
         return "channels_last"
     raise RosettaError(f"onnx2tf changed a tensor's shape from {onnx_shape} to {tf_shape}")
 
@@ -57,18 +59,8 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     for entry, tensor in zip(previous.outputs, model.outputs):
         layouts[entry["name"]] = _layout(entry["shape"], list(tensor.shape))
 
-    input_names = [entry["name"] for entry in previous.inputs]
-    output_names = [entry["name"] for entry in previous.outputs]
-
-    @tf.function(input_signature=[tf.TensorSpec(t.shape, t.dtype, name=n) for t, n in zip(model.inputs, input_names)])
-    def serve(*tensors):
-        result = model(list(tensors) if len(tensors) > 1 else tensors[0], training=False)
-        result = result if isinstance(result, (list, tuple)) else [result]
-        return dict(zip(output_names, result))
-
-
     target = Path(staging) / ARTIFACT
-    tf.saved_model.save(model, str(target), signatures={"serving_default": serve})
+    save_saved_model(tf, model, target, [e["name"] for e in previous.inputs], [e["name"] for e in previous.outputs])
     import shutil
 
     shutil.rmtree(Path(staging) / "onnx2tf-work", ignore_errors=True)
@@ -78,3 +70,16 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
                    "options": {"keep_ncw_or_nchw_or_ncdhw_input_names": keep_nchw}, "layouts": layouts},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(target), opset=previous.opset,
     )
+
+
+def save_saved_model(tf, model, target: Path, input_names: list[str], output_names: list[str]) -> None:
+    """Save a Keras model as a SavedModel whose serving_default signature takes and returns tensors by these
+    names (Keras' own export names them after its layers)."""
+
+    @tf.function(input_signature=[tf.TensorSpec(t.shape, t.dtype, name=n) for t, n in zip(model.inputs, input_names)])
+    def serve(*tensors):
+        result = model(list(tensors) if len(tensors) > 1 else tensors[0], training=False)
+        result = result if isinstance(result, (list, tuple)) else [result]
+        return dict(zip(output_names, result))
+
+    tf.saved_model.save(model, str(target), signatures={"serving_default": serve})

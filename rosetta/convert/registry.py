@@ -7,11 +7,10 @@ TorchSource for the "torch" format and the folder of an earlier artifact (with i
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from rosetta.registry import Registry
+from rosetta.registry import Registry, load_entry
 
 
 @dataclass(frozen=True)
@@ -24,8 +23,7 @@ class ConversionPath:
     isolated: bool = False  # run in a worker process (rosetta.worker): TensorFlow, Keras, MXNet
 
     def load(self) -> Callable:
-        module_name, _, function = self.entry.partition(":")
-        return getattr(importlib.import_module(module_name), function)
+        return load_entry(self.entry)
 
 
 CONVERSIONS: Registry[ConversionPath] = Registry("conversion", key=lambda path: (path.source, path.target))
@@ -51,7 +49,9 @@ for _source, _target, _module, _isolated, _description in (
     ("onnx", "keras", "onnx_to_keras", True, "rosetta's layer mapper: a trainable .keras file of built-in layers"),
     ("onnx", "tensorflow", "onnx_to_tensorflow", True,
      "onnx2tf: a TensorFlow SavedModel (inference only: its weights are constants)"),
-    ("tensorflow", "onnx", "tensorflow_to_onnx", True, "tf2onnx: the SavedModel back to ONNX, for the round trip"),
+    ("tensorflow", "onnx", "tensorflow_to_onnx", True, "tf2onnx: a SavedModel to ONNX (round trip; users' SavedModels)"),
+    ("keras", "onnx", "keras_to_onnx", True, "tf2onnx on a SavedModel of the Keras model (users' Keras models)"),
+    ("mxnet", "onnx", "mxnet_to_onnx", True, "MXNet's ONNX exporter, opset <= 13 (users' MXNet models)"),
 ):
     register_conversion(ConversionPath(_source, _target, f"{_source}-to-{_target}",
                                        f"rosetta.convert.{_module}:convert", _description, isolated=_isolated))

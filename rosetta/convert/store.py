@@ -59,33 +59,47 @@ def convert_step(path, source, out: Path, options: dict) -> Manifest:
 
 
 class ArtifactStore:
-    """Artifacts of reference models under one root folder, converted on first request."""
+    """Artifacts of reference models and users' models under one root folder, converted on first request."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self.failures: dict[Path, Exception] = {}  # conversions that failed in this process: not tried again
 
-    def folder_for(self, spec, seed: int, chain: tuple[str, ...], options: dict | None = None, tag: str = "") -> Path:
+    def _folder(self, key: str, chain: tuple[str, ...], options: dict | None, tag: str) -> Path:
         identity = json.dumps({"chain": chain, "options": options or {}, "tag": tag}, sort_keys=True)
         digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
         label = "-".join(chain[1:]) + (f"-{tag}" if tag else "")
-        return self.root / f"{spec.name}-seed{seed}" / f"{label}-{digest}"
+        return self.root / key / f"{label}-{digest}"
 
     def get(self, spec, seed: int, chain: tuple[str, ...], options: dict | None = None,
             module=None, tag: str = "") -> Path:
-        """The artifact folder, converting it now if it is not in the store. `module`+`tag` store a variant.
-        A chain's prefix is itself a stored artifact, so chains that share a prefix share its conversions."""
-        folder = self.folder_for(spec, seed, chain, options, tag)
+        """The artifact folder of a reference model, converting it now if it is not in the store.
+        `module`+`tag` store a variant (a deliberately wrong model)."""
+        origin = {"model": spec.name, "seed": seed, **({"variant": tag} if tag else {})}
+        return self.get_from(f"{spec.name}-seed{seed}", lambda: torch_source(spec, seed, module, origin), chain,
+                             options, tag)
+
+    def get_from(self, key: str, make_source, chain: tuple[str, ...], options: dict | None = None,
+                 tag: str = "") -> Path:
+        """The artifact of `chain` from the source `make_source()` returns (a TorchSource, or an artifact
+        folder of format chain[0]), stored under `key`. A chain's prefix is itself a stored artifact, so
+        chains that share a prefix share its conversions."""
+        if len(chain) == 1:  # the source itself, e.g. a user's ONNX file run in ONNX Runtime
+            return Path(make_source())
+        folder = self._folder(key, chain, options, tag)
         if (folder / MANIFEST_NAME).is_file():
             return folder
+        if folder in self.failures:  # e.g. the ONNX step every target of a user's model goes through
+            raise self.failures[folder]
         if len(chain) > 2:
-            source, step = self.get(spec, seed, chain[:-1], options, module, tag), chain[-2:]
+            source, step = self.get_from(key, make_source, chain[:-1], options, tag), chain[-2:]
         else:
-            origin = {"model": spec.name, "seed": seed, **({"variant": tag} if tag else {})}
-            source, step = torch_source(spec, seed, module, origin), chain
+            source, step = make_source(), chain
         try:
             run_conversion(source, step, folder, options, history=chain[: len(chain) - len(step)])
-        except Exception:
+        except Exception as error:
             if not (folder / MANIFEST_NAME).is_file():
+                self.failures[folder] = error
                 raise
             # another job finished the same artifact first; its folder is complete
         return folder

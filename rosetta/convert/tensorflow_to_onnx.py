@@ -27,32 +27,43 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     opset = int(previous.opset or options.get("opset", 17))
     layouts = previous.converter.get("layouts", {})
     target = Path(staging) / ARTIFACT
-    command = [sys.executable, "-m", "tf2onnx.convert", "--saved-model", str(previous.artifact_path(source)),
-               "--output", str(target), "--opset", str(opset)]
-    for flag, entries in (("--inputs-as-nchw", previous.inputs), ("--outputs-as-nchw", previous.outputs)):
-        names = [e["name"] for e in entries if layouts.get(e["name"]) == "channels_last"]
+    nchw = {kind: [e["name"] for e in entries if layouts.get(e["name"]) == "channels_last"]
+            for kind, entries in (("inputs", previous.inputs), ("outputs", previous.outputs))}
+    run_tf2onnx(previous.artifact_path(source), target, opset, nchw["inputs"], nchw["outputs"])
+    signature_in, signature_out = check_tensor_names(load_checked(target), previous)
+    return Manifest(
+        artifact=ARTIFACT, format="onnx", source=previous.source,
+        converter={"name": "tf2onnx", "version": version("tf2onnx"), "framework_version": tensorflow_version(),
+                   "options": {"opset": opset}},
+        inputs=signature_in, outputs=signature_out, sha256=sha256_of(target), opset=opset,
+    )
+
+
+def run_tf2onnx(saved_model: Path, target: Path, opset: int, nchw_inputs=(), nchw_outputs=()) -> None:
+    """tf2onnx's command line on a SavedModel; one-line error with tf2onnx's own reason."""
+    command = [sys.executable, "-m", "tf2onnx.convert", "--saved-model", str(saved_model), "--output", str(target),
+               "--opset", str(opset)]
+    for flag, names in (("--inputs-as-nchw", nchw_inputs), ("--outputs-as-nchw", nchw_outputs)):
         if names:
             command += [flag, ",".join(names)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0 or not target.is_file():
         errors = [line for line in done.stderr.splitlines() if "Error" in line or "error" in line]
         raise RosettaError(f"tf2onnx failed: {(errors or done.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
-    model = load_checked(target)
+
+
+def check_tensor_names(model, previous) -> tuple[list[dict], list[dict]]:
+    """The ONNX signature, which must name the tensors as the source model did."""
     signature_in = value_info_signature(graph_inputs(model))
     signature_out = value_info_signature(model.graph.output)
     if sorted(s["name"] for s in signature_in) != sorted(e["name"] for e in previous.inputs) or \
             sorted(s["name"] for s in signature_out) != sorted(o["name"] for o in previous.outputs):
         raise RosettaError(f"tf2onnx named the tensors {[s['name'] for s in signature_in]} -> "
                            f"{[s['name'] for s in signature_out]}, not as the source model")
-    return Manifest(
-        artifact=ARTIFACT, format="onnx", source=previous.source,
-        converter={"name": "tf2onnx", "version": version("tf2onnx"), "framework_version": _tensorflow_version(),
-                   "options": {"opset": opset}},
-        inputs=signature_in, outputs=signature_out, sha256=sha256_of(target), opset=opset,
-    )
+    return signature_in, signature_out
 
 
-def _tensorflow_version() -> str:
+def tensorflow_version() -> str:
     """TensorFlow's version without importing it here (tf2onnx ran it in its own process)."""
     from importlib.metadata import PackageNotFoundError, version
 

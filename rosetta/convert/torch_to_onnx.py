@@ -68,7 +68,12 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
         raise RosettaError("the dynamo exporter has no training modes; use --exporter torchscript with --training")
 
     module = source.module
-    module.train(training == "train")
+    if isinstance(module, torch.export.ExportedProgram):  # a user's .pt2: its graph is fixed, export it as is
+        if training == "train":
+            raise RosettaError("a torch.export program cannot be exported in training mode")
+        exporter, training = "dynamo", "eval"
+    else:
+        module.train(training == "train")
     args = example_inputs(source)
     input_names = [spec.name for spec in source.inputs]
     output_names = [spec.name for spec in source.outputs]
@@ -87,16 +92,18 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
                                   do_constant_folding=(training != "train"))
             else:
                 batch = torch.export.Dim("batch")
+                dynamic = None if isinstance(module, torch.export.ExportedProgram) else tuple({0: batch} for _ in args)
                 torch.onnx.export(module, args, str(target), dynamo=True, opset_version=opset,
                                   input_names=input_names, output_names=output_names,
-                                  dynamic_shapes=tuple({0: batch} for _ in args), external_data=False)
+                                  dynamic_shapes=dynamic, external_data=False)
     except RosettaError:
         raise
     except Exception as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise RosettaError(f"torch.onnx.export ({exporter}) failed: {message}") from None
     finally:
-        module.eval()
+        if not isinstance(module, torch.export.ExportedProgram):
+            module.eval()
 
     model = load_checked(target)
     actual_opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), opset)

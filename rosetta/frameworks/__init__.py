@@ -4,7 +4,6 @@ run in a worker process (rosetta.worker); their runner here is a proxy that exch
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from rosetta.frameworks.base import Runner
-from rosetta.registry import Registry
+from rosetta.registry import Registry, load_entry
 
 
 @dataclass(frozen=True)
@@ -21,26 +20,41 @@ class Framework:
     entry: str  # "module:RunnerClass" of the runner that loads a converted artifact
     isolated: bool = False  # run in a worker process
     trainer: str = ""  # "module:TrainerClass" that trains a converted artifact, if the framework can train one
+    formats: tuple = ()  # artifact formats (manifest "format") this framework runs
+    reads_code: bool = False  # its files can carry code: its runner takes trust_code (off unless --trust-code)
 
 
 FRAMEWORKS: Registry[Framework] = Registry("framework", key=lambda framework: framework.name)
 for _framework in (
-    Framework("onnxruntime", "rosetta.frameworks.onnxruntime:OnnxRuntimeRunner"),
-    Framework("torch", "rosetta.frameworks.torch:TorchArtifactRunner", trainer="rosetta.train.torch:TorchArtifactTrainer"),
-    Framework("tensorflow", "rosetta.frameworks.tensorflow:SavedModelRunner", isolated=True),
-    Framework("keras", "rosetta.frameworks.keras:KerasRunner", isolated=True, trainer="rosetta.train.keras:KerasTrainer"),
-    Framework("mxnet", "rosetta.frameworks.mxnet:MXNetRunner", isolated=True, trainer="rosetta.train.mxnet:MXNetTrainer"),
+    Framework("onnxruntime", "rosetta.frameworks.onnxruntime:OnnxRuntimeRunner", formats=("onnx",)),
+    Framework("torch", "rosetta.frameworks.torch:TorchArtifactRunner", trainer="rosetta.train.torch:TorchArtifactTrainer",
+              formats=("torch",)),
+    Framework("torch-export", "rosetta.frameworks.torch:TorchExportRunner", formats=("torch-export",), reads_code=True),
+    Framework("tensorflow", "rosetta.frameworks.tensorflow:SavedModelRunner", isolated=True, formats=("tensorflow",)),
+    Framework("keras", "rosetta.frameworks.keras:KerasRunner", isolated=True, trainer="rosetta.train.keras:KerasTrainer",
+              formats=("keras",), reads_code=True),
+    Framework("mxnet", "rosetta.frameworks.mxnet:MXNetRunner", isolated=True, trainer="rosetta.train.mxnet:MXNetTrainer",
+              formats=("mxnet",)),
 ):
     FRAMEWORKS.register(_framework)
 
 
-def _load(entry: str):
-    module_name, _, cls = entry.partition(":")
-    return getattr(importlib.import_module(module_name), cls)
+def runner_for_format(fmt: str) -> str:
+    """The framework that runs artifacts of format `fmt`."""
+    for framework in FRAMEWORKS:
+        if fmt in framework.formats:
+            return framework.name
+    from rosetta.errors import RosettaError
+
+    raise RosettaError(f"no framework runs {fmt!r} artifacts")
+
+
+def reads_code(framework: str) -> bool:
+    return FRAMEWORKS.get(framework, label=f"{framework!r}").reads_code
 
 
 def runner_class(framework: str):
-    return _load(FRAMEWORKS.get(framework, label=f"{framework!r}").entry)
+    return load_entry(FRAMEWORKS.get(framework, label=f"{framework!r}").entry)
 
 
 def trainable_frameworks() -> list[str]:
@@ -53,7 +67,7 @@ def trainer_class(framework: str):
         from rosetta.errors import RosettaError
 
         raise RosettaError(f"{framework} artifacts are inference-only; trainable: {', '.join(trainable_frameworks())}")
-    return _load(entry)
+    return load_entry(entry)
 
 
 class WorkerRunner(Runner):

@@ -53,14 +53,16 @@ def edit_keras_weights(path: Path, edit) -> None:
 class KerasRunner(Runner):
     framework = "keras"
 
-    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu") -> None:
+    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu", trust_code: bool = False) -> None:
         keras = import_keras()
         if threads and keras.backend.backend() == "tensorflow":
             from rosetta.frameworks.tensorflow import set_threads
 
             set_threads(threads)
         self.keras, self.manifest = keras, manifest
-        self.model = keras.saving.load_model(str(artifact_file(folder, manifest)), compile=False, safe_mode=True)
+        from rosetta.sources.keras import load_keras_model
+
+        self.model = load_keras_model(artifact_file(folder, manifest), trust_code)
         self.output_names = [entry["name"] for entry in manifest.outputs]
 
     @classmethod

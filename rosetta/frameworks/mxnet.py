@@ -1,12 +1,14 @@
 """MXNet 1.9.1: runs a symbol + params artifact through Gluon's SymbolBlock.
 
-MXNet 1.9.1 still uses numpy aliases removed in numpy 1.24 (np.bool, np.int, ...); numpy 1.26 is the only
+MXNet's shims live here, applied only in the worker processes that import MXNet. MXNet 1.9.1 still uses numpy aliases removed in numpy 1.24 (np.bool, np.int, ...); numpy 1.26 is the only
 version it shares with TensorFlow 2.21. `import_mxnet` restores those aliases, here and only here, right
 before MXNet is imported (in a worker process: mxnet is an isolated framework).
 """
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +33,29 @@ def import_mxnet(threads: int = 0):
     import mxnet
 
     return mxnet
+
+
+def install_onnx_mapping() -> None:
+    """MXNet's ONNX importer and exporter import `onnx.mapping` (dtype tables), which onnx 1.15 removed (they
+    moved to onnx.helper functions). Rebuild that module from onnx.helper; for the conversion workers only."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    if "onnx.mapping" in sys.modules:
+        return
+    to_numpy = {}
+    for value in TensorProto.DataType.values():
+        try:
+            to_numpy[value] = helper.tensor_dtype_to_np_dtype(value)
+        except Exception:  # UNDEFINED, STRING and types numpy cannot hold
+            continue
+    to_onnx = {}
+    for value, dtype in to_numpy.items():
+        to_onnx.setdefault(dtype, value)  # the first (canonical) ONNX type of each numpy dtype
+    mapping = types.ModuleType("onnx.mapping")
+    mapping.TENSOR_TYPE_TO_NP_TYPE, mapping.NP_TYPE_TO_TENSOR_TYPE = to_numpy, to_onnx
+    sys.modules["onnx.mapping"] = onnx.mapping = mapping
+
 
 
 class MXNetRunner(Runner):

@@ -100,3 +100,22 @@ class TorchArtifactRunner(TorchModuleRunner):
 
         check_feeds(feeds, self.manifest.inputs)
         return self._forward([feeds[entry["name"]] for entry in self.manifest.inputs])
+
+
+class TorchExportRunner(TorchModuleRunner):
+    """Runs a torch.export archive (.pt2) read from a user's file, without unpickling (rosetta.sources.torch)."""
+
+    def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu", precision: str = "float32",
+                 trust_code: bool = False) -> None:
+        from rosetta.frameworks.base import artifact_file
+        from rosetta.sources.torch import load_exported
+
+        program = load_exported(artifact_file(folder, manifest), trust_code)
+        super().__init__(program.module(), [o["name"] for o in manifest.outputs], precision, threads, device)
+        self.manifest = manifest
+
+    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from rosetta.frameworks.base import check_feeds
+
+        check_feeds(feeds, self.manifest.inputs)
+        return self._forward([feeds[entry["name"]] for entry in self.manifest.inputs])

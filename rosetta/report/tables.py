@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from rosetta.verify.results import VerifyResult
+from rosetta.verify.results import FAIL, PASS, VerifyResult
 
 
 def _fmt(value: float, digits: int = 2) -> str:
@@ -24,7 +24,7 @@ def verify_table(results: list[VerifyResult], title: str = "rosetta verify"):
     for result in results:
         if not result.outputs:  # the path failed before producing outputs: the row still shows, with FAIL
             table.add_row(result.model, result.route, result.target, "-", "-", "-", "-", "-", "-", "-",
-                          _verdict(result.passed))
+                          _verdict(result.passed) if result.verdict in (PASS, FAIL) else result.verdict)
         for output in result.outputs:
             ratio = "-" if math.isnan(output.error_ratio) else f"{output.error_ratio:.2f}"
             cosine = "-" if math.isnan(output.cosine) else f"{output.cosine:.8f}"
@@ -40,7 +40,7 @@ def _verdict(passed: bool) -> str:
 
 
 def failure_lines(results: list[VerifyResult]) -> list[str]:
-    return [f"{r.model} -> {r.target} ({r.route}): {r.reason}" for r in results if not r.passed]
+    return [f"{r.model} -> {r.target} ({r.route}): {r.reason}" for r in results if r.verdict == FAIL]
 
 
 def _signature(tensors) -> str:

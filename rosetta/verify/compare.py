@@ -14,6 +14,7 @@ from rosetta.verify.tolerance import TolerancePolicy, noise_floor
 def compare_output(name: str, target: np.ndarray | None, reference32: np.ndarray, reference64: np.ndarray,
                    policy: TolerancePolicy) -> OutputComparison:
     floor = noise_floor(reference32, reference64)
+    policy = policy.for_output(name)
     if target is None:
         return _failed(name, list(reference64.shape), floor, f"{name}: the target has no output of this name")
     target = np.asarray(target)
@@ -21,6 +22,11 @@ def compare_output(name: str, target: np.ndarray | None, reference32: np.ndarray
         return _failed(name, list(target.shape), floor,
                        f"{name}: shape {tuple(target.shape)}, the reference gives {tuple(reference64.shape)}")
     nans, infs = non_finite_counts(target)
+    reference_nans, reference_infs = non_finite_counts(reference32)
+    if reference_nans or reference_infs:
+        return _failed(name, list(target.shape), floor,
+                       f"{name}: the reference itself gives {reference_nans} NaN and {reference_infs} Inf values "
+                       f"(the target {nans} NaN and {infs} Inf); check the model and its input ranges")
     stats = error_stats(target, reference64)
     limit = policy.elementwise_limit(reference64.astype(np.float64), floor)
     diff = np.abs(target.astype(np.float64) - reference64.astype(np.float64))

@@ -1,0 +1,66 @@
+"""Conversion of a user's model file to the targets asked for, each target its own cell: one that fails is a
+FAIL row with its reason and the others go on. The converted artifacts land in the output folder
+atomically, one sub-folder per target; nothing is written when the command fails as a whole."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from rosetta.convert.output import atomic_folder
+from rosetta.convert.targets import Target, get_target, list_targets
+from rosetta.errors import RosettaError, one_line
+
+# `--to onnx`: the ONNX file itself, verified in ONNX Runtime (the onnxruntime target's artifact).
+FORMAT_ALIASES = {"onnx": "onnxruntime"}
+
+
+def parse_user_targets(text: str, route: str = "onnx") -> list[tuple[str, Target]]:
+    """`--to` for a user's model: target names of the route, `onnx`, or `all`; (row name, target) pairs."""
+    names = ["onnx"] + [n for n in list_targets(route) if n != "onnxruntime"] if text.strip() == "all" else \
+        [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise RosettaError("no target given; pass --to FORMAT[,FORMAT...] or --to all")
+    choices = ", ".join(["onnx"] + list_targets(route))
+    pairs = []
+    for name in dict.fromkeys(names):
+        if name not in FORMAT_ALIASES and name not in list_targets(route):
+            raise RosettaError(f"unknown target {name!r}; choose from: {choices}, all")
+        pairs.append((name, get_target(FORMAT_ALIASES.get(name, name), route)))
+    return pairs
+
+
+def convert_user_model(model, targets: list[tuple[str, Target]], store, options: dict, threads: int = 0,
+                       progress: bool = True) -> list:
+    """One ArtifactCell per target: its converted folder in `store`, or the reason it could not be made."""
+    from rosetta.report.progress import progress_bar
+    from rosetta.verify.artifacts import ArtifactCell
+
+    if model.trust_code:
+        options = {**options, "trust_code": True}
+    cells = []
+    with progress_bar(len(targets), "converting", enabled=progress) as advance:
+        for name, target in targets:
+            advance(f"{model.label} -> {name}")
+            try:
+                folder = store.get_from(model.key, model.conversion_source, model.chain_for(target),
+                                        target.export_options(options))
+                cells.append(ArtifactCell(model.label, name, str(folder), threads=threads, trust_code=model.trust_code))
+            except Exception as error:  # a conversion that fails is a FAIL row, never a missing one
+                reason = str(error) if isinstance(error, RosettaError) else one_line(error)
+                if not reason.startswith("conversion"):
+                    reason = f"conversion failed: {reason}"
+                cells.append(ArtifactCell(model.label, name, failure=reason))
+        advance(None)
+    return cells
+
+
+def write_converted(cells: list, output: Path, force: bool = False) -> list[str]:
+    """Copy each converted artifact into output/<target>/, atomically; returns the targets written."""
+    written = [cell for cell in cells if cell.folder]
+    if not written:
+        return []
+    with atomic_folder(output, force=force) as staging:
+        for cell in written:
+            shutil.copytree(cell.folder, Path(staging) / cell.target)
+    return [cell.target for cell in written]

@@ -1,0 +1,135 @@
+"""A user's model opened for conversion and verification: its signature, how to run it as the reference,
+and where each target's conversion chain starts."""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from rosetta.errors import RosettaError
+from rosetta.models.registry import TensorSpec
+from rosetta.sources.files import ModelFile, identify
+from rosetta.sources.signature import resolve_inputs, signature_of
+
+# Where a conversion chain starts for each format a user's model can be in (the converters in
+# rosetta.convert.registry take it on from there); torch models are exported from memory.
+CHAIN_START = {"torch-factory": "torch", "torch-export": "torch", "onnx": "onnx", "keras": "keras",
+               "tensorflow": "tensorflow", "mxnet": "mxnet"}
+FLOAT64_FORMATS = ("torch-factory", "torch-export")  # formats rosetta can also run in float64 (calibrated tolerance)
+
+
+@dataclass
+class UserModel:
+    file: ModelFile
+    format: str  # the ModelFile's format, or an artifact's manifest format
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    folder: Path | None = None  # the artifact folder (everything but a factory)
+    runner: str = ""  # framework that runs the folder
+    module: object = None  # torch.nn.Module of a factory or a .pt2
+    trust_code: bool = False
+    key: str = field(default="")  # store key: identifies the model's bytes
+
+    @property
+    def label(self) -> str:
+        return self.file.label
+
+    @property
+    def has_float64(self) -> bool:
+        return self.module is not None
+
+    def chain_for(self, target) -> tuple[str, ...]:
+        """The formats from this model to `target`'s artifact (a target of the onnx route)."""
+        start = CHAIN_START.get(self.format)
+        if start is None:
+            raise RosettaError(f"{self.label} is a rosetta {self.format} artifact; convert from its source "
+                               "model instead")
+        return target.chain[1:] if start == "onnx" else (start,) + target.chain[1:]
+
+    def conversion_source(self):
+        """What the first conversion step reads: a TorchSource (a .pt2's ExportedProgram as it is), or the
+        artifact folder."""
+        if self.module is not None:
+            from rosetta.convert.torch_to_onnx import TorchSource
+
+            module = self.module
+            if self.format == "torch-export":
+                from rosetta.sources.torch import load_exported
+
+                module = load_exported(self.folder / "model.pt2", self.trust_code)
+            return TorchSource(module, self.inputs, self.outputs, {"path": self.file.text})
+        return self.folder
+
+    def predict(self, feeds: dict[str, np.ndarray], precision: str = "float32", threads: int = 0) -> dict:
+        """Run the model as its own framework runs it (float64 only where has_float64)."""
+        if self.module is not None:
+            from rosetta.frameworks.torch import TorchModuleRunner
+
+            return TorchModuleRunner(self.module, [o.name for o in self.outputs], precision, threads).predict(feeds)
+        from rosetta.verify.artifacts import load_verify_runner
+
+        return load_verify_runner(self.runner, self.folder, threads, self.trust_code).predict(feeds)
+
+
+def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch: Path) -> UserModel:
+    """Identify and read a user's model (into `scratch` where it must be copied), resolving its inputs."""
+    from rosetta.convert.manifest import Manifest, sha256_of
+
+    model_file = identify(text)
+    if model_file.format == "torch-factory":
+        from rosetta.sources.torch import load_factory
+
+        module = load_factory(model_file, trust_code)
+        if not overrides:
+            raise RosettaError(f"{text}: a PyTorch factory has no declared inputs; give each with --input "
+                               "name:SHAPE:DTYPE, e.g. --input image:Nx3x32x32:float32")
+        inputs = tuple(overrides)
+        return UserModel(model_file, "torch-factory", inputs, _torch_outputs(module, inputs, text), module=module,
+                         trust_code=trust_code, key="factory-" + hashlib.sha256(text.encode()).hexdigest()[:12])
+    if model_file.format == "artifact":
+        folder = model_file.path
+        manifest = Manifest.read(folder)
+        manifest.check_integrity(folder)
+    else:
+        from rosetta.sources.readers import read_model_file
+
+        folder = Path(tempfile.mkdtemp(prefix=f"read-{model_file.format}-", dir=scratch))
+        manifest = read_model_file(model_file, folder, overrides, trust_code)
+    from rosetta.frameworks import runner_for_format
+
+    inputs = resolve_inputs(manifest.inputs, overrides, model_file.label)
+    outputs = tuple(TensorSpec(o["name"], tuple(d if isinstance(d, int) and d > 0 else None for d in o["shape"]),
+                               o["dtype"]) for o in manifest.outputs)
+    if model_file.format != "artifact":  # a folder we wrote: record the resolved inputs (never the user's own)
+        manifest.inputs = signature_of(inputs)
+        manifest.write(folder)
+    fmt = manifest.format if model_file.format == "artifact" else model_file.format
+    model = UserModel(model_file, fmt, inputs, outputs, folder=folder, runner=runner_for_format(manifest.format),
+                      trust_code=trust_code, key=f"{fmt}-{manifest.sha256[:12]}")
+    if fmt == "torch-export":
+        from rosetta.sources.torch import load_exported
+
+        model.module = load_exported(manifest.artifact_path(folder), trust_code).module()
+    return model
+
+
+def _torch_outputs(module, inputs: tuple[TensorSpec, ...], text: str) -> tuple[TensorSpec, ...]:
+    """A factory's outputs, found by running it once on generated inputs of batch 2."""
+    from rosetta.frameworks.torch import TorchModuleRunner
+    from rosetta.verify.inputs import generate_inputs
+
+    feeds = generate_inputs(inputs, 2, 0)
+    try:
+        runner = TorchModuleRunner(module, [f"output_{i}" for i in range(64)], "float32")
+        result = runner.predict(feeds)
+    except Exception as error:
+        from rosetta.errors import one_line
+
+        raise RosettaError(f"{text} fails on inputs of the --input shapes: {one_line(error)}") from None
+    names = ["output"] if len(result) == 1 else list(result)
+    return tuple(TensorSpec(name, (None,) + tuple(value.shape[1:]), str(value.dtype))
+                 for name, value in zip(names, result.values()))

@@ -1,0 +1,62 @@
+"""One reader per model-file format, registered with the framework that runs what it reads. A reader copies
+the user's file into an artifact folder and writes its manifest (signature from the model itself). Readers
+of TensorFlow, Keras and MXNet files run in a worker process, like everything else that imports those."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from rosetta.convert.manifest import Manifest, sha256_of
+from rosetta.registry import Registry, load_entry
+
+
+@dataclass(frozen=True)
+class Reader:
+    format: str  # ModelFile.format and the manifest's format
+    entry: str  # "rosetta.sources.MODULE:read": read(argument: dict) -> manifest as a dict
+    runner: str  # the framework that runs the artifact (rosetta.frameworks)
+    isolated: bool = False
+
+
+READERS: Registry[Reader] = Registry("model format", key=lambda reader: reader.format)
+for _reader in (
+    Reader("onnx", "rosetta.sources.onnx:read", "onnxruntime"),
+    Reader("torch-export", "rosetta.sources.torch:read", "torch-export"),
+    Reader("keras", "rosetta.sources.keras:read", "keras", isolated=True),
+    Reader("tensorflow", "rosetta.sources.tensorflow:read", "tensorflow", isolated=True),
+    Reader("mxnet", "rosetta.sources.mxnet:read", "mxnet", isolated=True),
+):
+    READERS.register(_reader)
+
+
+def read_model_file(model_file, staging: Path, inputs: list, trust_code: bool) -> Manifest:
+    """Read `model_file` (a sources.files.ModelFile) into the empty folder `staging`; returns its manifest.
+    `inputs`: the user's --input TensorSpecs (MXNet symbols need them: they carry no shapes)."""
+    from rosetta.worker import IN_WORKER, call_in_worker
+
+    reader = READERS.get(model_file.format)
+    argument = {"model": model_file.to_json(), "staging": str(staging), "trust_code": trust_code,
+                "inputs": [spec.to_json() for spec in inputs]}
+    if reader.isolated and not os.environ.get(IN_WORKER):
+        call_in_worker(reader.entry, argument, f"reading {model_file.label} ({model_file.format})")
+    else:
+        load_entry(reader.entry)(argument)
+    return Manifest.read(staging)
+
+
+def write_manifest(argument: dict, artifact: str, fmt: str, inputs: list[dict], outputs: list[dict],
+                   **fields) -> dict:
+    """The manifest of a read model file: where it came from (path and sha256 of the original)."""
+    from rosetta.sources.files import ModelFile
+
+    model_file = ModelFile.from_json(argument["model"])
+    staging = Path(argument["staging"])
+    manifest = Manifest(artifact=artifact, format=fmt,
+                        source={"path": str(model_file.path.resolve()), "sha256": sha256_of(model_file.path)},
+                        converter={"name": "rosetta read", "options": {}}, inputs=inputs, outputs=outputs,
+                        sha256=sha256_of(staging / artifact), chain=[fmt], **fields)
+    manifest.write(staging)
+    return json.loads((staging / "manifest.json").read_text())

@@ -1,0 +1,85 @@
+"""A model's inputs as rosetta needs them to generate data: names, shapes with only the batch axis free,
+dtypes and value ranges, from the model's own signature and the user's --input options."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rosetta.errors import RosettaError
+from rosetta.models.registry import TensorSpec
+
+INPUT_HELP = "name:SHAPE:DTYPE[:LOW:HIGH], e.g. image:Nx3x32x32:float32 or tokens:Nx100:int64:0:20000 (N: batch)"
+BATCH_SYMBOLS = ("n", "?", "-1", "batch", "b")
+DTYPES = ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
+
+
+def parse_input_option(text: str) -> TensorSpec:
+    """One --input option: name:SHAPE:DTYPE[:LOW:HIGH]."""
+    parts = text.split(":")
+    if len(parts) not in (3, 5) or not parts[0]:
+        raise RosettaError(f"--input {text!r}: expected {INPUT_HELP}")
+    name, shape_text, dtype = parts[:3]
+    shape = []
+    for dim in shape_text.lower().split("x") if shape_text else []:
+        if dim in BATCH_SYMBOLS:
+            shape.append(None)
+        elif dim.isdigit() and int(dim) > 0:
+            shape.append(int(dim))
+        else:
+            raise RosettaError(f"--input {text!r}: {dim!r} is not a size; expected {INPUT_HELP}")
+    if dtype not in DTYPES:
+        raise RosettaError(f"--input {text!r}: unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+    low = high = None
+    if len(parts) == 5:
+        try:
+            low, high = float(parts[3]), float(parts[4])
+        except ValueError:
+            raise RosettaError(f"--input {text!r}: LOW and HIGH must be numbers") from None
+        if not low < high:
+            raise RosettaError(f"--input {text!r}: LOW must be below HIGH")
+    return TensorSpec(name, tuple(shape), dtype, low, high)
+
+
+def _shape_text(shape) -> str:
+    return "x".join("N" if d is None else str(d) for d in shape)
+
+
+def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: str) -> tuple[TensorSpec, ...]:
+    """The model's inputs, each with a concrete shape but for a free batch axis, checked against --input."""
+    given = {spec.name: spec for spec in overrides}
+    unknown = sorted(set(given) - {entry["name"] for entry in signature})
+    if unknown:
+        raise RosettaError(f"--input {unknown[0]!r}: {label} has no input of that name; its inputs are "
+                           f"{', '.join(entry['name'] for entry in signature)}")
+    resolved = []
+    for entry in signature:
+        name, dims, dtype = entry["name"], list(entry["shape"]), entry["dtype"]
+        override = given.get(name)
+        if override is not None:
+            fixed = [d if isinstance(d, int) and d > 0 else None for d in dims]
+            clash = len(override.shape) != len(dims) or any(
+                m is not None and o != m for o, m in zip(override.shape, fixed) if not (o is None and m is None))
+            if clash:
+                raise RosettaError(f"--input {name}: shape {_shape_text(override.shape)} does not match the model, "
+                                   f"which expects {_shape_text(fixed)}")
+            if np.dtype(override.dtype) != np.dtype(dtype):
+                raise RosettaError(f"--input {name}: dtype {override.dtype} does not match the model, which "
+                                   f"expects {dtype}")
+            resolved.append(override)
+            continue
+        shape = []
+        for axis, dim in enumerate(dims):
+            if isinstance(dim, int) and dim > 0:
+                shape.append(dim)
+            elif axis == 0:
+                shape.append(None)
+            else:
+                raise RosettaError(f"input {name!r} of {label} has a free axis {axis} ({dim or '?'}); give its size "
+                                   f"with --input {name}:{_shape_text([None] + [d if isinstance(d, int) and d > 0 else 'SIZE' for d in dims[1:]])}:{dtype}")
+        resolved.append(TensorSpec(name, tuple(shape), dtype))
+    return tuple(resolved)
+
+
+def signature_of(specs) -> list[dict]:
+    """TensorSpecs -> the manifest's signature entries (None for the batch axis)."""
+    return [{"name": spec.name, "shape": list(spec.shape), "dtype": spec.dtype} for spec in specs]

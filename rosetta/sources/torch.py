@@ -1,0 +1,123 @@
+"""PyTorch models of users: a factory function (`file.py:build`, `package.module:build`), which is code and
+runs only with --trust-code, or a torch.export archive (.pt2), read without unpickling anything.
+
+torch.export.load unpickles weights it stored as pickles (torch.load with weights_only=False) and opaque
+constants (pickle.loads). `load_exported` runs it with torch.load forced to weights_only=True and the other
+unpickling calls refused, so a .pt2 of plain tensors loads safely and one that needs more asks for
+--trust-code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+from rosetta.errors import RosettaError, one_line
+
+ARTIFACT = "model.pt2"
+TRUST_HINT = "pass --trust-code if you trust it"
+
+
+@contextlib.contextmanager
+def _no_unpickling(label: str):
+    import torch
+    from torch.export.pt2_archive import _package
+
+    def refuse(*args, **kwargs):
+        raise RosettaError(f"{label} holds pickled objects, which run code when loaded; {TRUST_HINT}")
+
+    original_load, original_pickle_obj, original_pickle = torch.load, torch._C._pickle_load_obj, _package.pickle
+
+    def weights_only_load(*args, **kwargs):
+        kwargs["weights_only"] = True
+        try:
+            return original_load(*args, **kwargs)
+        except Exception as error:
+            if "weights_only" in str(error) or "Unpickl" in str(error):
+                refuse()
+            raise
+
+    class RefusingPickle:
+        loads = staticmethod(refuse)
+
+    torch.load, torch._C._pickle_load_obj, _package.pickle = weights_only_load, refuse, RefusingPickle
+    try:
+        yield
+    finally:
+        torch.load, torch._C._pickle_load_obj, _package.pickle = original_load, original_pickle_obj, original_pickle
+
+
+def load_exported(path: Path, trust_code: bool = False):
+    """The ExportedProgram in a .pt2 file."""
+    import torch
+
+    guard = contextlib.nullcontext() if trust_code else _no_unpickling(Path(path).name)
+    try:
+        with guard:
+            return torch.export.load(str(path))
+    except RosettaError:
+        raise
+    except Exception as error:
+        raise RosettaError(f"{Path(path).name} is not a readable torch.export file ({one_line(error)[:200]})") from None
+
+
+def _value_signature(name: str, value) -> dict:
+    import torch
+
+    shape = [int(d) if isinstance(d, int) or (isinstance(d, torch.SymInt) and d.node.is_constant()) else None
+             for d in value.shape]
+    return {"name": name, "shape": shape, "dtype": str(value.dtype).replace("torch.", "")}
+
+
+def exported_signature(program) -> tuple[list[dict], list[dict]]:
+    placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
+    outputs = next(node for node in program.graph.nodes if node.op == "output").args[0]
+    names = program.graph_signature.user_outputs
+    inputs = [_value_signature(name, placeholders[name].meta["val"]) for name in program.graph_signature.user_inputs]
+    result = [_value_signature(name if len(names) > 1 else "output", node.meta["val"])
+              for name, node in zip(names, [o for o in outputs if getattr(o, "name", None) in names])]
+    return inputs, result
+
+
+def read(argument: dict) -> dict:
+    from rosetta.sources.readers import write_manifest
+
+    path = Path(argument["model"]["path"])
+    program = load_exported(path, argument["trust_code"])
+    shutil.copyfile(path, Path(argument["staging"]) / ARTIFACT)
+    inputs, outputs = exported_signature(program)
+    return write_manifest(argument, ARTIFACT, "torch-export", inputs, outputs)
+
+
+def load_factory(model_file, trust_code: bool):
+    """The torch.nn.Module a factory builds, in eval mode. Importing the file and calling it runs its code."""
+    import torch
+
+    if not trust_code:
+        raise RosettaError(f"{model_file.text} is Python code: building the model runs it; {TRUST_HINT}")
+    try:
+        if model_file.path is not None:
+            name = f"rosetta_user_{model_file.path.stem}"
+            spec = importlib.util.spec_from_file_location(name, model_file.path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(model_file.module)
+    except Exception as error:
+        raise RosettaError(f"importing {model_file.text.rpartition(':')[0]} failed: {one_line(error)}") from None
+    factory = getattr(module, model_file.function, None)
+    if not callable(factory):
+        raise RosettaError(f"{model_file.text}: {model_file.text.rpartition(':')[0]} has no function "
+                           f"{model_file.function!r}")
+    try:
+        model = factory()
+    except Exception as error:
+        raise RosettaError(f"{model_file.text} raised {one_line(error)}") from None
+    if not isinstance(model, torch.nn.Module):
+        raise RosettaError(f"{model_file.text} returned a {type(model).__name__}, not a torch.nn.Module")
+    return model.eval()

@@ -1,0 +1,149 @@
+"""Verification of artifacts against a user's reference model (or outputs saved from one): the
+`rosetta verify A B [C ...]` comparison and the check after `rosetta convert PATH`.
+
+Each ArtifactCell is self-contained (plain fields): it loads one artifact in its framework (a worker process
+for TensorFlow, Keras and MXNet, so a crash or a hang is that row's FAIL), runs it on the shared inputs and
+compares it with the reference outputs. The reference runs in float64 too where rosetta can cast it (PyTorch
+models): then the calibrated noise-floor tolerance applies; otherwise FLOAT32_ONLY_MULTIPLE ulps at scale.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rosetta.errors import RosettaError, one_line
+from rosetta.verify.compare import compare_outputs
+from rosetta.verify.results import FAIL, VerifyResult
+from rosetta.verify.tolerance import TolerancePolicy
+
+
+@dataclass(frozen=True)
+class ArtifactCell:
+    model: str  # the reference's label: the row's model column
+    target: str  # the row's name: a target, or the artifact's path
+    folder: str = ""  # the artifact folder; empty when `failure` says why there is none
+    failure: str = ""
+    route: str = "onnx"
+    threads: int = 0
+    trust_code: bool = False
+
+
+@dataclass
+class ReferenceOutputs:
+    """What every artifact is compared with: the inputs and the reference's outputs (float64 if it has them)."""
+
+    feeds: dict[str, np.ndarray]
+    float32: dict[str, np.ndarray]
+    float64: dict[str, np.ndarray] | None = None
+
+    def policy(self, policy: TolerancePolicy, multiple_given: bool) -> TolerancePolicy:
+        """Without float64 outputs the floor is an ulp at scale, and so is the default multiple."""
+        from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
+
+        if self.float64 is not None:
+            return policy
+        multiple = policy.multiple if multiple_given else FLOAT32_ONLY_MULTIPLE
+        return TolerancePolicy(multiple, policy.atol, policy.rtol, policy.per_output, float64_reference=False)
+
+
+def load_verify_runner(framework: str, folder: Path, threads: int = 0, trust_code: bool = False):
+    """The runner for an artifact as verification runs it (ONNX Runtime with its optimiser off, see there)."""
+    from rosetta.convert.targets import TARGETS
+    from rosetta.frameworks import load_runner, reads_code
+
+    options = {"threads": threads}
+    options.update(next((dict(t.verify_options) for t in TARGETS if t.runner == framework), {}))
+    if reads_code(framework):
+        options["trust_code"] = trust_code
+    return load_runner(framework, folder, **options)
+
+
+def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: TolerancePolicy) -> VerifyResult:
+    """Run one artifact on the reference's inputs and compare; a failure at any stage is a FAIL row."""
+    from rosetta.convert.manifest import Manifest
+    from rosetta.frameworks import runner_for_format
+    from rosetta.verify.lint import artifact_problems
+
+    result = VerifyResult(model=cell.model, route=cell.route, target=cell.target, verdict=FAIL, reason=cell.failure,
+                          batch=len(next(iter(reference.feeds.values()))) if reference.feeds else 0,
+                          tolerance=policy.to_json(), artifact=cell.folder)
+    if cell.failure:
+        return result
+    stage = "loading"
+    try:
+        start = time.perf_counter()
+        folder = Path(cell.folder)
+        manifest = Manifest.read(folder)
+        problems = artifact_problems(folder)
+        runner = load_verify_runner(runner_for_format(manifest.format), folder, cell.threads, cell.trust_code)
+        stage = "inference"
+        outputs = runner.predict(reference.feeds)
+        result.seconds["predict"] = time.perf_counter() - start
+        result.framework_version = runner.running_version()
+    except Exception as error:  # a failing artifact is a FAIL row, never a crash or a missing row
+        result.reason = f"{stage} failed: {one_line(error)}"
+        result.detail = traceback.format_exc(limit=-3)
+        return result
+    outputs = _by_reference_names(outputs, reference.float32)
+    result.outputs, result.verdict, result.reason = compare_outputs(
+        outputs, reference.float32, reference.float64 if reference.float64 is not None else reference.float32, policy)
+    if problems:
+        result.verdict = FAIL
+        result.reason = "; ".join(problems + ([result.reason] if result.reason else []))
+    return result
+
+
+def _by_reference_names(outputs: dict, reference: dict) -> dict:
+    """Outputs keyed as the reference names them: by name where they agree, else by position (a converter
+    may rename outputs, e.g. MXNet's exporter, Keras layer names), when the counts match."""
+    if set(outputs) == set(reference) or len(outputs) != len(reference):
+        return outputs
+    return dict(zip(reference, outputs.values()))
+
+
+def run_artifact_cells(cells: list[ArtifactCell], reference: ReferenceOutputs, policy: TolerancePolicy,
+                       progress: bool = True) -> list[VerifyResult]:
+    from rosetta.report.progress import progress_bar
+
+    results = []
+    with progress_bar(len(cells), "verifying", enabled=progress) as advance:
+        for cell in cells:
+            advance(f"{cell.target}")
+            results.append(run_artifact_cell(cell, reference, policy))
+        advance(None)
+    return results
+
+
+def load_inputs(path: Path, model) -> dict[str, np.ndarray]:
+    """Inputs from an .npz file (as --save-inputs writes), checked against the model's signature."""
+    from rosetta.frameworks.base import check_feeds
+    from rosetta.sources.signature import signature_of
+    from rosetta.worker import load_npz
+
+    try:
+        feeds = load_npz(Path(path))
+    except (OSError, ValueError) as error:
+        raise RosettaError(f"--inputs {path}: not a readable .npz file ({one_line(error)})") from None
+    check_feeds(feeds, signature_of(model.inputs))
+    return feeds
+
+
+def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    with open(path, "wb") as handle:  # np.savez(path) would append .npz to a name without it
+        np.savez(handle, **arrays)
+
+
+def reference_outputs(model, feeds: dict[str, np.ndarray], threads: int = 0) -> ReferenceOutputs:
+    """Run the reference model (a sources.model.UserModel) once, and in float64 too where it can."""
+    try:
+        float32 = model.predict(feeds, "float32", threads)
+        float64 = model.predict(feeds, "float64", threads) if model.has_float64 else None
+    except Exception as error:
+        message = str(error) if isinstance(error, RosettaError) else one_line(error)
+        raise RosettaError(f"the reference {model.label} cannot run: {message}") from None
+    return ReferenceOutputs(feeds, float32, float64)
