@@ -396,6 +396,7 @@ def verify_model_files(args) -> int:
     """`rosetta verify A B [C ...]`: B, C, ... (or all, with --load-outputs) against A's outputs."""
     import tempfile
 
+    from rosetta.sources.files import identify
     from rosetta.sources.model import open_model
     from rosetta.verify.artifacts import (ArtifactCell, ReferenceOutputs, load_inputs, reference_outputs,
                                           run_artifact_cells, save_npz)
@@ -413,27 +414,33 @@ def verify_model_files(args) -> int:
     policy = tolerance_policy(args)
     progress = not args.no_progress and sys.stderr.isatty()
     with tempfile.TemporaryDirectory(prefix="rosetta-") as scratch:
-        models = [open_model(path, args.input, args.trust_code, Path(scratch)) for path in args.paths]
-        first = models[0]
+        for path in args.paths:  # a path that names nothing readable is a usage error, before any work
+            identify(path)
+        first = open_model(args.paths[0], args.input, args.trust_code, Path(scratch))
         feeds = load_inputs(args.inputs, first) if args.inputs else generate_inputs(first.inputs, args.batch, args.seed[0])
         if args.load_outputs is not None:
             try:
                 reference = ReferenceOutputs(feeds, load_npz(args.load_outputs))
             except (OSError, ValueError) as error:
                 raise RosettaError(f"--load-outputs {args.load_outputs}: not a readable .npz file ({error})") from None
-            label, candidates = args.load_outputs.name, models
+            label, paths = args.load_outputs.name, args.paths
         else:
             reference = reference_outputs(first, feeds, args.threads)
-            label, candidates = first.label, models[1:]
+            label, paths = first.label, args.paths[1:]
         if args.save_inputs:
             save_npz(args.save_inputs, feeds)
         if args.save_outputs:
             save_npz(args.save_outputs, reference.float32)
         policy = reference.policy(policy, args.tolerance_multiple is not None)
-        cells = [ArtifactCell(label, model.file.text, str(model.folder or ""), threads=args.threads,
-                              trust_code=args.trust_code,
-                              failure="" if model.folder else "a PyTorch factory can only be the reference")
-                 for model in candidates]
+        cells = []
+        for path in paths:  # reading a model can crash or hang its worker: that is its row's FAIL
+            try:
+                model = first if path == args.paths[0] else open_model(path, args.input, args.trust_code, Path(scratch))
+                failure = "" if model.folder else "a PyTorch factory can only be the reference"
+                folder = str(model.folder or "")
+            except RosettaError as error:
+                failure, folder = f"reading failed: {error}", ""
+            cells.append(ArtifactCell(label, path, folder, failure, threads=args.threads, trust_code=args.trust_code))
         results = run_artifact_cells(cells, reference, policy, progress)
     if results:
         _print_results(results, f"rosetta verify: against {label} ({policy.describe()})", args.verbose)
@@ -559,27 +566,29 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return EXIT_USAGE
-    if not args.verbose:  # quiet on success: framework logs and warnings only with -v
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        import logging
-        import warnings
-
-        warnings.simplefilter("ignore")
-        logging.disable(logging.WARNING)
     if getattr(args, "timeout", None):
         os.environ["ROSETTA_WORKER_TIMEOUT"] = str(args.timeout)
-    try:
-        return COMMANDS[args.command](args)
-    except RosettaError as error:
-        print(f"rosetta: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as error:  # a file the user named cannot be read or written
-        print(f"rosetta: error: {error.strerror or error}: {error.filename or ''}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("rosetta: interrupted", file=sys.stderr)
-        return 130
+    import logging
+    import warnings
 
+    with warnings.catch_warnings():
+        if not args.verbose:  # quiet on success: framework logs and warnings only with -v
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+            warnings.simplefilter("ignore")
+            logging.disable(logging.WARNING)
+        try:
+            return COMMANDS[args.command](args)
+        except RosettaError as error:
+            print(f"rosetta: error: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        except OSError as error:  # a file the user named cannot be read or written
+            print(f"rosetta: error: {error.strerror or error}: {error.filename or ''}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            print("rosetta: interrupted", file=sys.stderr)
+            return 130
+        finally:
+            logging.disable(logging.NOTSET)
 
 if __name__ == "__main__":
     sys.exit(main())

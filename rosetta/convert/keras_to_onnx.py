@@ -10,7 +10,8 @@ from pathlib import Path
 from rosetta.convert.manifest import Manifest, sha256_of
 from rosetta.convert.onnx_graph import load_checked
 from rosetta.convert.onnx_to_tensorflow import save_saved_model
-from rosetta.convert.tensorflow_to_onnx import check_tensor_names, run_tf2onnx, tensorflow_version
+from rosetta.convert.tensorflow_to_onnx import (check_tensor_names, newest_tf2onnx_opset, run_tf2onnx,
+                                               tensorflow_version)
 
 ARTIFACT = "model.onnx"
 
@@ -24,7 +25,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     tf = import_tensorflow()
     previous = Manifest.read(source)
     model = load_keras_model(previous.artifact_path(source), bool(options.get("trust_code")))
-    opset = int(options.get("opset", 17))
+    opset = min(int(options.get("opset", 17)), newest_tf2onnx_opset())
     target = Path(staging) / ARTIFACT
     with tempfile.TemporaryDirectory(prefix="rosetta-keras-", dir=staging) as scratch:
         saved = Path(scratch) / "saved_model"

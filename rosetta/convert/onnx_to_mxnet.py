@@ -15,6 +15,7 @@ linear_before_reset=1 formulation).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +99,10 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     except RosettaError:
         raise
     except NotImplementedError as error:  # "Operator X not implemented."
+        found = re.search(r"Operator (\w+) not implemented", str(error))
+        if found:
+            raise RosettaError(f"ONNX op {found.group(1)} cannot be converted to mxnet: MXNet's ONNX importer has no "
+                               "converter for it") from None
         raise RosettaError(f"MXNet's ONNX importer: {error}") from None
     finally:
         fixed.unlink()

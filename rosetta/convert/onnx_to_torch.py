@@ -7,6 +7,7 @@ deterministic, and loads the weights, so a trained copy round-trips through the 
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -30,6 +31,10 @@ def build_module(graph_path: Path):
     except RosettaError:
         raise
     except NotImplementedError as error:  # onnx2torch: "Converter is not implemented (OperationDescription(...))"
+        found = re.search(r"operation_type='(\w+)', version=(\d+)", str(error))
+        if found:
+            raise RosettaError(f"ONNX op {found.group(1)} (opset {found.group(2)}) cannot be converted to torch: "
+                               "onnx2torch has no converter for it") from None
         raise RosettaError(f"onnx2torch cannot convert this model: {str(error).strip().splitlines()[0]}") from None
 
 

@@ -24,7 +24,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     from importlib.metadata import version
 
     previous = Manifest.read(source)
-    opset = int(previous.opset or options.get("opset", 17))
+    opset = min(int(previous.opset or options.get("opset", 17)), newest_tf2onnx_opset())
     layouts = previous.converter.get("layouts", {})
     target = Path(staging) / ARTIFACT
     nchw = {kind: [e["name"] for e in entries if layouts.get(e["name"]) == "channels_last"]
@@ -50,6 +50,13 @@ def run_tf2onnx(saved_model: Path, target: Path, opset: int, nchw_inputs=(), nch
     if done.returncode != 0 or not target.is_file():
         errors = [line for line in done.stderr.splitlines() if "Error" in line or "error" in line]
         raise RosettaError(f"tf2onnx failed: {(errors or done.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
+
+
+def newest_tf2onnx_opset() -> int:
+    """The newest opset tf2onnx writes (a newer source opset is written at this one)."""
+    from tf2onnx.constants import OPSET_TO_IR_VERSION
+
+    return max(OPSET_TO_IR_VERSION)
 
 
 def check_tensor_names(model, previous) -> tuple[list[dict], list[dict]]:

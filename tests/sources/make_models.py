@@ -1,0 +1,55 @@
+"""Writes the users' model files the tests convert: run as a script in a fresh interpreter (Keras, TF and
+MXNet stay out of the test process). python make_models.py FOLDER"""
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+folder = Path(sys.argv[1])
+
+import keras  # noqa: E402
+
+keras.utils.set_random_seed(0)
+image = keras.Input((16, 16, 3), name="image")
+x = keras.layers.Conv2D(8, 3, padding="same")(image)
+x = keras.layers.BatchNormalization()(x)
+x = keras.layers.ReLU()(x)
+x = keras.layers.MaxPooling2D()(x)
+x = keras.layers.Flatten()(x)
+model = keras.Model(image, keras.layers.Dense(10, name="logits")(x))
+model.save(folder / "small.keras")
+model.save(folder / "small.h5")
+
+import tensorflow as tf  # noqa: E402
+
+
+@tf.function(input_signature=[tf.TensorSpec([None, 16, 16, 3], tf.float32, name="image")])
+def serve(image):
+    return {"logits": model(image, training=False)}
+
+
+tf.saved_model.save(model, str(folder / "saved_model"), signatures={"serving_default": serve})
+
+# Lambda layers whose code crashes or hangs, but only inside a rosetta worker (building them here runs them)
+crash = "lambda t: t if __import__('os').environ.get('ROSETTA_WORKER') is None else __import__('ctypes').string_at(0)"
+hang = "lambda t: t if __import__('os').environ.get('ROSETTA_WORKER') is None else __import__('time').sleep(600)"
+for name, code in (("crash", crash), ("hang", hang)):
+    layer = keras.layers.Lambda(eval(code))
+    keras.Model(image, layer(model(image))).save(folder / f"{name}.keras")
+
+import numpy as np  # noqa: E402
+
+for alias, value in {"bool": bool, "int": int, "float": float, "complex": complex, "object": object, "str": str}.items():
+    if alias not in np.__dict__:
+        setattr(np, alias, value)
+import mxnet as mx  # noqa: E402
+
+mx.random.seed(0)
+net = mx.gluon.nn.HybridSequential()
+net.add(mx.gluon.nn.Conv2D(8, 3, padding=1), mx.gluon.nn.BatchNorm(), mx.gluon.nn.Activation("relu"),
+        mx.gluon.nn.Flatten(), mx.gluon.nn.Dense(10))
+net.initialize(mx.init.Xavier())
+net.hybridize()
+net(mx.nd.ones((2, 3, 16, 16)))
+net.export(str(folder / "gluon"), 0)

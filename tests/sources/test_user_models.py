@@ -1,0 +1,217 @@
+"""`rosetta convert MODEL` and `rosetta verify A B` on users' own model files, as a user runs them: every
+format converts and PASSes, wrong models FAIL, and every kind of bad input is one line with exit 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.test_cli import run
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> Path:
+    """The users' model files: Keras (.keras, .h5, Lambda ones), SavedModel, MXNet, ONNX, .pt2, net.py."""
+    import torch
+
+    folder = tmp_path_factory.mktemp("user-models")
+    subprocess.run([sys.executable, str(HERE / "make_models.py"), str(folder)], check=True, capture_output=True)
+    shutil.copyfile(HERE / "net.py", folder / "net.py")
+    sys.path.insert(0, str(folder))
+    try:
+        import net
+    finally:
+        sys.path.remove(str(folder))
+    example = (torch.rand(2, 3, 16, 16),)
+    for name, model in (("model", net.build()), ("other", net.build_other())):
+        torch.onnx.export(model.eval(), example, str(folder / f"{name}.onnx"), dynamo=False, input_names=["image"],
+                          output_names=["output"], dynamic_axes={"image": {0: "N"}, "output": {0: "N"}})
+    batch = torch.export.Dim("batch")
+    torch.export.save(torch.export.export(net.build().eval(), example, dynamic_shapes=({0: batch},)),
+                      str(folder / "net.pt2"))
+    return folder
+
+
+def rows(path: Path) -> list[tuple[str, str]]:
+    return [(r["target"], r["verdict"]) for r in json.loads(path.read_text())["results"]]
+
+
+def test_keras_model_converts_to_onnx_torch_mxnet_and_passes(files, tmp_path):
+    out = run("convert", str(files / "small.keras"), "--to", "onnx,torch,mxnet", "-o", str(tmp_path / "out"),
+              "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert rows(tmp_path / "r.json") == [("onnx", "PASS"), ("torch", "PASS"), ("mxnet", "PASS")]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["mxnet", "onnx", "torch"]
+    manifest = json.loads((tmp_path / "out" / "torch" / "manifest.json").read_text())
+    assert manifest["chain"] == ["keras", "onnx", "torch"] and manifest["source"]["path"].endswith("small.keras")
+    assert "no float64 reference" in out.stdout and out.stderr == ""  # quiet: no framework logs
+
+
+def test_pytorch_factory_converts_to_tensorflow_keras_onnxruntime_and_passes(files, tmp_path):
+    out = run("convert", f"{files / 'net.py'}:build", "--input", "image:Nx3x16x16:float32", "--trust-code",
+              "--to", "tensorflow,keras,onnxruntime", "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert rows(tmp_path / "r.json") == [("tensorflow", "PASS"), ("keras", "PASS"), ("onnxruntime", "PASS")]
+    assert json.loads((tmp_path / "r.json").read_text())["tolerance"]["float64_reference"] is True
+
+
+def test_onnx_file_converts_to_every_target_and_passes(files, tmp_path):
+    out = run("convert", str(files / "model.onnx"), "--to", "all", "-o", str(tmp_path / "out"),
+              "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert rows(tmp_path / "r.json") == [(t, "PASS") for t in ("onnx", "tensorflow", "keras", "torch", "mxnet",
+                                                                "tensorflow-roundtrip")]
+
+
+@pytest.mark.parametrize("model,extra,targets", [
+    ("saved_model", [], "onnx,torch"),
+    ("small.h5", [], "onnx"),
+    ("gluon-symbol.json", ["--input", "data:Nx3x16x16:float32"], "onnx,keras"),
+    ("net.pt2", [], "onnx,mxnet"),
+])
+def test_every_source_format_converts_and_passes(files, tmp_path, model, extra, targets):
+    out = run("convert", str(files / model), *extra, "--to", targets, "-o", str(tmp_path / "out"),
+              "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert rows(tmp_path / "r.json") == [(t, "PASS") for t in targets.split(",")]
+
+
+def test_no_verify_only_converts(files, tmp_path):
+    out = run("convert", str(files / "model.onnx"), "--to", "torch", "-o", str(tmp_path / "out"), "--no-verify",
+              "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 0 and rows(tmp_path / "r.json") == [("torch", "converted")]
+
+
+def test_verify_compares_files_and_outputs_saved_elsewhere(files, tmp_path):
+    inputs, outputs = tmp_path / "in.npz", tmp_path / "ref.npz"
+    out = run("verify", str(files / "model.onnx"), f"{files / 'net.py'}:build", "--trust-code",
+              "--input", "image:Nx3x16x16:float32", "--save-inputs", str(inputs), "--save-outputs", str(outputs))
+    assert out.returncode == 1 and "a PyTorch factory can only be the reference" in out.stdout
+    out = run("verify", str(files / "net.pt2"), str(files / "model.onnx"), "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    with np.load(inputs) as saved:
+        assert saved["image"].shape == (8, 3, 16, 16)
+    out = run("verify", str(files / "net.pt2"), "--inputs", str(inputs), "--load-outputs", str(outputs))
+    assert out.returncode == 0, out.stdout + out.stderr
+    out = run("verify", str(files / "net.pt2"), "--inputs", str(inputs), "--load-outputs", str(outputs),
+              "--atol", "output:1e-12")
+    assert out.returncode == 1 and "exceed atol=1e-12" in out.stdout and "atol output=1e-12" in out.stdout
+
+
+def test_verify_says_fail_for_a_different_model(files, tmp_path):
+    out = run("verify", str(files / "model.onnx"), str(files / "other.onnx"), "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 1 and rows(tmp_path / "r.json") == [(str(files / "other.onnx"), "FAIL")]
+    assert "x the noise floor" in out.stdout
+
+
+def _single_op_model(path: Path, op: str, **attributes) -> Path:
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"], **attributes)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(onnx.shape_inference.infer_shapes(model), str(path))
+    return path
+
+
+def test_an_op_a_target_cannot_convert_is_a_fail_row_naming_op_and_target(tmp_path):
+    model = _single_op_model(tmp_path / "det.onnx", "Det")
+    out = run("convert", str(model), "--to", "onnx,torch,keras,mxnet", "-o", str(tmp_path / "out"),
+              "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 1
+    reasons = {r["target"]: r["reason"] for r in json.loads((tmp_path / "r.json").read_text())["results"]}
+    assert reasons["onnx"] == ""
+    assert reasons["torch"].endswith("ONNX op Det (opset 11) cannot be converted to torch: onnx2torch has no converter for it")
+    assert reasons["keras"].endswith("ONNX op Det cannot be converted to keras: rosetta's Keras mapper has no converter for it")
+    assert reasons["mxnet"].endswith("ONNX op Det cannot be converted to mxnet: MXNet's ONNX importer has no converter for it")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["onnx"]
+
+
+def test_nan_and_inf_outputs_fail_with_counts(tmp_path):
+    log = _single_op_model(tmp_path / "log.onnx", "Log")
+    absolute = _single_op_model(tmp_path / "abs.onnx", "Abs")
+    out = run("convert", str(log), "--input", "x:Nx4x4:float32:-1:1", "--to", "torch", "-o", str(tmp_path / "out"))
+    assert out.returncode == 1 and "y: the reference itself gives" in out.stdout and "NaN and 0 Inf values" in out.stdout
+    out = run("verify", str(absolute), str(log), "--input", "x:Nx4x4:float32:-1:1", "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 1
+    output = json.loads((tmp_path / "r.json").read_text())["results"][0]["outputs"][0]
+    assert output["nan_count"] > 0 and output["reason"] == f"y: {output['nan_count']} NaN and 0 Inf values"
+
+
+def test_a_worker_that_crashes_or_hangs_is_a_fail_row_and_the_others_run(files, tmp_path):
+    out = run("verify", str(files / "small.keras"), str(files / "crash.keras"), str(files / "hang.keras"),
+              str(files / "small.h5"), "--trust-code", "--timeout", "60", "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 1
+    results = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert [r["verdict"] for r in results] == ["FAIL", "FAIL", "PASS"]
+    assert results[0]["reason"] == "reading failed: reading crash.keras (keras) crashed: worker died with SIGSEGV"
+    assert results[1]["reason"] == "reading failed: reading hang.keras (keras) timed out after 60 s (worker killed)"
+
+
+@pytest.fixture(scope="module")
+def damaged(files, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("damaged")
+    data = (files / "model.onnx").read_bytes()
+    (folder / "truncated.onnx").write_bytes(data[: len(data) // 2])
+    (folder / "corrupt.onnx").write_bytes(bytes(range(256)) * 64)
+    (folder / "model.pt").write_bytes(b"\x80\x04not really a pickle")
+    np.savez(folder / "small-inputs.npz", image=np.zeros((2, 3, 8, 8), np.float32))
+    (folder / "full").mkdir()
+    (folder / "full" / "mine.txt").write_text("x")
+    (folder / "a-file").write_text("x")
+    return folder
+
+
+BAD_INPUTS = [
+    (["convert", "{d}/missing.onnx", "--to", "onnx"], "no such file or folder: {d}/missing.onnx"),
+    (["convert", "{d}/truncated.onnx", "--to", "onnx"], "truncated.onnx is not a readable ONNX file (DecodeError"),
+    (["convert", "{d}/corrupt.onnx", "--to", "onnx"], "corrupt.onnx is not a readable ONNX file"),
+    (["convert", "{f}/model.onnx", "--input", "image:Nx3x32x32:float32", "--to", "onnx"],
+     "--input image: shape Nx3x32x32 does not match the model, which expects Nx3x16x16"),
+    (["convert", "{f}/model.onnx", "--input", "image:Nx3x16x16:int64", "--to", "onnx"],
+     "--input image: dtype int64 does not match the model, which expects float32"),
+    (["verify", "{f}/model.onnx", "{f}/other.onnx", "--inputs", "{d}/small-inputs.npz"],
+     "input 'image' has shape (2, 3, 8, 8); the model expects (?, 3, 16, 16)"),
+    (["convert", "{f}/net.py:build", "--input", "image:Nx3x16x16:float32", "--to", "onnx"],
+     "net.py:build is Python code: building the model runs it; pass --trust-code if you trust it"),
+    (["convert", "{f}/net.py:build", "--trust-code", "--to", "onnx"], "a PyTorch factory has no declared inputs"),
+    (["convert", "{f}/crash.keras", "--to", "onnx"],
+     "crash.keras contains Python code (e.g. a Lambda layer) that loading it would run; pass --trust-code"),
+    (["convert", "{d}/model.pt", "--to", "onnx"], "model.pt is a pickle, which runs code when loaded"),
+    (["convert", "{f}/model.onnx", "--to", "caffe"], "unknown target 'caffe'; choose from: onnx, onnxruntime"),
+    (["verify", "{f}/net.pt2", "--load-outputs", "{d}/x.npz"], "--load-outputs needs the inputs those outputs came from"),
+    (["convert", "{f}/model.onnx", "--input", "image:Nx3:float", "--to", "onnx"], "unknown dtype 'float'"),
+]
+
+
+@pytest.mark.parametrize("argv,message", BAD_INPUTS, ids=[m[:40] for _, m in BAD_INPUTS])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(files, damaged, tmp_path, argv, message):
+    argv = [a.format(d=damaged, f=files) for a in argv]
+    if argv[0] == "convert":
+        argv += ["-o", str(tmp_path / "out")]
+    out = run(*argv)
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and message.format(d=damaged, f=files) in lines[0], out.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("output,message", [
+    ("full", "output folder {d}/full exists and is not empty; choose another or pass --force to replace it"),
+    ("a-file/out", "is a file, not a folder; choose another output folder"),
+])
+def test_unusable_output_folder_is_refused_before_any_work(files, damaged, output, message):
+    out = run("convert", str(files / "model.onnx"), "--to", "onnx", "-o", str(damaged / output))
+    assert out.returncode == 2 and message.format(d=damaged) in out.stderr
+    assert sorted(p.name for p in (damaged / "full").iterdir()) == ["mine.txt"]
