@@ -77,7 +77,7 @@ class UserModel:
 
 def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch: Path) -> UserModel:
     """Identify and read a user's model (into `scratch` where it must be copied), resolving its inputs."""
-    from rosetta.convert.manifest import Manifest, sha256_of
+    from rosetta.convert.manifest import Manifest
 
     model_file = identify(text)
     if model_file.format == "torch-factory":
