@@ -102,8 +102,9 @@ class TorchArtifactRunner(TorchModuleRunner):
         return self._forward([feeds[entry["name"]] for entry in self.manifest.inputs])
 
 
-class TorchExportRunner(TorchModuleRunner):
-    """Runs a torch.export archive (.pt2) read from a user's file, without unpickling (rosetta.sources.torch)."""
+class TorchExportRunner(TorchArtifactRunner):
+    """Runs a torch.export archive (.pt2) read from a user's file, without unpickling (rosetta.sources.torch);
+    fed like a converted artifact, in its manifest's input order."""
 
     def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu", precision: str = "float32",
                  trust_code: bool = False) -> None:
@@ -111,11 +112,6 @@ class TorchExportRunner(TorchModuleRunner):
         from rosetta.sources.torch import load_exported
 
         program = load_exported(artifact_file(folder, manifest), trust_code)
-        super().__init__(program.module(), [o["name"] for o in manifest.outputs], precision, threads, device)
+        TorchModuleRunner.__init__(self, program.module(), [o["name"] for o in manifest.outputs], precision, threads,
+                                   device)
         self.manifest = manifest
-
-    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from rosetta.frameworks.base import check_feeds
-
-        check_feeds(feeds, self.manifest.inputs)
-        return self._forward([feeds[entry["name"]] for entry in self.manifest.inputs])

@@ -31,7 +31,7 @@ def load_keras_model(path: Path, trust_code: bool):
 
 
 def _signature(tensors, names) -> list[dict]:
-    return [{"name": name, "shape": [d if d is not None else None for d in tensor.shape],
+    return [{"name": name, "shape": list(tensor.shape),
              "dtype": str(getattr(tensor.dtype, "name", tensor.dtype))} for tensor, name in zip(tensors, names)]
 
 

@@ -31,6 +31,7 @@ class UserModel:
     folder: Path | None = None  # the artifact folder (everything but a factory)
     runner: str = ""  # framework that runs the folder
     module: object = None  # torch.nn.Module of a factory or a .pt2
+    program: object = None  # a .pt2's ExportedProgram: exported to ONNX as it is
     trust_code: bool = False
     key: str = field(default="")  # store key: identifies the model's bytes
 
@@ -56,11 +57,7 @@ class UserModel:
         if self.module is not None:
             from rosetta.convert.torch_to_onnx import TorchSource
 
-            module = self.module
-            if self.format == "torch-export":
-                from rosetta.sources.torch import load_exported
-
-                module = load_exported(self.folder / "model.pt2", self.trust_code)
+            module = self.program if self.program is not None else self.module
             return TorchSource(module, self.inputs, self.outputs, {"path": self.file.text})
         return self.folder
 
@@ -113,7 +110,8 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
     if fmt == "torch-export":
         from rosetta.sources.torch import load_exported
 
-        model.module = load_exported(manifest.artifact_path(folder), trust_code).module()
+        model.program = load_exported(manifest.artifact_path(folder), trust_code)
+        model.module = model.program.module()
     return model
 
 

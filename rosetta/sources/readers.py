@@ -4,9 +4,8 @@ of TensorFlow, Keras and MXNet files run in a worker process, like everything el
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rosetta.convert.manifest import Manifest, sha256_of
@@ -59,4 +58,4 @@ def write_manifest(argument: dict, artifact: str, fmt: str, inputs: list[dict], 
                         converter={"name": "rosetta read", "options": {}}, inputs=inputs, outputs=outputs,
                         sha256=sha256_of(staging / artifact), chain=[fmt], **fields)
     manifest.write(staging)
-    return json.loads((staging / "manifest.json").read_text())
+    return asdict(manifest)

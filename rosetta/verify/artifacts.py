@@ -9,15 +9,12 @@ models): then the calibrated noise-floor tolerance applies; otherwise FLOAT32_ON
 
 from __future__ import annotations
 
-import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from rosetta.errors import RosettaError, one_line
-from rosetta.verify.compare import compare_outputs
 from rosetta.verify.results import FAIL, VerifyResult
 from rosetta.verify.tolerance import TolerancePolicy
 
@@ -67,43 +64,19 @@ def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: T
     """Run one artifact on the reference's inputs and compare; a failure at any stage is a FAIL row."""
     from rosetta.convert.manifest import Manifest
     from rosetta.frameworks import runner_for_format
-    from rosetta.verify.lint import artifact_problems
+    from rosetta.verify.cells import check_artifact
 
     result = VerifyResult(model=cell.model, route=cell.route, target=cell.target, verdict=FAIL, reason=cell.failure,
                           batch=len(next(iter(reference.feeds.values()))) if reference.feeds else 0,
                           tolerance=policy.to_json(), artifact=cell.folder)
     if cell.failure:
         return result
-    stage = "loading"
-    try:
-        start = time.perf_counter()
-        folder = Path(cell.folder)
-        manifest = Manifest.read(folder)
-        problems = artifact_problems(folder)
-        runner = load_verify_runner(runner_for_format(manifest.format), folder, cell.threads, cell.trust_code)
-        stage = "inference"
-        outputs = runner.predict(reference.feeds)
-        result.seconds["predict"] = time.perf_counter() - start
-        result.framework_version = runner.running_version()
-    except Exception as error:  # a failing artifact is a FAIL row, never a crash or a missing row
-        result.reason = f"{stage} failed: {one_line(error)}"
-        result.detail = traceback.format_exc(limit=-3)
-        return result
-    outputs = _by_reference_names(outputs, reference.float32)
-    result.outputs, result.verdict, result.reason = compare_outputs(
-        outputs, reference.float32, reference.float64 if reference.float64 is not None else reference.float32, policy)
-    if problems:
-        result.verdict = FAIL
-        result.reason = "; ".join(problems + ([result.reason] if result.reason else []))
-    return result
-
-
-def _by_reference_names(outputs: dict, reference: dict) -> dict:
-    """Outputs keyed as the reference names them: by name where they agree, else by position (a converter
-    may rename outputs, e.g. MXNet's exporter, Keras layer names), when the counts match."""
-    if set(outputs) == set(reference) or len(outputs) != len(reference):
-        return outputs
-    return dict(zip(reference, outputs.values()))
+    folder = Path(cell.folder)
+    load = lambda: load_verify_runner(runner_for_format(Manifest.read(folder).format), folder, cell.threads,  # noqa: E731
+                                      cell.trust_code)
+    reference64 = reference.float64 if reference.float64 is not None else reference.float32
+    return check_artifact(result, folder, load, reference.feeds, reference.float32, reference64, policy,
+                          by_position=True)
 
 
 def run_artifact_cells(cells: list[ArtifactCell], reference: ReferenceOutputs, policy: TolerancePolicy,

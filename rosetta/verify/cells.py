@@ -81,22 +81,37 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         folder = artifact or store.get(spec, cell.seed, target.chain, target.export_options(dict(cell.export)))
         result.seconds["convert"] = time.perf_counter() - start
         result.artifact = str(folder)
-        stage = "loading"
-        start = time.perf_counter()
-        problems = artifact_problems(folder)
-        runner = load_runner(target.runner, folder, threads=cell.threads, **dict(target.verify_options))
-        result.seconds["load"] = time.perf_counter() - start
-        stage = "inference"
-        start = time.perf_counter()
-        outputs = runner.predict(reference.feeds)
-        result.seconds["predict"] = time.perf_counter() - start
-        result.framework_version = runner.running_version()
     except Exception as error:  # a failing path is a FAIL row, never a crash or a missing row
         result.reason = f"{stage} failed: {one_line(error)}"
         result.detail = traceback.format_exc(limit=-3)
         return result
-    result.outputs, result.verdict, result.reason = compare_outputs(
-        outputs, reference.float32, reference.float64, cell.tolerance)
+    load = lambda: load_runner(target.runner, folder, threads=cell.threads, **dict(target.verify_options))  # noqa: E731
+    return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float64, cell.tolerance)
+
+
+def check_artifact(result: VerifyResult, folder: Path, load, feeds: dict, reference32: dict, reference64: dict,
+                   policy: TolerancePolicy, by_position: bool = False) -> VerifyResult:
+    """Load the artifact in `folder` (`load()` returns its runner), run it on `feeds` and compare it with the
+    reference outputs, into `result`; a failing stage is a FAIL row with its reason. `by_position`: outputs
+    named otherwise than the reference's are matched in order (a user's model through another converter)."""
+    stage = "loading"
+    try:
+        start = time.perf_counter()
+        problems = artifact_problems(folder)
+        runner = load()
+        result.seconds["load"] = time.perf_counter() - start
+        stage = "inference"
+        start = time.perf_counter()
+        outputs = runner.predict(feeds)
+        result.seconds["predict"] = time.perf_counter() - start
+        result.framework_version = runner.running_version()
+    except Exception as error:  # a failing artifact is a FAIL row, never a crash or a missing row
+        result.reason = f"{stage} failed: {one_line(error)}"
+        result.detail = traceback.format_exc(limit=-3)
+        return result
+    if by_position and set(outputs) != set(reference64) and len(outputs) == len(reference64):
+        outputs = dict(zip(reference64, outputs.values()))
+    result.outputs, result.verdict, result.reason = compare_outputs(outputs, reference32, reference64, policy)
     if problems:
         result.verdict = FAIL
         result.reason = "; ".join(problems + ([result.reason] if result.reason else []))
