@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--to", required=True,
                          help=f"targets, comma-separated, or all: onnx, {', '.join(_target_names())}")
     convert.add_argument("-o", "--output", required=True, type=Path, help="output folder (must not exist or be empty)")
-    convert.add_argument("--via", default="onnx", help="route (default: onnx)")
+    convert.add_argument("--via", default="onnx",
+                         help="route: onnx (default) or mmdnn (MMdnn's IR; from PyTorch, MXNet and Keras models)")
     convert.add_argument("--no-progress", action="store_true", help="no progress bar")
     convert.add_argument("--force", action="store_true", help="replace a non-empty output folder")
     convert.add_argument("--no-verify", action="store_true", help="convert only; do not verify the conversions")
@@ -118,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  rosetta verify net.py:build model.onnx --input x:Nx16:float32 --trust-code --atol out:1e-5\n"
                "  rosetta verify --model cnn,gru,resnet50 --targets onnxruntime --json results.json\n"
                "  rosetta verify --model gru --targets all\n"
+               "  rosetta verify --model resnet50 --via onnx,mmdnn --targets torch,tensorflow,keras,mxnet,onnxruntime\n"
                "  rosetta verify --model cnn,gru --targets torch,keras,mxnet --train-steps 5 --precision float64\n"
                + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -125,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--model", help="reference models, comma-separated, or all (default without MODEL: all)")
     verify.add_argument("--targets", default="onnxruntime",
                         help=f"targets, comma-separated, or all (default: onnxruntime); onnx route: {', '.join(_target_names())}")
-    verify.add_argument("--via", default="onnx", help="route the targets are reached by (default: onnx)")
+    verify.add_argument("--via", default="onnx",
+                        help="route(s) the targets are reached by, comma-separated: onnx (default), mmdnn (MMdnn's "
+                             "IR), or onnx,mmdnn for both side by side")
     verify.add_argument("--seed", type=_seed_list, default=[0], help="seed(s) for weights and inputs, e.g. 0 or 0,1,2")
     _add_tolerance_options(verify)
     verify.add_argument("--train-steps", type=_positive_int, metavar="K",
@@ -464,22 +468,24 @@ def cmd_verify(args) -> int:
     import tempfile
 
     from rosetta.convert.store import ArtifactStore
-    from rosetta.convert.targets import parse_target_list
+    from rosetta.convert.targets import parse_routes, parse_target_list
     from rosetta.models import parse_model_list
     from rosetta.verify.cells import plan_cells, run_cells
     from rosetta.verify.results import write_results_json
 
     specs = parse_model_list(args.model or "all")
-    targets = parse_target_list(args.targets, args.via)
+    routes = {route: parse_target_list(args.targets, route) for route in parse_routes(args.via)}
     _check_writable_file(args.json)
     policy = tolerance_policy(args)
     if policy.per_output:
         raise RosettaError("per-output tolerances (--atol OUTPUT:VALUE) are for model files; use --atol VALUE")
     export = tuple(sorted(_export_options(args).items()))
-    cells = plan_cells([s.name for s in specs], [t.name for t in targets], route=args.via, seeds=tuple(args.seed),
-                       batch=args.batch, tolerance=policy, export=export, threads=args.threads)
+    cells = [cell for route, targets in routes.items()
+             for cell in plan_cells([s.name for s in specs], [t.name for t in targets], route=route,
+                                    seeds=tuple(args.seed), batch=args.batch, tolerance=policy, export=export,
+                                    threads=args.threads)]
     if args.train_steps:
-        cells += plan_training_cells(specs, targets, args, export)
+        cells += plan_training_cells(specs, [t for targets in routes.values() for t in targets], args, export)
     with tempfile.TemporaryDirectory(prefix="rosetta-") as scratch:
         store = ArtifactStore(args.work_dir or Path(scratch))
         results = run_cells(cells, store, progress=not args.no_progress and sys.stderr.isatty())
@@ -543,15 +549,15 @@ def plan_training_cells(specs, targets, args, export: tuple) -> list:
     from rosetta.frameworks import trainable_frameworks
     from rosetta.verify.training import TRAINING_MULTIPLE, TrainCell
 
-    trainable = [t for t in targets if t.runner in trainable_frameworks()]
+    trainable = [t for t in targets if t.trains and t.runner in trainable_frameworks()]
     if not trainable:
-        raise RosettaError(f"--train-steps: {', '.join(t.name for t in targets)} can only infer; "
-                           f"trainable targets: {', '.join(trainable_frameworks())}")
+        raise RosettaError(f"--train-steps: {', '.join(f'{t.name} ({t.route})' for t in targets)} can only infer; "
+                           f"trainable targets: {', '.join(trainable_frameworks())} (onnx route)")
     untrained = [s.name for s in specs if s.training is None]
     if untrained:
         raise RosettaError(f"--train-steps: model {', '.join(untrained)} has no training settings")
     policy = tolerance_policy(args, TRAINING_MULTIPLE)
-    return [TrainCell(model=s.name, target=t.name, route=args.via, seed=seed, batch=args.train_batch,
+    return [TrainCell(model=s.name, target=t.name, route=t.route, seed=seed, batch=args.train_batch,
                       steps=args.train_steps, precision=args.precision, tolerance=policy, export=export,
                       threads=args.threads)
             for s in specs for t in trainable for seed in args.seed]

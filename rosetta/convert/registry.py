@@ -52,6 +52,16 @@ for _source, _target, _module, _isolated, _description in (
     ("tensorflow", "onnx", "tensorflow_to_onnx", True, "tf2onnx: a SavedModel to ONNX (round trip; users' SavedModels)"),
     ("keras", "onnx", "keras_to_onnx", True, "tf2onnx on a SavedModel of the Keras model (users' Keras models)"),
     ("mxnet", "onnx", "mxnet_to_onnx", True, "MXNet's ONNX exporter, opset <= 13 (users' MXNet models)"),
+    # The MMdnn route (rosetta.convert.mmdnn): parsers into MMdnn's IR, emitters out of it. Only the PyTorch
+    # parser runs in-process (it needs the module); the rest run in workers, where MMdnn's shims are applied.
+    ("torch", "mmdnn", "mmdnn.parse_torch", False, "MMdnn's PyTorch parser on the module (torch 2.x graph API)"),
+    ("mxnet", "mmdnn", "mmdnn.parse_mxnet", True, "MMdnn's MXNet parser (symbol + params; Gluon names mapped)"),
+    ("keras", "mmdnn", "mmdnn.parse_keras", True, "MMdnn's Keras parser (through tf-keras)"),
+    ("mmdnn", "torch-code", "mmdnn.emit_torch", True, "MMdnn's PyTorch emitter: generated module code + state_dict"),
+    ("mmdnn", "tensorflow", "mmdnn.emit_tensorflow", True, "MMdnn's TensorFlow emitter (TF1 code) -> SavedModel"),
+    ("mmdnn", "keras", "mmdnn.emit_keras", True, "MMdnn's Keras emitter (tf-keras code) -> Keras file"),
+    ("mmdnn", "mxnet", "mmdnn.emit_mxnet", True, "MMdnn's MXNet emitter: symbol + params"),
+    ("mmdnn", "onnx", "mmdnn.emit_onnx", True, "MMdnn's ONNX emitter, brought to opset 13 for ONNX Runtime"),
 ):
     register_conversion(ConversionPath(_source, _target, f"{_source}-to-{_target}",
                                        f"rosetta.convert.{_module}:convert", _description, isolated=_isolated))

@@ -21,6 +21,7 @@ class Target:
     # (key, value) export defaults: trainable targets take the graph with BatchNorm kept (training=preserve),
     # so that the converted model has real BatchNorm layers and the reference's parameter count
     export: tuple = ()
+    trains: bool = True  # --train-steps trains it where its framework has a trainer (see plan_training_cells)
 
     @property
     def artifact_format(self) -> str:
@@ -69,6 +70,31 @@ register_target(Target("torch", "onnx", ("torch", "onnx", "torch"), "torch",
 register_target(Target("mxnet", "onnx", ("torch", "onnx", "mxnet"), "mxnet",
                        "MXNet's ONNX importer (+ rosetta's graph fixes and GRU converter), run in Gluon",
                        export=(("training", "preserve"),)))
+
+
+# The MMdnn route: the same target names, through MMdnn's IR (rosetta.convert.mmdnn). Inference only: the
+# generated code is MMdnn's, and rosetta trains only what its own converters made.
+for _name, _fmt, _runner, _what in (
+    ("onnxruntime", "onnx", "onnxruntime", "MMdnn's ONNX emitter (opset 13), run in ONNX Runtime"),
+    ("tensorflow", "tensorflow", "tensorflow", "MMdnn's TensorFlow emitter as a SavedModel, run in TensorFlow"),
+    ("keras", "keras", "keras", "MMdnn's Keras emitter, run in Keras"),
+    ("torch", "torch-code", "torch-code", "MMdnn's PyTorch emitter (generated module), run in PyTorch"),
+    ("mxnet", "mxnet", "mxnet", "MMdnn's MXNet emitter, run in Gluon"),
+):
+    register_target(Target(_name, "mmdnn", ("torch", "mmdnn", _fmt), _runner, _what, trains=False,
+                           verify_options=(("optimization", "disabled"),) if _runner == "onnxruntime" else
+                           (("trust_code", True),) if _runner == "torch-code" else ()))
+
+
+def parse_routes(text: str) -> list[str]:
+    """`--via onnx,mmdnn`: routes side by side, in the order given."""
+    routes = [r.strip() for r in text.split(",") if r.strip()]
+    if not routes:
+        raise RosettaError(f"no route given; pass --via ROUTE[,ROUTE...] with routes from: {', '.join(list_routes())}")
+    for route in routes:
+        if route not in list_routes():
+            raise RosettaError(f"unknown route {route!r}; choose from: {', '.join(list_routes())}")
+    return list(dict.fromkeys(routes))
 
 
 def target_for_conversion(to: str, route: str = "onnx") -> Target:

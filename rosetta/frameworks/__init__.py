@@ -29,6 +29,7 @@ for _framework in (
     Framework("onnxruntime", "rosetta.frameworks.onnxruntime:OnnxRuntimeRunner", formats=("onnx",)),
     Framework("torch", "rosetta.frameworks.torch:TorchArtifactRunner", trainer="rosetta.train.torch:TorchArtifactTrainer",
               formats=("torch",)),
+    Framework("torch-code", "rosetta.frameworks.torch:TorchCodeRunner", formats=("torch-code",), reads_code=True),
     Framework("torch-export", "rosetta.frameworks.torch:TorchExportRunner", formats=("torch-export",), reads_code=True),
     Framework("tensorflow", "rosetta.frameworks.tensorflow:SavedModelRunner", isolated=True, formats=("tensorflow",)),
     Framework("keras", "rosetta.frameworks.keras:KerasRunner", isolated=True, trainer="rosetta.train.keras:KerasTrainer",

@@ -115,3 +115,24 @@ class TorchExportRunner(TorchArtifactRunner):
         TorchModuleRunner.__init__(self, program.module(), [o["name"] for o in manifest.outputs], precision, threads,
                                    device)
         self.manifest = manifest
+
+
+class TorchCodeRunner(TorchArtifactRunner):
+    """Runs a PyTorch artifact that is generated Python code (MMdnn's PyTorch emitter, see
+    convert.mmdnn.emit_torch): importing it runs it, so it needs trust_code (rosetta's own conversions pass
+    it; a folder given on the command line needs --trust-code)."""
+
+    def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu", trust_code: bool = False) -> None:
+        import torch
+
+        from rosetta.convert.mmdnn.emit_torch import build_module
+        from rosetta.errors import RosettaError
+
+        if not trust_code:
+            raise RosettaError(f"{folder} holds generated Python code ({manifest.converter.get('code', 'code')}) that "
+                               "running it would execute; pass --trust-code if you trust it")
+        if threads:
+            torch.set_num_threads(threads)
+        self.manifest, self.dtype, self.device = manifest, torch.float32, torch_device(device)
+        self.module = build_module(manifest.artifact_path(folder)).to(self.device)
+        self.output_names = [o["name"] for o in manifest.outputs]

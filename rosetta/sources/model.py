@@ -44,12 +44,20 @@ class UserModel:
         return self.module is not None
 
     def chain_for(self, target) -> tuple[str, ...]:
-        """The formats from this model to `target`'s artifact (a target of the onnx route)."""
+        """The formats from this model to `target`'s artifact: into the route's hub format (chain[1]: onnx,
+        or MMdnn's IR), then on as the target's chain goes."""
+        from rosetta.convert.registry import CONVERSIONS
+
         start = CHAIN_START.get(self.format)
         if start is None:
             raise RosettaError(f"{self.label} is a rosetta {self.format} artifact; convert from its source "
                                "model instead")
-        return target.chain[1:] if start == "onnx" else (start,) + target.chain[1:]
+        hub = target.chain[1]
+        if start != hub and (start, hub) not in CONVERSIONS:
+            sources = sorted(s for s, t in CONVERSIONS.keys() if t == hub)
+            raise RosettaError(f"route {target.route} cannot start from a {start} model (it reads "
+                               f"{', '.join(sources)} models); use --via onnx")
+        return target.chain[1:] if start == hub else (start,) + target.chain[1:]
 
     def conversion_source(self):
         """What the first conversion step reads: a TorchSource (a .pt2's ExportedProgram as it is), or the

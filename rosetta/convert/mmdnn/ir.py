@@ -1,0 +1,56 @@
+"""MMdnn's IR as a rosetta artifact: a folder with the graph (`graph.pb`, and `graph.json` to read) and the
+weights (`weights.npz`, one array per "layer/parameter", no pickle).
+
+MMdnn itself keeps weights as a pickled dict in a `.npy` file; rosetta writes and reads them as a plain
+`.npz`, so that reading an IR artifact never unpickles anything. `weights_dict` gives MMdnn the nested dict
+it expects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import numpy as np
+
+from rosetta.convert.manifest import Manifest, sha256_of
+from rosetta.errors import RosettaError
+
+ARTIFACT = "ir"
+GRAPH, GRAPH_JSON, WEIGHTS = "graph.pb", "graph.json", "weights.npz"
+
+
+def save_ir(parser, staging: Path, previous_source: dict, inputs: list, outputs: list, converter: dict) -> Manifest:
+    """Run an MMdnn parser's IR generation and write the IR artifact and its manifest fields."""
+    folder = Path(staging) / ARTIFACT
+    folder.mkdir()
+    with contextlib.redirect_stdout(io.StringIO()):  # MMdnn prints every step
+        parser.gen_IR()
+        parser.save_to_proto(str(folder / GRAPH))
+        parser.save_to_json(str(folder / GRAPH_JSON))
+    if not parser.weight_loaded:
+        raise RosettaError("MMdnn's parser loaded no weights")
+    arrays = {f"{layer}/{name}": np.asarray(value) for layer, weights in parser.weights.items()
+              for name, value in weights.items()}
+    np.savez(folder / WEIGHTS, **arrays)
+    return Manifest(artifact=ARTIFACT, format="mmdnn", source=previous_source, converter=converter,
+                    inputs=inputs, outputs=outputs, sha256=sha256_of(folder))
+
+
+def weights_dict(folder: Path, name: str = WEIGHTS) -> dict:
+    """Weights as MMdnn's nested {layer: {parameter: array}} dict, read from "layer/parameter" arrays
+    without pickle."""
+    nested: dict = {}
+    with np.load(Path(folder) / name, allow_pickle=False) as archive:
+        for key in archive.files:
+            layer, name = key.rsplit("/", 1)
+            nested.setdefault(layer, {})[name] = archive[key]
+    return nested
+
+
+def ir_ops(folder: Path) -> list[str]:
+    """The IR's op names in graph order (for error messages and tests)."""
+    import json
+
+    return [node["op"] for node in json.loads((Path(folder) / GRAPH_JSON).read_text())["node"]]
