@@ -53,3 +53,24 @@ def artifact_file(folder: Path, manifest) -> Path:
     if not path.exists():
         raise RosettaError(f"artifact {path} named by the manifest is missing; convert the model again")
     return path
+
+
+def to_channels_last(array: np.ndarray) -> np.ndarray:
+    return np.transpose(array, (0, *range(2, array.ndim), 1))
+
+
+def to_channels_first(array: np.ndarray) -> np.ndarray:
+    return np.transpose(array, (0, array.ndim - 1, *range(1, array.ndim - 1)))
+
+
+def to_layouts(feeds: dict[str, np.ndarray], layouts: dict) -> dict[str, np.ndarray]:
+    """Where a converter changed a tensor's layout (manifest converter "layouts": {name: "channels_last"}:
+    onnx2tf, MMdnn's NHWC emitters), the runner transposes at the boundary, so callers feed and receive the
+    same arrays as the reference model."""
+    return {name: np.ascontiguousarray(to_channels_last(array)) if layouts.get(name) == "channels_last" else array
+            for name, array in feeds.items()}
+
+
+def from_layouts(outputs: dict[str, np.ndarray], layouts: dict) -> dict[str, np.ndarray]:
+    return {name: to_channels_first(value) if layouts.get(name) == "channels_last" else value
+            for name, value in outputs.items()}

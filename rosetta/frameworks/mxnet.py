@@ -66,7 +66,8 @@ class MXNetRunner(Runner):
         self.manifest = manifest
         artifact = artifact_file(folder, manifest)
         self.context = mx.gpu() if device == "cuda" else mx.cpu()
-        names = [entry["name"] for entry in manifest.inputs]
+        # the symbol's own input names where a converter recorded them (MMdnn names its input "input")
+        names = manifest.converter.get("input_names") or [entry["name"] for entry in manifest.inputs]
         self.block = mx.gluon.SymbolBlock.imports(str(artifact / SYMBOL_FILE), names, str(artifact / PARAMS_FILE),
                                                   ctx=self.context)
         self.output_names = [entry["name"] for entry in manifest.outputs]

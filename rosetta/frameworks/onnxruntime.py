@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.frameworks.base import Runner, artifact_file, check_feeds
+from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, to_layouts
 
 
 OPTIMIZATION_LEVELS = {
@@ -28,7 +28,7 @@ class OnnxRuntimeRunner(Runner):
                  optimization: str = "all") -> None:
         import onnxruntime as ort
 
-        self.manifest = manifest
+        self.manifest, self.layouts = manifest, manifest.converter.get("layouts", {})
         options = ort.SessionOptions()
         options.graph_optimization_level = OPTIMIZATION_LEVELS[optimization](ort)
         options.intra_op_num_threads = threads  # 0: ONNX Runtime's default (one per physical core)
@@ -47,5 +47,5 @@ class OnnxRuntimeRunner(Runner):
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_feeds(feeds, self.manifest.inputs)
-        values = self.session.run(self.output_names, feeds)
-        return dict(zip(self.output_names, values))
+        values = self.session.run(self.output_names, to_layouts(feeds, self.layouts))
+        return from_layouts(dict(zip(self.output_names, values)), self.layouts)

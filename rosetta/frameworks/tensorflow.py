@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.frameworks.base import Runner, artifact_file, check_feeds
+from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, to_layouts
 
 
 def import_tensorflow():
@@ -33,14 +33,6 @@ def set_threads(threads: int) -> None:
         pass
 
 
-def to_channels_last(array: np.ndarray) -> np.ndarray:
-    return np.transpose(array, (0, *range(2, array.ndim), 1))
-
-
-def to_channels_first(array: np.ndarray) -> np.ndarray:
-    return np.transpose(array, (0, array.ndim - 1, *range(1, array.ndim - 1)))
-
-
 class SavedModelRunner(Runner):
     framework = "tensorflow"
 
@@ -59,11 +51,6 @@ class SavedModelRunner(Runner):
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_feeds(feeds, self.manifest.inputs)
-        arguments = {}
-        for name, array in feeds.items():
-            if self.layouts.get(name) == "channels_last":
-                array = to_channels_last(array)
-            arguments[name] = self.tf.constant(array)
+        arguments = {name: self.tf.constant(array) for name, array in to_layouts(feeds, self.layouts).items()}
         result = {name: value.numpy() for name, value in self.signature(**arguments).items()}
-        return {name: to_channels_first(value) if self.layouts.get(name) == "channels_last" else value
-                for name, value in result.items()}
+        return from_layouts(result, self.layouts)
