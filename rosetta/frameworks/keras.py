@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.frameworks.base import Runner, artifact_file, check_feeds
+from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, to_layouts
 
 
 def import_keras():
@@ -59,7 +59,7 @@ class KerasRunner(Runner):
             from rosetta.frameworks.tensorflow import set_threads
 
             set_threads(threads)
-        self.keras, self.manifest = keras, manifest
+        self.keras, self.manifest, self.layouts = keras, manifest, manifest.converter.get("layouts", {})
         from rosetta.sources.keras import load_keras_model
 
         self.model = load_keras_model(artifact_file(folder, manifest), trust_code)
@@ -72,9 +72,11 @@ class KerasRunner(Runner):
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_feeds(feeds, self.manifest.inputs)
+        feeds = to_layouts(feeds, self.layouts)
         arrays = [feeds[entry["name"]] for entry in self.manifest.inputs]
         # predict_on_batch runs Keras' compiled predict step (tf.function / jax.jit), as Keras users infer;
         # calling the model eagerly is several times slower (a GRU steps through Python).
         result = self.model.predict_on_batch(arrays if len(arrays) > 1 else arrays[0])
         result = result if isinstance(result, (list, tuple)) else [result]
-        return {name: np.asarray(self.keras.ops.convert_to_numpy(value)) for name, value in zip(self.output_names, result)}
+        return from_layouts({name: np.asarray(self.keras.ops.convert_to_numpy(value))
+                             for name, value in zip(self.output_names, result)}, self.layouts)

@@ -80,3 +80,65 @@ def torch_parser():
     finally:
         if added:
             sys.modules.pop("torchvision", None)
+
+
+def tensorflow_v1():
+    """MMdnn's TensorFlow emitter writes TF1 code (tf.placeholder, tf.layers.dense, tf.contrib.layers.flatten,
+    variables run in a Session); TF 2.21's top-level `tf` has none of them ("module 'tensorflow' has no
+    attribute 'placeholder'"), and tf.contrib is gone since TF 2.0. The generated module's global `tf` is
+    rebound to this namespace: tf.compat.v1, plus contrib.layers.flatten = tf.compat.v1.layers.flatten (the
+    same row-major flatten). It needs graph mode (disable_v2_behavior) and TF_USE_LEGACY_KERAS=1, which the
+    step sets before TensorFlow is imported (tf.compat.v1.layers is implemented by tf-keras)."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+
+    class TF1(types.ModuleType):
+        contrib = types.SimpleNamespace(layers=types.SimpleNamespace(flatten=v1.layers.flatten))
+
+        def __getattr__(self, name):
+            return getattr(v1, name)
+
+    return TF1("tensorflow_v1_for_mmdnn")
+
+
+_KERAS_MODULES = ("keras", "keras.backend", "keras.models", "keras.layers", "keras.applications",
+                  "keras.applications.mobilenet")
+
+
+# Keras 2.2 modules MMdnn's Keras code imports from, gone from tf-keras: the members it takes from them
+_KERAS_2_2_MODULES = {"keras.engine": ("Layer", "InputSpec"), "keras.layers.core": ("Lambda",)}
+
+
+@contextlib.contextmanager
+def keras_is_tf_keras():
+    """MMdnn's Keras parser, emitter and generated code `import keras` and use Keras 2 API (layer.output_shape,
+    _inbound_nodes, ...); `import keras` is Keras 3 here even with TF_USE_LEGACY_KERAS=1 ("'Conv2D' object
+    has no attribute 'output_shape'"). While the block runs, `keras` and its submodules are tf-keras (Keras
+    2.21), and MMdnn's already-imported Keras modules see it too."""
+    import importlib
+
+    import tf_keras
+
+    saved = {name: sys.modules.get(name) for name in _KERAS_MODULES + tuple(_KERAS_2_2_MODULES)}
+    for name in _KERAS_MODULES:
+        sys.modules[name] = importlib.import_module("tf_keras" + name[len("keras"):])
+    for name, members in _KERAS_2_2_MODULES.items():
+        stand_in = sys.modules[name] = types.ModuleType(name)
+        for member in members:
+            setattr(stand_in, member, getattr(tf_keras.layers, member))
+    for name in ("mmdnn.conversion.keras.keras2_parser", "mmdnn.conversion.keras.keras2_graph",
+                 "mmdnn.conversion.keras.keras2_emitter"):
+        module = sys.modules.get(name)
+        if module is not None:
+            module._keras = tf_keras
+            if hasattr(module, "_K"):
+                module._K = tf_keras.backend
+    try:
+        yield tf_keras
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module

@@ -1,0 +1,44 @@
+"""IR -> Keras with MMdnn's Keras emitter: the generated Keras 2 code (kept in the artifact folder) builds
+the model with tf-keras (compat.keras_is_tf_keras), which is saved as HDF5 and read back by Keras 3's
+legacy-HDF5 loader into a native `.keras` file of built-in layers (rosetta.frameworks.keras runs it, with
+safe_mode). The generated code defines its own `my_add` layer for Add, which Keras 3 cannot load (a custom
+class); it is rebound to the built-in layers.Add (the same sum). The model is NHWC (MMdnn's IR layout),
+recorded in the manifest for the runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rosetta.convert.manifest import Manifest
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, prepare
+from rosetta.convert.mmdnn.ir import weights_dict
+
+ARTIFACT = "model.keras"
+CODE = "kit_keras.py"
+
+
+def convert(source: Path, staging: Path, options: dict) -> Manifest:
+    prepare()
+    from rosetta.convert.mmdnn.compat import keras_is_tf_keras
+
+    previous, graph_file, weights = ir_paths(source)
+    ir_weights = weights_dict(Path(weights).parent)
+    legacy = Path(staging) / "tf-keras.h5"
+    with keras_is_tf_keras():
+        from mmdnn.conversion.keras.keras2_emitter import Keras2Emitter
+
+        generate_code(Keras2Emitter((graph_file, weights)), Path(staging) / CODE)
+        generated = import_generated(Path(staging) / CODE, "mmdnn_kit_keras")
+        generated.load_weights_from_file = lambda weight_file=None: ir_weights
+        if hasattr(generated, "my_add"):
+            generated.my_add = lambda **kwargs: generated.layers.Add(**kwargs)
+        generated.KitModel("weights").save(str(legacy))
+    from rosetta.frameworks.keras import import_keras
+
+    keras = import_keras()
+    model = keras.saving.load_model(str(legacy), compile=False, safe_mode=True)
+    legacy.unlink()
+    model.save(str(Path(staging) / ARTIFACT))
+    layouts = {entry["name"]: "channels_last" for entry in previous.inputs if len(entry["shape"]) == 4}
+    return emitted_manifest(previous, Path(staging) / ARTIFACT, "keras", "Keras2Emitter", keras.__version__,
+                            code=CODE, layouts=layouts)
