@@ -45,12 +45,15 @@ def convert_user_model(model, targets: list[tuple[str, Target]], store, options:
             try:
                 folder = store.get_from(model.key, model.conversion_source, model.chain_for(target),
                                         target.export_options(options))
-                cells.append(ArtifactCell(model.label, name, str(folder), threads=threads, trust_code=model.trust_code))
+                # code rosetta generated in this run (MMdnn's PyTorch emitter) is trusted like the user's own
+                trusted = model.trust_code or dict(target.verify_options).get("trust_code", False)
+                cells.append(ArtifactCell(model.label, name, str(folder), route=target.route, threads=threads,
+                                          trust_code=trusted))
             except Exception as error:  # a conversion that fails is a FAIL row, never a missing one
                 reason = str(error) if isinstance(error, RosettaError) else one_line(error)
                 if not reason.startswith("conversion"):
                     reason = f"conversion failed: {reason}"
-                cells.append(ArtifactCell(model.label, name, failure=reason))
+                cells.append(ArtifactCell(model.label, name, failure=reason, route=target.route))
         advance(None)
     return cells
 

@@ -63,14 +63,20 @@ def to_channels_first(array: np.ndarray) -> np.ndarray:
     return np.transpose(array, (0, array.ndim - 1, *range(1, array.ndim - 1)))
 
 
+# layout the artifact takes -> (how a reference-layout array becomes it, how it comes back)
+_LAYOUT_CHANGES = {"channels_last": (to_channels_last, to_channels_first),
+                   "channels_first": (to_channels_first, to_channels_last)}
+
+
 def to_layouts(feeds: dict[str, np.ndarray], layouts: dict) -> dict[str, np.ndarray]:
-    """Where a converter changed a tensor's layout (manifest converter "layouts": {name: "channels_last"}:
-    onnx2tf, MMdnn's NHWC emitters), the runner transposes at the boundary, so callers feed and receive the
-    same arrays as the reference model."""
-    return {name: np.ascontiguousarray(to_channels_last(array)) if layouts.get(name) == "channels_last" else array
-            for name, array in feeds.items()}
+    """Where a converter changed a tensor's layout (manifest converter "layouts": {name: "channels_last"} for
+    onnx2tf and MMdnn's NHWC emitters from a channels-first model; "channels_first" for MMdnn's NCHW emitters
+    from a Keras model), the runner transposes at the boundary, so callers feed and receive the same arrays
+    as the reference model."""
+    return {name: np.ascontiguousarray(_LAYOUT_CHANGES[layouts[name]][0](array))
+            if layouts.get(name) in _LAYOUT_CHANGES else array for name, array in feeds.items()}
 
 
 def from_layouts(outputs: dict[str, np.ndarray], layouts: dict) -> dict[str, np.ndarray]:
-    return {name: to_channels_first(value) if layouts.get(name) == "channels_last" else value
+    return {name: _LAYOUT_CHANGES[layouts[name]][1](value) if layouts.get(name) in _LAYOUT_CHANGES else value
             for name, value in outputs.items()}

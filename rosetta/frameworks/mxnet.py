@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.frameworks.base import Runner, artifact_file, check_feeds
+from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, to_layouts
 
 _REMOVED_NUMPY_ALIASES = {"bool": bool, "int": int, "float": float, "complex": complex, "object": object, "str": str}
 
@@ -63,7 +63,7 @@ class MXNetRunner(Runner):
 
     def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu") -> None:
         mx = import_mxnet(threads)
-        self.manifest = manifest
+        self.manifest, self.layouts = manifest, manifest.converter.get("layouts", {})
         artifact = artifact_file(folder, manifest)
         self.context = mx.gpu() if device == "cuda" else mx.cpu()
         # the symbol's own input names where a converter recorded them (MMdnn names its input "input")
@@ -79,10 +79,11 @@ class MXNetRunner(Runner):
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         mx = import_mxnet()
         check_feeds(feeds, self.manifest.inputs)
+        feeds = to_layouts(feeds, self.layouts)
         # MXNet's legacy operators read indices (Gather -> take) as float32; token ids < 2**24 stay exact.
         arrays = [mx.nd.array(feeds[e["name"]], ctx=self.context,
                               dtype=np.float32 if np.issubdtype(feeds[e["name"]].dtype, np.integer) else feeds[e["name"]].dtype)
                   for e in self.manifest.inputs]
         result = self.block(*arrays)
         result = result if isinstance(result, (list, tuple)) else [result]
-        return {name: value.asnumpy() for name, value in zip(self.output_names, result)}
+        return from_layouts({name: value.asnumpy() for name, value in zip(self.output_names, result)}, self.layouts)

@@ -136,3 +136,11 @@ class TorchCodeRunner(TorchArtifactRunner):
         self.manifest, self.dtype, self.device = manifest, torch.float32, torch_device(device)
         self.module = build_module(manifest.artifact_path(folder)).to(self.device)
         self.output_names = [o["name"] for o in manifest.outputs]
+        self.layouts = manifest.converter.get("layouts", {})
+
+    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from rosetta.frameworks.base import check_feeds, from_layouts, to_layouts
+
+        check_feeds(feeds, self.manifest.inputs)
+        feeds = to_layouts(feeds, self.layouts)
+        return from_layouts(self._forward([feeds[entry["name"]] for entry in self.manifest.inputs]), self.layouts)

@@ -21,6 +21,17 @@ model = keras.Model(image, keras.layers.Dense(10, name="logits")(x))
 model.save(folder / "small.keras")
 model.save(folder / "small.h5")
 
+# Keras 2 (tf-keras) HDF5 files, which MMdnn's Keras parser reads: the same layers flattened with Flatten, and
+# with a raw Reshape (NHWC order), which MMdnn converts without an error but wrongly to channels-first targets
+import tf_keras  # noqa: E402
+
+tf_keras.utils.set_random_seed(0)
+for name, flatten in (("keras2-flatten", tf_keras.layers.Flatten()), ("keras2-reshape", tf_keras.layers.Reshape((8 * 8 * 8,)))):
+    inputs = tf_keras.Input((16, 16, 3), name="image")
+    x = tf_keras.layers.Conv2D(8, 3, padding="same", activation="relu")(inputs)
+    x = flatten(tf_keras.layers.MaxPooling2D()(x))
+    tf_keras.Model(inputs, tf_keras.layers.Dense(10, name="logits")(x)).save(folder / f"{name}.h5")
+
 import tensorflow as tf  # noqa: E402
 
 

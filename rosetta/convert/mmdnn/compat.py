@@ -142,3 +142,85 @@ def keras_is_tf_keras():
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = module
+
+
+@contextlib.contextmanager
+def _patched(owner, name: str, replacement):
+    original = owner.__dict__[name]
+    setattr(owner, name, replacement(original))
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+@contextlib.contextmanager
+def keras_parser():
+    """MMdnn's Keras parser on tf-keras 2.21, for the block only (on top of keras_is_tf_keras):
+    - Keras2Graph accepts only `type(model) in (Model, Sequential)`; tf-keras loads a Functional ("Keras
+      layer of type <class '...Functional'> is not supported"): any tf_keras.Model is accepted;
+    - tf-keras' Node.inbound_layers is the bare layer when a node has one input ("'InputLayer' object is
+      not iterable"): always a list;
+    - tf-keras' Layer.output_shape of an InputLayer is a one-element list of shapes ("'tuple' object cannot
+      be interpreted as an integer"): the shape itself;
+    - BatchNormalization.axis is a ListWrapper([3]) ("'ListWrapper' object cannot be interpreted as an
+      integer"): its single axis while the parser reads it (several axes: refused);
+    - a plain ReLU has max_value=None ("AttrValue cannot be of <class 'NoneType'>"): parsed as unbounded,
+      and ReLUs with a negative slope or threshold, which MMdnn would drop silently, are refused."""
+    with keras_is_tf_keras() as tf_keras:
+        from mmdnn.conversion.common.DataStructure.graph import Graph
+        from mmdnn.conversion.keras import keras2_graph
+        from mmdnn.conversion.keras.keras2_parser import Keras2Parser
+        from tf_keras.src.engine import base_layer
+        from tf_keras.src.engine import node as node_module
+
+        def graph_init(original):
+            def __init__(self, model):
+                if not isinstance(model, tf_keras.Model):
+                    raise TypeError(f"Keras layer of type {type(model)} is not supported.")
+                Graph.__init__(self, model)
+                self.model = model
+            return __init__
+
+        def listed(original):
+            return property(lambda self: (lambda r: r if isinstance(r, list) else [r])(original.fget(self)))
+
+        def single_shape(original):
+            return property(lambda self: (lambda r: r[0] if isinstance(r, list) and len(r) == 1 else r)(
+                original.fget(self)))
+
+        def batchnorm(original):
+            def rename_BatchNormalization(self, node):
+                layer = node.keras_layer
+                axis = layer.axis
+                if not isinstance(axis, int):
+                    if len(axis) != 1:
+                        raise NotImplementedError(f"BatchNormalization over several axes {list(axis)}")
+                    layer.axis = int(axis[0])
+                try:
+                    return original(self, node)
+                finally:
+                    layer.axis = axis
+            return rename_BatchNormalization
+
+        def relu(original):
+            def rename_ReLU(self, node):
+                layer = node.keras_layer
+                if float(getattr(layer, "negative_slope", 0.0) or 0.0) or float(getattr(layer, "threshold", 0.0) or 0.0):
+                    raise NotImplementedError("ReLU with a negative slope or threshold (MMdnn would drop them)")
+                if layer.max_value is not None:
+                    return original(self, node)
+                layer.max_value = float("inf")
+                try:
+                    original(self, node)
+                finally:
+                    layer.max_value = None
+                del self.IR_graph.node[-1].attr["max_value"]
+            return rename_ReLU
+
+        with _patched(keras2_graph.Keras2Graph, "__init__", graph_init), \
+                _patched(node_module.Node, "inbound_layers", listed), \
+                _patched(base_layer.Layer, "output_shape", single_shape), \
+                _patched(Keras2Parser, "rename_BatchNormalization", batchnorm), \
+                _patched(Keras2Parser, "rename_ReLU", relu):
+            yield Keras2Parser

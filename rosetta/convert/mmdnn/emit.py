@@ -50,6 +50,15 @@ def emitted_manifest(previous: Manifest, artifact: Path, fmt: str, emitter: str,
                     inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(artifact))
 
 
+def layouts(previous: Manifest, emitted: str) -> dict:
+    """How the emitted model's image inputs differ from the source model's: MMdnn's IR is NHWC; its PyTorch
+    and MXNet emitters write NCHW models, the others NHWC. The source's layout is in the IR's manifest."""
+    source = previous.converter.get("layout", "channels_first")
+    if emitted == source:
+        return {}
+    return {entry["name"]: emitted for entry in previous.inputs if len(entry["shape"]) == 4}
+
+
 def prepare() -> None:
     """MMdnn's shims, in the worker that runs this step."""
     compat.apply()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.convert.manifest import Manifest
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, prepare
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts, prepare
 from rosetta.convert.mmdnn.ir import weights_dict
 
 ARTIFACT = "model.keras"
@@ -39,6 +39,5 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     model = keras.saving.load_model(str(legacy), compile=False, safe_mode=True)
     legacy.unlink()
     model.save(str(Path(staging) / ARTIFACT))
-    layouts = {entry["name"]: "channels_last" for entry in previous.inputs if len(entry["shape"]) == 4}
     return emitted_manifest(previous, Path(staging) / ARTIFACT, "keras", "Keras2Emitter", keras.__version__,
-                            code=CODE, layouts=layouts)
+                            code=CODE, layouts=layouts(previous, "channels_last"))

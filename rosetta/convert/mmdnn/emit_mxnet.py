@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.convert.manifest import Manifest
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, prepare
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts, prepare
 from rosetta.errors import RosettaError
 
 ARTIFACT = "model"
@@ -43,4 +43,4 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     symbol.save(str(artifact / SYMBOL_FILE))
     mx.nd.save(str(artifact / PARAMS_FILE), params)
     return emitted_manifest(previous, artifact, "mxnet", "MXNetEmitter", mx.__version__, code=CODE,
-                            input_names=inputs)
+                            input_names=inputs, layouts=layouts(previous, "channels_first"))

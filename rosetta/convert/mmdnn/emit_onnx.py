@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.convert.manifest import Manifest
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, prepare
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts, prepare
 from rosetta.convert.mmdnn.ir import weights_dict
 from rosetta.errors import RosettaError
 
@@ -26,6 +26,12 @@ OPSET = 13
 
 
 def rename_value(model, old: str, new: str) -> None:
+    """Rename a value everywhere; a different value already named `new` (the emitter names the NCHW
+    transpose of an input after the input) is renamed out of the way first."""
+    if old == new:
+        return
+    if any(new in node.output for node in model.graph.node):
+        rename_value(model, new, f"{new}_mmdnn")
     for node in model.graph.node:
         node.input[:] = [new if name == old else name for name in node.input]
         node.output[:] = [new if name == old else name for name in node.output]
@@ -86,8 +92,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     generated.load_weights = lambda weight_file=None: emitter.weights_dict or ir_weights
     model = for_onnxruntime(generated.KitModel(None), previous.inputs, previous.outputs)
     onnx.save(model, str(Path(staging) / ARTIFACT))
-    layouts = {entry["name"]: "channels_last" for entry in previous.inputs if len(entry["shape"]) == 4}
     manifest = emitted_manifest(previous, Path(staging) / ARTIFACT, "onnx", "OnnxEmitter", onnx.__version__,
-                                code=CODE, layouts=layouts)
+                                code=CODE, layouts=layouts(previous, "channels_last"))
     manifest.opset = OPSET
     return manifest

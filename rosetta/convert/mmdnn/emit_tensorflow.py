@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from rosetta.convert.manifest import Manifest
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, prepare
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts, prepare
 from rosetta.convert.mmdnn.ir import weights_dict
 from rosetta.errors import RosettaError
 
@@ -52,6 +52,5 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
                                                  signature_def_map={"serving_default": signature},
                                                  strip_default_attrs=True)
             builder.save()
-    layouts = {entry["name"]: "channels_last" for entry in previous.inputs if len(entry["shape"]) == 4}
     return emitted_manifest(previous, Path(staging) / ARTIFACT, "tensorflow", "TensorflowEmitter", tf.__version__,
-                            code=CODE, layouts=layouts)
+                            code=CODE, layouts=layouts(previous, "channels_last"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from rosetta.convert.manifest import Manifest
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, prepare
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts, prepare
 
 ARTIFACT = "model"
 CODE, WEIGHTS = "kit_pytorch.py", "weights.npz"
@@ -43,4 +43,5 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     generate_code(emitter, artifact / CODE)
     save_weights(emitter.weights_dict, artifact / WEIGHTS)
     build_module(artifact)  # fail here, not at the first run, if the code does not build
-    return emitted_manifest(previous, artifact, "torch-code", "PytorchEmitter", torch.__version__, code=CODE)
+    return emitted_manifest(previous, artifact, "torch-code", "PytorchEmitter", torch.__version__, code=CODE,
+                            layouts=layouts(previous, "channels_first"))

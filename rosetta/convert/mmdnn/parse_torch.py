@@ -119,4 +119,5 @@ def convert(source, staging: Path, options: dict) -> Manifest:
 
     return save_ir(parser, staging, dict(source.origin), signature_of(source.inputs), signature_of(source.outputs),
                    {"name": "mmdnn PytorchParser151 (rosetta.convert.mmdnn.parse_torch)", "version": version("mmdnn"),
-                    "framework_version": torch.__version__, "options": {}})
+                    "framework_version": torch.__version__, "options": {},
+                    "layout": "channels_first"})
