@@ -22,10 +22,11 @@ $(STAMP): $(PINS) $(NODEPS) pyproject.toml
 
 install: $(STAMP)
 
-# Verify every model in every target (inference, and 5 training steps where the target trains), then time
+# Verify every model in every target by both routes, ONNX and MMdnn, side by side (inference, and 5 training
+# steps where the target trains), then time
 # the DLF workloads on this CPU; the bench reuses the conversions kept in .rosetta-work.
 demo: $(STAMP)
-	$(VENV)/bin/rosetta verify --model all --targets all --train-steps 5 --work-dir .rosetta-work --json demo-results.json
+	$(VENV)/bin/rosetta verify --model all --via onnx,mmdnn --targets all --train-steps 5 --work-dir .rosetta-work --json demo-results.json
 	$(VENV)/bin/rosetta bench --workload all --targets all --work-dir .rosetta-work --json demo-bench.json --plot-dir demo-charts
 
 test: $(STAMP)

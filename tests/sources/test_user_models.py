@@ -55,6 +55,42 @@ def test_keras_model_converts_to_onnx_torch_mxnet_and_passes(files, tmp_path):
     assert "no float64 reference" in out.stdout and out.stderr == ""  # quiet: no framework logs
 
 
+def test_mmdnn_converts_a_keras2_model_and_its_nhwc_reshape_error_is_flagged(files, tmp_path):
+    """MMdnn converts a Keras model that flattens NHWC with a raw Reshape before Dense without any error, but
+    its channels-first emitters (PyTorch, MXNet) do not reorder the dense weights: rosetta says FAIL. The same
+    model with Flatten passes, and the NHWC targets pass both."""
+    for name, expected in (("keras2-flatten", "PASS"), ("keras2-reshape", "FAIL")):
+        out = run("convert", str(files / f"{name}.h5"), "--via", "mmdnn", "--to", "torch,mxnet,tensorflow",
+                  "-o", str(tmp_path / name), "--json", str(tmp_path / f"{name}.json"))
+        assert out.returncode == (0 if expected == "PASS" else 1), out.stdout + out.stderr
+        assert rows(tmp_path / f"{name}.json") == [("torch", expected), ("mxnet", expected), ("tensorflow", "PASS")]
+    wrong = json.loads((tmp_path / "keras2-reshape.json").read_text())["results"][0]
+    assert wrong["route"] == "mmdnn" and "x the noise floor" in wrong["reason"]
+    assert wrong["outputs"][0]["max_abs_error"] > 0.1  # wrong, not noise
+    manifest = json.loads((tmp_path / "keras2-reshape" / "torch" / "manifest.json").read_text())
+    assert manifest["chain"] == ["keras", "mmdnn", "torch-code"]
+
+
+def test_mmdnn_converts_a_gluon_export(files, tmp_path):
+    out = run("convert", str(files / "gluon-symbol.json"), "--input", "data:Nx3x16x16:float32", "--via", "mmdnn",
+              "--to", "torch,onnx", "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert rows(tmp_path / "r.json") == [("torch", "PASS"), ("onnx", "PASS")]
+
+
+def test_mmdnn_refuses_keras3_and_onnx_sources_with_the_reason(files, tmp_path):
+    out = run("convert", str(files / "small.keras"), "--via", "mmdnn", "--to", "torch", "-o", str(tmp_path / "a"),
+              "--json", str(tmp_path / "a.json"))
+    assert out.returncode == 1
+    reason = json.loads((tmp_path / "a.json").read_text())["results"][0]["reason"]
+    assert "MMdnn's Keras parser reads Keras 2 HDF5 models (tf-keras)" in reason and "use --via onnx" in reason
+    out = run("convert", str(files / "model.onnx"), "--via", "mmdnn", "--to", "torch", "-o", str(tmp_path / "b"),
+              "--json", str(tmp_path / "b.json"))
+    assert out.returncode == 1
+    reason = json.loads((tmp_path / "b.json").read_text())["results"][0]["reason"]
+    assert "route mmdnn cannot start from a onnx model" in reason
+
+
 def test_pytorch_factory_converts_to_tensorflow_keras_onnxruntime_and_passes(files, tmp_path):
     out = run("convert", f"{files / 'net.py'}:build", "--input", "image:Nx3x16x16:float32", "--trust-code",
               "--to", "tensorflow,keras,onnxruntime", "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"))
