@@ -1,7 +1,9 @@
 """Everything MMdnn 0.3.1 needs to run on this stack (protobuf 7, numpy 1.26, torch 2.x, TensorFlow 2.21,
-tf-keras, onnx 1.23), in one place. Each shim says what it bridges. `apply()` installs them; it is called
-only inside the worker processes that run MMdnn conversions (rosetta.worker), so no other part of rosetta
-ever sees a patched module.
+tf-keras, onnx 1.23), in one place. Each shim says what it bridges. Every MMdnn step runs in a worker process
+(rosetta.worker) except the PyTorch parser, which needs the in-memory module: there, `apply()` touches only
+MMdnn's own modules (its rebuilt graph_pb2, its emitter base class), and the torchvision stand-in exists only
+while MMdnn's parser is imported. The framework shims (`tensorflow_v1`, `keras_is_tf_keras`, `keras_parser`)
+are used by the worker steps that need them, the Keras ones only for the duration of a block.
 """
 
 from __future__ import annotations
