@@ -69,7 +69,7 @@ def test_verify_exit_status_is_1_when_a_verdict_fails(tmp_path):
     (["convert", "--model", "cnn", "--to", "onnx"], "the following arguments are required: -o/--output"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     (["verify", "--model", "cnn", "--targets", "onnxruntime", "--train-steps", "2"],
-     "--train-steps: onnxruntime can only infer; trainable targets: torch, keras, mxnet"),
+     "--train-steps: onnxruntime (onnx) can only infer; trainable targets: torch, keras, mxnet (onnx route)"),
     (["verify", "--train-steps", "0"], "expected a positive integer, got '0'"),
     (["bench", "--workload", "lstm-train"], "unknown workload 'lstm-train'"),
     (["bench", "--device", "tpu"], "invalid choice: 'tpu'"),

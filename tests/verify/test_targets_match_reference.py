@@ -18,11 +18,16 @@ def seeds_for(target: str, route: str) -> tuple:
 
 
 CASES = [(m, r, t, s) for r in list_routes() for t in list_targets(r) for m in list_models() for s in seeds_for(t, r)]
+# What a route is known not to convert: these must be FAIL rows whose reason says why, in every target
+CANNOT = {("mmdnn", "gru"): "MMdnn cannot convert GRU: MMdnn has no working recurrent layers"}
 
 
-@pytest.mark.parametrize("model,route,target,seed", CASES, ids=[f"{m}-{t}-seed{s}" for m, _, t, s in CASES])
+@pytest.mark.parametrize("model,route,target,seed", CASES, ids=[f"{m}-{r}-{t}-seed{s}" for m, r, t, s in CASES])
 def test_converted_model_passes(store, references, model, route, target, seed):
     result = run_cell(VerifyCell(model, target, route, seed=seed), store, references)
+    if (route, model) in CANNOT:
+        assert result.verdict == "FAIL" and CANNOT[route, model] in result.reason, result.reason
+        return
     assert result.verdict == "PASS", result.reason
     for output in result.outputs:
         assert output.within_tolerance == 1.0
