@@ -88,7 +88,9 @@ def identify(text: str) -> ModelFile:
 
 def _mxnet_params(symbol: Path) -> Path:
     prefix = symbol.name[: -len("-symbol.json")]
-    candidates = sorted(symbol.parent.glob(f"{prefix}-*.params"))
+    # NAME-EPOCH.params only: NAME-other-0000.params belongs to another model (NAME-other-symbol.json)
+    candidates = sorted(p for p in symbol.parent.glob(f"{prefix}-*.params")
+                        if re.fullmatch(rf"{re.escape(prefix)}-\d{{4}}\.params", p.name))
     if not candidates:
         raise RosettaError(f"{symbol} has no {prefix}-0000.params beside it; export the MXNet model with its "
                            "parameters (HybridBlock.export)")

@@ -64,3 +64,13 @@ net.initialize(mx.init.Xavier())
 net.hybridize()
 net(mx.nd.ones((2, 3, 16, 16)))
 net.export(str(folder / "gluon"), 0)
+
+# padded average pooling, which MXNet averages over the padding too (count_include_pad) and MMdnn's PyTorch and
+# ONNX emitters do not: converted without an error, but wrong
+net = mx.gluon.nn.HybridSequential()
+net.add(mx.gluon.nn.Conv2D(8, 3, padding=1), mx.gluon.nn.AvgPool2D(3, 2, padding=1), mx.gluon.nn.Flatten(),
+        mx.gluon.nn.Dense(10))
+net.initialize(mx.init.Xavier())
+net.hybridize()
+net(mx.nd.ones((2, 3, 16, 16)))
+net.export(str(folder / "gluon-avgpool"), 0)

@@ -78,6 +78,17 @@ def test_mmdnn_converts_a_gluon_export(files, tmp_path):
     assert rows(tmp_path / "r.json") == [("torch", "PASS"), ("onnx", "PASS")]
 
 
+def test_mmdnn_padded_average_pooling_error_is_flagged(files, tmp_path):
+    """MXNet averages padded pooling windows over the padding too; MMdnn's IR does not record it and its PyTorch
+    and ONNX emitters exclude the padding: converted without an error, wrong. Its MXNet emitter is right."""
+    out = run("convert", str(files / "gluon-avgpool-symbol.json"), "--input", "data:Nx3x16x16:float32", "--via",
+              "mmdnn", "--to", "torch,onnx,mxnet", "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert rows(tmp_path / "r.json") == [("torch", "FAIL"), ("onnx", "FAIL"), ("mxnet", "PASS")]
+    wrong = json.loads((tmp_path / "r.json").read_text())["results"][0]
+    assert "x the noise floor" in wrong["reason"] and wrong["outputs"][0]["max_abs_error"] > 0.01
+
+
 def test_mmdnn_refuses_keras3_and_onnx_sources_with_the_reason(files, tmp_path):
     out = run("convert", str(files / "small.keras"), "--via", "mmdnn", "--to", "torch", "-o", str(tmp_path / "a"),
               "--json", str(tmp_path / "a.json"))
