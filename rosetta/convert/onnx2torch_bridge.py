@@ -13,10 +13,10 @@
 from __future__ import annotations
 
 import importlib
-import sys
 import types
 
 from rosetta.errors import RosettaError
+from rosetta.imports import stand_in_modules
 
 _LOADED = None
 
@@ -44,16 +44,8 @@ def import_onnx2torch():
         stand_in = {}
     except Exception:  # absent, or a build that does not match torch
         stand_in = _torchvision_stand_in()
-    saved = {name: sys.modules.get(name) for name in stand_in}
-    sys.modules.update(stand_in)
-    try:
+    with stand_in_modules(stand_in):
         onnx2torch = importlib.import_module("onnx2torch")
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
     _register_gru()
     _LOADED = onnx2torch
     return onnx2torch

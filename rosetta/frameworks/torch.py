@@ -82,24 +82,31 @@ def edit_state_dict(artifact: Path, edit) -> None:
 
 
 class TorchArtifactRunner(TorchModuleRunner):
-    """Runs a converted PyTorch artifact (onnx2torch: ONNX graph + state_dict, see convert.onnx_to_torch)."""
+    """Runs a converted PyTorch artifact (onnx2torch: ONNX graph + state_dict, see convert.onnx_to_torch),
+    fed in its manifest's input order and layouts."""
 
     def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu") -> None:  # no deep copy: ours
         import torch
 
-        from rosetta.convert.onnx_to_torch import load_module
-
         if threads:
             torch.set_num_threads(threads)
         self.manifest, self.dtype, self.device = manifest, torch.float32, torch_device(device)
-        self.module = load_module(folder, manifest).to(self.device)
+        self.module = self.load_module(folder, manifest).to(self.device)
         self.output_names = [o["name"] for o in manifest.outputs]
 
+    @staticmethod
+    def load_module(folder, manifest):
+        from rosetta.convert.onnx_to_torch import load_module
+
+        return load_module(folder, manifest)
+
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from rosetta.frameworks.base import check_feeds
+        from rosetta.frameworks.base import check_feeds, from_layouts, to_layouts
 
         check_feeds(feeds, self.manifest.inputs)
-        return self._forward([feeds[entry["name"]] for entry in self.manifest.inputs])
+        layouts = self.manifest.converter.get("layouts", {})
+        feeds = to_layouts(feeds, layouts)
+        return from_layouts(self._forward([feeds[entry["name"]] for entry in self.manifest.inputs]), layouts)
 
 
 class TorchExportRunner(TorchArtifactRunner):
@@ -123,24 +130,15 @@ class TorchCodeRunner(TorchArtifactRunner):
     it; a folder given on the command line needs --trust-code)."""
 
     def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu", trust_code: bool = False) -> None:
-        import torch
-
-        from rosetta.convert.mmdnn.emit_torch import build_module
         from rosetta.errors import RosettaError
 
         if not trust_code:
             raise RosettaError(f"{folder} holds generated Python code ({manifest.converter.get('code', 'code')}) that "
                                "running it would execute; pass --trust-code if you trust it")
-        if threads:
-            torch.set_num_threads(threads)
-        self.manifest, self.dtype, self.device = manifest, torch.float32, torch_device(device)
-        self.module = build_module(manifest.artifact_path(folder)).to(self.device)
-        self.output_names = [o["name"] for o in manifest.outputs]
-        self.layouts = manifest.converter.get("layouts", {})
+        super().__init__(folder, manifest, threads, device)
 
-    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from rosetta.frameworks.base import check_feeds, from_layouts, to_layouts
+    @staticmethod
+    def load_module(folder, manifest):
+        from rosetta.convert.mmdnn.emit_torch import build_module
 
-        check_feeds(feeds, self.manifest.inputs)
-        feeds = to_layouts(feeds, self.layouts)
-        return from_layouts(self._forward([feeds[entry["name"]] for entry in self.manifest.inputs]), self.layouts)
+        return build_module(manifest.artifact_path(folder))

@@ -14,6 +14,8 @@ import importlib.util
 import sys
 import types
 
+from rosetta.imports import stand_in_modules
+
 _APPLIED = False
 
 
@@ -74,14 +76,9 @@ def torch_parser():
     """MMdnn's pytorch_parser imports torchvision and never uses it; torchvision's PyPI build here is a CUDA
     build that fails to import beside CPU torch (and rosetta does not install it). An empty stand-in
     module exists only while the parser is imported, then is removed again."""
-    added = "torchvision" not in sys.modules
-    if added:
-        sys.modules["torchvision"] = types.ModuleType("torchvision")
-    try:
+    stand_in = {} if "torchvision" in sys.modules else {"torchvision": types.ModuleType("torchvision")}
+    with stand_in_modules(stand_in):
         yield
-    finally:
-        if added:
-            sys.modules.pop("torchvision", None)
 
 
 def tensorflow_v1():
@@ -122,28 +119,20 @@ def keras_is_tf_keras():
 
     import tf_keras
 
-    saved = {name: sys.modules.get(name) for name in _KERAS_MODULES + tuple(_KERAS_2_2_MODULES)}
-    for name in _KERAS_MODULES:
-        sys.modules[name] = importlib.import_module("tf_keras" + name[len("keras"):])
+    stand_ins = {name: importlib.import_module("tf_keras" + name[len("keras"):]) for name in _KERAS_MODULES}
     for name, members in _KERAS_2_2_MODULES.items():
-        stand_in = sys.modules[name] = types.ModuleType(name)
+        stand_ins[name] = types.ModuleType(name)
         for member in members:
-            setattr(stand_in, member, getattr(tf_keras.layers, member))
-    for name in ("mmdnn.conversion.keras.keras2_parser", "mmdnn.conversion.keras.keras2_graph",
-                 "mmdnn.conversion.keras.keras2_emitter"):
-        module = sys.modules.get(name)
-        if module is not None:
-            module._keras = tf_keras
-            if hasattr(module, "_K"):
-                module._K = tf_keras.backend
-    try:
+            setattr(stand_ins[name], member, getattr(tf_keras.layers, member))
+    with stand_in_modules(stand_ins):
+        for name in ("mmdnn.conversion.keras.keras2_parser", "mmdnn.conversion.keras.keras2_graph",
+                     "mmdnn.conversion.keras.keras2_emitter"):
+            module = sys.modules.get(name)
+            if module is not None:
+                module._keras = tf_keras
+                if hasattr(module, "_K"):
+                    module._K = tf_keras.backend
         yield tf_keras
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
 
 
 @contextlib.contextmanager

@@ -10,7 +10,6 @@ import io
 from pathlib import Path
 
 from rosetta.convert.manifest import Manifest, sha256_of
-from rosetta.convert.mmdnn import compat
 from rosetta.convert.mmdnn.ir import GRAPH, WEIGHTS
 from rosetta.errors import RosettaError
 
@@ -57,8 +56,3 @@ def layouts(previous: Manifest, emitted: str) -> dict:
     if emitted == source:
         return {}
     return {entry["name"]: emitted for entry in previous.inputs if len(entry["shape"]) == 4}
-
-
-def prepare() -> None:
-    """MMdnn's shims, in the worker that runs this step."""
-    compat.apply()

@@ -10,26 +10,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.convert.manifest import Manifest
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts, prepare
-from rosetta.convert.mmdnn.ir import weights_dict
+from rosetta.convert.mmdnn import compat
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts
 
 ARTIFACT = "model.keras"
 CODE = "kit_keras.py"
 
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
-    prepare()
-    from rosetta.convert.mmdnn.compat import keras_is_tf_keras
-
+    compat.apply()
     previous, graph_file, weights = ir_paths(source)
-    ir_weights = weights_dict(Path(weights).parent)
     legacy = Path(staging) / "tf-keras.h5"
-    with keras_is_tf_keras():
+    with compat.keras_is_tf_keras():
         from mmdnn.conversion.keras.keras2_emitter import Keras2Emitter
 
-        generate_code(Keras2Emitter((graph_file, weights)), Path(staging) / CODE)
+        emitter = Keras2Emitter((graph_file, weights))
+        generate_code(emitter, Path(staging) / CODE)
         generated = import_generated(Path(staging) / CODE, "mmdnn_kit_keras")
-        generated.load_weights_from_file = lambda weight_file=None: ir_weights
+        generated.load_weights_from_file = lambda weight_file=None: emitter.weights_dict
         if hasattr(generated, "my_add"):
             generated.my_add = lambda **kwargs: generated.layers.Add(**kwargs)
         generated.KitModel("weights").save(str(legacy))

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.convert.manifest import Manifest
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts, prepare
+from rosetta.convert.mmdnn import compat
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts
 from rosetta.errors import RosettaError
 
 ARTIFACT = "model"
@@ -18,7 +19,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     from rosetta.frameworks.mxnet import PARAMS_FILE, SYMBOL_FILE, import_mxnet
 
     mx = import_mxnet()
-    prepare()
+    compat.apply()
     from mmdnn.conversion.mxnet.mxnet_emitter import MXNetEmitter
 
     previous, graph, weights = ir_paths(source)

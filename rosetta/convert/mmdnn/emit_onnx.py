@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.convert.manifest import Manifest
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts, prepare
-from rosetta.convert.mmdnn.ir import weights_dict
+from rosetta.convert.mmdnn import compat
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts
 from rosetta.errors import RosettaError
 
 ARTIFACT = "model.onnx"
@@ -78,7 +78,7 @@ def for_onnxruntime(model, inputs: list, outputs: list):
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
     from rosetta.frameworks.mxnet import install_onnx_mapping
 
-    prepare()
+    compat.apply()
     install_onnx_mapping()  # the generated code calls onnx.mapping.NP_TYPE_TO_TENSOR_TYPE
     import onnx
     from mmdnn.conversion.onnx.onnx_emitter import OnnxEmitter
@@ -88,8 +88,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     code = Path(staging) / CODE
     generate_code(emitter, code)
     generated = import_generated(code, "mmdnn_kit_onnx")
-    ir_weights = weights_dict(Path(weights).parent)
-    generated.load_weights = lambda weight_file=None: emitter.weights_dict or ir_weights
+    generated.load_weights = lambda weight_file=None: emitter.weights_dict  # the IR's, as the emitter read them
     model = for_onnxruntime(generated.KitModel(None), previous.inputs, previous.outputs)
     onnx.save(model, str(Path(staging) / ARTIFACT))
     manifest = emitted_manifest(previous, Path(staging) / ARTIFACT, "onnx", "OnnxEmitter", onnx.__version__,

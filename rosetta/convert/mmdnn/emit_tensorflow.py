@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 from rosetta.convert.manifest import Manifest
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts, prepare
-from rosetta.convert.mmdnn.ir import weights_dict
+from rosetta.convert.mmdnn import compat
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts
 from rosetta.errors import RosettaError
 
 ARTIFACT = "saved_model"
@@ -20,8 +20,7 @@ CODE = "kit_tensorflow.py"
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
     os.environ["TF_USE_LEGACY_KERAS"] = "1"  # this worker only: tf.compat.v1.layers needs tf-keras
-    prepare()
-    from rosetta.convert.mmdnn.compat import tensorflow_v1
+    compat.apply()
     from rosetta.frameworks.tensorflow import import_tensorflow
 
     tf = import_tensorflow()
@@ -33,11 +32,11 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     if len(previous.inputs) != 1 or len(previous.outputs) != 1:
         raise RosettaError("MMdnn's TensorFlow emitter builds one input and one output")
     code = Path(staging) / CODE
-    generate_code(TensorflowEmitter((graph_file, weights)), code)
+    emitter = TensorflowEmitter((graph_file, weights))
+    generate_code(emitter, code)
     generated = import_generated(code, "mmdnn_kit_tensorflow")
-    generated.tf = tensorflow_v1()
-    ir_weights = weights_dict(Path(weights).parent)
-    generated.load_weights = lambda weight_file=None: ir_weights
+    generated.tf = compat.tensorflow_v1()
+    generated.load_weights = lambda weight_file=None: emitter.weights_dict  # the IR's, as the emitter read them
     graph = v1.Graph()
     with graph.as_default():
         x, y = generated.KitModel(None)

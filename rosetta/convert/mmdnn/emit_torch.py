@@ -7,24 +7,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from rosetta.convert.manifest import Manifest
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts, prepare
+from rosetta.convert.mmdnn import compat
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts
+from rosetta.convert.mmdnn.ir import save_weights, weights_dict
 
 ARTIFACT = "model"
 CODE, WEIGHTS = "kit_pytorch.py", "weights.npz"
 
 
-def save_weights(weights: dict, path: Path) -> None:
-    np.savez(path, **{f"{layer}/{name}": np.asarray(value) for layer, values in weights.items()
-                      for name, value in values.items()})
-
-
 def build_module(folder: Path):
     """The generated KitModel from an artifact folder, with its weights from the .npz (no pickle)."""
-    from rosetta.convert.mmdnn.ir import weights_dict
-
     module = import_generated(Path(folder) / CODE, "mmdnn_kit_pytorch")
     weights = weights_dict(folder, WEIGHTS)
     module.load_weights = lambda weight_file=None: weights
@@ -32,7 +25,7 @@ def build_module(folder: Path):
 
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
-    prepare()
+    compat.apply()
     import torch
     from mmdnn.conversion.pytorch.pytorch_emitter import PytorchEmitter
 

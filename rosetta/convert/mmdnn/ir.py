@@ -21,8 +21,12 @@ ARTIFACT = "ir"
 GRAPH, GRAPH_JSON, WEIGHTS = "graph.pb", "graph.json", "weights.npz"
 
 
-def save_ir(parser, staging: Path, previous_source: dict, inputs: list, outputs: list, converter: dict) -> Manifest:
-    """Run an MMdnn parser's IR generation and write the IR artifact and its manifest fields."""
+def save_ir(parser, staging: Path, source: dict, inputs: list, outputs: list, framework_version: str,
+            layout: str) -> Manifest:
+    """Run an MMdnn parser's IR generation and write the IR artifact; its manifest records the parser and the
+    source model's image layout ("channels_first" or "channels_last"), which the emitters compare with theirs."""
+    from importlib.metadata import version
+
     folder = Path(staging) / ARTIFACT
     folder.mkdir()
     with contextlib.redirect_stdout(io.StringIO()):  # MMdnn prints every step
@@ -31,11 +35,18 @@ def save_ir(parser, staging: Path, previous_source: dict, inputs: list, outputs:
         parser.save_to_json(str(folder / GRAPH_JSON))
     if not parser.weight_loaded:
         raise RosettaError("MMdnn's parser loaded no weights")
-    arrays = {f"{layer}/{name}": np.asarray(value) for layer, weights in parser.weights.items()
-              for name, value in weights.items()}
-    np.savez(folder / WEIGHTS, **arrays)
-    return Manifest(artifact=ARTIFACT, format="mmdnn", source=previous_source, converter=converter,
+    save_weights(parser.weights, folder / WEIGHTS)
+    mmdnn_class = next(c for c in type(parser).__mro__ if c.__module__.startswith("mmdnn."))  # not our subclass
+    converter = {"name": f"mmdnn {mmdnn_class.__name__}", "version": version("mmdnn"),
+                 "framework_version": framework_version, "options": {}, "layout": layout}
+    return Manifest(artifact=ARTIFACT, format="mmdnn", source=source, converter=converter,
                     inputs=inputs, outputs=outputs, sha256=sha256_of(folder))
+
+
+def save_weights(weights: dict, path: Path) -> None:
+    """MMdnn's nested {layer: {parameter: array}} dict as "layer/parameter" arrays in a plain .npz."""
+    np.savez(path, **{f"{layer}/{name}": np.asarray(value) for layer, values in weights.items()
+                      for name, value in values.items()})
 
 
 def weights_dict(folder: Path, name: str = WEIGHTS) -> dict:

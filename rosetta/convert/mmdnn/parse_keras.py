@@ -31,14 +31,5 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
             if "deserializing" in str(error):  # a Keras 3 config (batch_shape, ...) tf-keras cannot read
                 raise RosettaError(keras3) from None
             raise
-        manifest = save_ir(parser, staging, previous.source, previous.inputs, previous.outputs,
-                           {"name": "mmdnn Keras2Parser (rosetta.convert.mmdnn.parse_keras)",
-                            "version": _mmdnn_version(), "framework_version": f"tf-keras {tf_keras.__version__}",
-                            "options": {}, "layout": "channels_last"})
-    return manifest
-
-
-def _mmdnn_version() -> str:
-    from importlib.metadata import version
-
-    return version("mmdnn")
+        return save_ir(parser, staging, previous.source, previous.inputs, previous.outputs,
+                       f"tf-keras {tf_keras.__version__}", "channels_last")

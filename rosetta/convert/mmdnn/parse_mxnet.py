@@ -30,9 +30,8 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
         with contextlib.redirect_stdout(io.StringIO()):
             parser = MXNetParser((str(renamed / SYMBOL_FILE), str(renamed / "model"), 0,
                                   list(previous.inputs[0]["shape"][1:])))
-        return save_ir(parser, staging, previous.source, previous.inputs, previous.outputs,
-                       {"name": "mmdnn MXNetParser (rosetta.convert.mmdnn.parse_mxnet)", "version": _version("mmdnn"),
-                        "framework_version": mx.__version__, "options": {}, "layout": "channels_first"})
+        return save_ir(parser, staging, previous.source, previous.inputs, previous.outputs, mx.__version__,
+                       "channels_first")
     except AttributeError as error:  # a parameter missing under the name the parser derives from its node
         raise RosettaError(f"MMdnn's MXNet parser cannot find this model's weights ({error}): it expects "
                            "Module-API names (conv0_weight, bn0_moving_mean)") from None
@@ -61,8 +60,3 @@ def module_api_names(mx, folder: Path, out: Path) -> None:
     mx.nd.save(str(out / "model-0000.params"), {k.split(":")[0] + ":" + rename(k.split(":", 1)[1]): v
                                                for k, v in params.items()})
 
-
-def _version(name: str) -> str:
-    from importlib.metadata import version
-
-    return version(name)

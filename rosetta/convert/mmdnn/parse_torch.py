@@ -115,9 +115,5 @@ def convert(source, staging: Path, options: dict) -> Manifest:
     module = source.module.eval()
     with torch.no_grad():
         parser = parser_class(module, list(source.inputs[0].shape[1:]))
-    from importlib.metadata import version
-
     return save_ir(parser, staging, dict(source.origin), signature_of(source.inputs), signature_of(source.outputs),
-                   {"name": "mmdnn PytorchParser151 (rosetta.convert.mmdnn.parse_torch)", "version": version("mmdnn"),
-                    "framework_version": torch.__version__, "options": {},
-                    "layout": "channels_first"})
+                   torch.__version__, "channels_first")
