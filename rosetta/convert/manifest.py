@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rosetta import __version__
 from rosetta.errors import RosettaError
+from rosetta.trust import contained
 
 MANIFEST_NAME = "manifest.json"
 
@@ -40,6 +41,7 @@ class Manifest:
     opset: int | None = None
     chain: list[str] = field(default_factory=list)  # formats this artifact went through, source first
     stats: dict = field(default_factory=dict)  # conversion wall time and peak memory, for information
+    extra_files: list[str] = field(default_factory=list)  # files beside the artifact it needs (ONNX external data)
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     rosetta_version: str = __version__
     python: str = field(default_factory=platform.python_version)
@@ -55,16 +57,33 @@ class Manifest:
         if not path.is_file():
             raise RosettaError(f"{folder} has no {MANIFEST_NAME}; is it a folder written by `rosetta convert`?")
         try:
-            return cls(**json.loads(path.read_text()))
+            manifest = cls(**json.loads(path.read_text()))
         except (ValueError, TypeError) as error:
             raise RosettaError(f"{path} is not a valid rosetta manifest ({error}); convert the model again") from None
+        for name in manifest.named_files():  # before anything reads them: a forged manifest may point anywhere
+            contained(folder, name, "the manifest's path")
+        return manifest
+
+    def named_files(self) -> list[str]:
+        """Every path the manifest names, relative to its folder."""
+        code = self.converter.get("code") if isinstance(self.converter, dict) else None
+        return [self.artifact, *self.extra_files, *([code] if isinstance(code, str) else [])]
 
     def artifact_path(self, folder: Path) -> Path:
-        return Path(folder) / self.artifact
+        return contained(folder, self.artifact, "the manifest's artifact")
+
+    def digest(self, folder: Path) -> str:
+        """sha256 of the artifact, and of the files beside it that it needs, in the manifest's order."""
+        if not self.extra_files:
+            return sha256_of(self.artifact_path(folder))
+        combined = hashlib.sha256()
+        for name in [self.artifact, *self.extra_files]:
+            combined.update(f"{name}\0{sha256_of(contained(folder, name, 'the manifest path'))}\0".encode())
+        return combined.hexdigest()
 
     def check_integrity(self, folder: Path) -> None:
         """Refuse an artifact whose bytes are not the ones the manifest describes."""
-        actual = sha256_of(self.artifact_path(folder))
+        actual = self.digest(folder)
         if actual != self.sha256:
             raise RosettaError(f"{self.artifact_path(folder)} does not match its manifest's sha256; "
                                "it was changed after conversion: convert it again")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 
@@ -25,35 +26,74 @@ def graph_inputs(model) -> list:
     return [value for value in model.graph.input if value.name not in initializers]
 
 
-def load_checked(path: Path):
-    """Load an ONNX file and run the checker with shape inference; one-line errors for bad files."""
+def external_data_files(model) -> list[str]:
+    """The files (relative to the model's folder) that hold tensors stored outside the .onnx file."""
+    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors, uses_external_data
+
+    files = [ExternalDataInfo(t).location for t in _get_all_tensors(model) if uses_external_data(t)]
+    return list(dict.fromkeys(files))
+
+
+def load_checked(path: Path, label: str | None = None):
+    """Load an ONNX file and run the checker with shape inference; one-line errors for bad files (naming
+    `label`, the path the user gave). A model with external data is checked by path (the checker reads the
+    data, so a model over protobuf's 2 GB limit is checked too) and returned without its data loaded; every
+    data file must lie inside the model's folder."""
     import onnx
 
     from rosetta.errors import RosettaError
+    from rosetta.trust import contained
 
-    path = Path(path)
+    path, label = Path(path), label or str(path)
     if not path.is_file():
-        raise RosettaError(f"ONNX file {path} not found")
+        raise RosettaError(f"ONNX file {label} not found")
     try:
-        model = onnx.load(str(path))
+        model = onnx.load(str(path), load_external_data=False)
+        data_files = external_data_files(model)
     except Exception as error:  # protobuf DecodeError and friends
-        raise RosettaError(f"{path} is not a readable ONNX file ({type(error).__name__}: {error}); "
+        raise RosettaError(f"{label} is not a readable ONNX file ({type(error).__name__}: {error}); "
                            "export it again") from None
+    for name in data_files:
+        data = contained(path.parent, name, "external data file")
+        if not data.is_file():
+            raise RosettaError(f"{label} keeps tensors in {name}, which is not beside it; copy {name} into "
+                               f"{path.parent.name or '.'}/ with the model")
     try:
-        onnx.checker.check_model(model, full_check=True)
+        if data_files:
+            onnx.checker.check_model(str(path), full_check=True)
+        else:
+            model = onnx.load(str(path))
+            onnx.checker.check_model(model, full_check=True)
     except Exception as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise RosettaError(f"{path} fails the ONNX checker: {first_line}") from None
+        raise RosettaError(f"{label} fails the ONNX checker: {first_line}") from None
     return model
 
 
-def training_mode_nodes(model) -> list[str]:
+def copy_onnx(source: Path, target: Path) -> list[str]:
+    """Copy an ONNX file and its external data files (same relative places beside it); the data files."""
+    import onnx
+
+    from rosetta.trust import contained
+
+    shutil.copyfile(source, target)
+    files = external_data_files(onnx.load(str(source), load_external_data=False))
+    for name in files:
+        destination = Path(target).parent / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(contained(Path(source).parent, name, "external data file"), destination)
+    return files
+
+
+def training_mode_nodes(model, base_dir: str = "") -> list[str]:
     """Nodes that compute differently in training mode, marked to do so in an inference graph: Dropout whose
     training_mode input is a true constant, BatchNormalization with training_mode=1. They mean the model was
     exported in training mode (DLF lesson: dropout must be off at inference)."""
     from onnx import numpy_helper
 
-    constants = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+    flags = {node.input[2] for node in model.graph.node if node.op_type == "Dropout" and len(node.input) > 2}
+    constants = {init.name: numpy_helper.to_array(init, base_dir) for init in model.graph.initializer
+                 if init.name in flags}  # only these: the others may be gigabytes of external data
     for node in model.graph.node:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
             constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)

@@ -8,10 +8,10 @@ deterministic, and loads the weights, so a trained copy round-trips through the 
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 from rosetta.convert.manifest import Manifest, sha256_of
+from rosetta.convert.onnx_graph import copy_onnx
 from rosetta.errors import RosettaError
 
 ARTIFACT = "model"  # a folder: the graph and the weights
@@ -56,7 +56,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     previous = Manifest.read(source)
     artifact = Path(staging) / ARTIFACT
     artifact.mkdir()
-    shutil.copyfile(previous.artifact_path(source), artifact / GRAPH)
+    copy_onnx(previous.artifact_path(source), artifact / GRAPH)  # with its external data, if any
     module = build_module(artifact / GRAPH)
     torch.save(module.state_dict(), artifact / WEIGHTS)
     return Manifest(

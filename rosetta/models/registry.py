@@ -62,14 +62,23 @@ class ModelSpec:
 
 MODELS: Registry[ModelSpec] = Registry("model", key=lambda spec: spec.name, hint="(see `rosetta models`)")
 register_model = MODELS.register
+REFERENCE_MODULES = ("rosetta.models.cnn", "rosetta.models.gru", "rosetta.models.resnet50")  # register on import
+
+
+def _registered() -> Registry[ModelSpec]:
+    import importlib
+
+    for module in REFERENCE_MODULES:
+        importlib.import_module(module)
+    return MODELS
 
 
 def list_models() -> list[str]:
-    return MODELS.keys()
+    return _registered().keys()
 
 
 def get_model(name: str) -> ModelSpec:
-    return MODELS.get(name)
+    return _registered().get(name)
 
 
 def parse_model_list(text: str) -> list[ModelSpec]:

@@ -15,6 +15,7 @@ def load_keras_model(path: Path, trust_code: bool):
     """keras.saving.load_model, safe unless trusted, with one-line errors for code and for broken files."""
     from rosetta.frameworks.keras import import_keras
 
+    _check_container(path)
     keras = import_keras()
     try:
         return keras.saving.load_model(str(path), compile=False, safe_mode=not trust_code)
@@ -28,6 +29,24 @@ def load_keras_model(path: Path, trust_code: bool):
                                "only built-in layers can be read") from None
         first = text.strip().splitlines()[0][:200] if text.strip() else type(error).__name__
         raise RosettaError(f"{path.name} is not a readable Keras model ({first})") from None
+
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _check_container(path: Path) -> None:
+    """A .keras file is a zip archive and a .h5 file an HDF5 file: say so before Keras gives a stranger error."""
+    import zipfile
+
+    if path.suffix.lower() == ".keras":
+        if not zipfile.is_zipfile(path):
+            raise RosettaError(f"{path.name} is not a Keras file: a .keras file is the zip archive model.save() "
+                               "writes; save the model again")
+    else:
+        with open(path, "rb") as handle:
+            if handle.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
+                raise RosettaError(f"{path.name} is not a Keras HDF5 file (no HDF5 signature); save the model "
+                                   "again with model.save()")
 
 
 def _signature(tensors, names) -> list[dict]:

@@ -99,6 +99,7 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
         folder = model_file.path
         manifest = Manifest.read(folder)
         manifest.check_integrity(folder)
+        check_given_folder(folder, manifest, trust_code, text)
     else:
         from rosetta.sources.readers import read_model_file
 
@@ -121,6 +122,21 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
         model.program = load_exported(manifest.artifact_path(folder), trust_code)
         model.module = model.program.module()
     return model
+
+
+def check_given_folder(folder: Path, manifest, trust_code: bool, label: str) -> None:
+    """A rosetta folder given on the command line may be forged: before any conversion reads it, check its
+    artifact as the reader of that format checks a user's file (rosetta.trust). Runners check again."""
+    if manifest.format == "onnx":
+        from rosetta.convert.onnx_graph import load_checked
+
+        load_checked(manifest.artifact_path(folder), label)
+    elif manifest.format == "tensorflow" and not trust_code:
+        from rosetta.worker import call_in_worker
+
+        call_in_worker("rosetta.frameworks.tensorflow:check_saved_model_job",
+                       {"path": str(manifest.artifact_path(folder)), "trust_code": False, "label": label},
+                       f"checking {label}")
 
 
 def _torch_outputs(module, inputs: tuple[TensorSpec, ...], text: str) -> tuple[TensorSpec, ...]:

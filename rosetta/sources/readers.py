@@ -56,6 +56,7 @@ def write_manifest(argument: dict, artifact: str, fmt: str, inputs: list[dict], 
     manifest = Manifest(artifact=artifact, format=fmt,
                         source={"path": str(model_file.path.resolve()), "sha256": sha256_of(model_file.path)},
                         converter={"name": "rosetta read", "options": {}}, inputs=inputs, outputs=outputs,
-                        sha256=sha256_of(staging / artifact), chain=[fmt], **fields)
+                        sha256="", chain=[fmt], **fields)
+    manifest.sha256 = manifest.digest(staging)
     manifest.write(staging)
     return asdict(manifest)

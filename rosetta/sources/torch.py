@@ -1,5 +1,6 @@
 """PyTorch models of users: a factory function (`file.py:build`, `package.module:build`), which is code and
-runs only with --trust-code, or a torch.export archive (.pt2), read without unpickling anything.
+runs only with --trust-code, or a torch.export archive (.pt2), read without unpickling anything and only
+after its expressions, guards and node targets pass rosetta.trust.pt2.
 
 torch.export.load unpickles weights it stored as pickles (torch.load with weights_only=False) and opaque
 constants (pickle.loads). `load_exported` runs it with torch.load forced to weights_only=True and the other
@@ -17,9 +18,10 @@ import sys
 from pathlib import Path
 
 from rosetta.errors import RosettaError, one_line
+from rosetta.trust import TRUST_HINT
+from rosetta.trust.pt2 import check_archive
 
 ARTIFACT = "model.pt2"
-TRUST_HINT = "pass --trust-code if you trust it"
 
 
 @contextlib.contextmanager
@@ -56,6 +58,8 @@ def load_exported(path: Path, trust_code: bool = False):
     import torch
 
     guard = contextlib.nullcontext() if trust_code else _no_unpickling(Path(path).name)
+    if not trust_code:  # before torch sees the file: its deserializer evaluates text from it as Python
+        check_archive(Path(path), Path(path).name)
     try:
         with guard:
             return torch.export.load(str(path))

@@ -16,7 +16,8 @@ def artifact_problems(folder: Path) -> list[str]:
 
     from rosetta.convert.onnx_graph import training_mode_nodes
 
-    nodes = training_mode_nodes(onnx.load(str(manifest.artifact_path(folder)), load_external_data=False))
+    path = manifest.artifact_path(folder)
+    nodes = training_mode_nodes(onnx.load(str(path), load_external_data=False), str(path.parent))
     if not nodes:
         return []
     more = f" and {len(nodes) - 2} more" if len(nodes) > 2 else ""
