@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rosetta import __version__
 from rosetta.errors import RosettaError
+from rosetta.scratch import scratch_folder
 from rosetta.sources.files import FORMATS_HELP
 from rosetta.worker import DEFAULT_TIMEOUT_S
 
@@ -213,10 +214,19 @@ def _add_user_model_options(parser: argparse.ArgumentParser) -> None:
                         "model does not say (PyTorch factories, MXNet symbols, free axes); repeatable")
     parser.add_argument("--batch", type=_positive_int, default=8, help="batch size of the generated inputs (default: 8)")
     parser.add_argument("--trust-code", action="store_true",
-                        help="allow loading that runs code from the model: PyTorch factories (file.py:function), "
-                             "Keras Lambda layers, pickled objects in .pt2 files. Off by default")
+                        help="allow what runs code or reaches outside the model's folder: PyTorch factories "
+                             "(file.py:function), Keras Lambda layers, pickled objects and unchecked expressions "
+                             "in .pt2 files, SavedModel ops outside rosetta's list of pure tensor ops (file, "
+                             "Python, print ops), MMdnn's generated code. Off by default (README: Safety)")
     parser.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
                         help=f"kill a framework worker that runs longer (default: {DEFAULT_TIMEOUT_S:g})")
+    _add_memory_option(parser)
+
+
+def _add_memory_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-memory", type=_positive_float, metavar="GIB",
+                        help="refuse, before any work, generated inputs and reference outputs larger than this "
+                             "(default: half of this machine's memory)")
 
 
 def _add_tolerance_options(parser: argparse.ArgumentParser) -> None:
@@ -243,9 +253,12 @@ def _tolerance_option(text: str) -> tuple[str, float]:
 
 
 def _positive_float(text: str) -> float:
-    value = _non_negative_float(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
     return value
 
 
@@ -338,14 +351,12 @@ def cmd_convert(args) -> int:
 
 def convert_model_file(args) -> int:
     """`rosetta convert MODEL --to ...`: each target converted, verified against MODEL, written to -o."""
-    import tempfile
-
     from rosetta.convert.output import check_output_folder
     from rosetta.convert.store import ArtifactStore
     from rosetta.convert.user import convert_user_model, parse_user_targets, write_converted
     from rosetta.sources.model import open_model
     from rosetta.verify.artifacts import reference_outputs, run_artifact_cells
-    from rosetta.verify.inputs import generate_inputs
+    from rosetta.verify.inputs import check_memory, generate_inputs
     from rosetta.verify.results import FAIL
 
     targets = parse_user_targets(args.to, args.via)
@@ -353,8 +364,10 @@ def convert_model_file(args) -> int:
     _check_writable_file(args.json)
     policy = tolerance_policy(args)
     progress = not args.no_progress and sys.stderr.isatty()
-    with tempfile.TemporaryDirectory(prefix="rosetta-") as scratch:
+    check_memory(args.input, [], args.batch, args.max_memory)  # the --input shapes alone may not fit
+    with scratch_folder("rosetta-") as scratch:
         model = open_model(args.path, args.input, args.trust_code, Path(scratch))
+        check_memory(model.inputs, model.outputs, args.batch, args.max_memory, model.has_float64)
         cells = convert_user_model(model, targets, ArtifactStore(Path(scratch) / "store"), _export_options(args),
                                    args.threads, progress)
         if args.no_verify:
@@ -398,13 +411,11 @@ def _print_results(results, title: str, verbose: bool) -> None:
 
 def verify_model_files(args) -> int:
     """`rosetta verify A B [C ...]`: B, C, ... (or all, with --load-outputs) against A's outputs."""
-    import tempfile
-
     from rosetta.sources.files import identify
     from rosetta.sources.model import open_model
     from rosetta.verify.artifacts import (ArtifactCell, ReferenceOutputs, load_inputs, reference_outputs,
                                           run_artifact_cells, save_npz)
-    from rosetta.verify.inputs import generate_inputs
+    from rosetta.verify.inputs import check_memory, generate_inputs
     from rosetta.worker import load_npz
 
     for path in (args.json, args.save_inputs, args.save_outputs):
@@ -417,10 +428,14 @@ def verify_model_files(args) -> int:
                            "--save-outputs or --load-outputs")
     policy = tolerance_policy(args)
     progress = not args.no_progress and sys.stderr.isatty()
-    with tempfile.TemporaryDirectory(prefix="rosetta-") as scratch:
+    if args.inputs is None:
+        check_memory(args.input, [], args.batch, args.max_memory)
+    with scratch_folder("rosetta-") as scratch:
         for path in args.paths:  # a path that names nothing readable is a usage error, before any work
             identify(path)
         first = open_model(args.paths[0], args.input, args.trust_code, Path(scratch))
+        if args.inputs is None:
+            check_memory(first.inputs, first.outputs, args.batch, args.max_memory, first.has_float64)
         feeds = load_inputs(args.inputs, first) if args.inputs else generate_inputs(first.inputs, args.batch, args.seed[0])
         if args.load_outputs is not None:
             try:
@@ -465,16 +480,18 @@ def cmd_verify(args) -> int:
     for flag in ("inputs", "save_inputs", "save_outputs", "load_outputs"):
         if getattr(args, flag) is not None:
             raise RosettaError(f"--{flag.replace('_', '-')} needs model files: rosetta verify MODEL [MODEL ...]")
-    import tempfile
 
     from rosetta.convert.store import ArtifactStore
     from rosetta.convert.targets import parse_routes, parse_target_list
     from rosetta.models import parse_model_list
     from rosetta.verify.cells import plan_cells, run_cells
+    from rosetta.verify.inputs import check_memory
     from rosetta.verify.results import write_results_json
 
     specs = parse_model_list(args.model or "all")
     routes = {route: parse_target_list(args.targets, route) for route in parse_routes(args.via)}
+    for spec in specs:
+        check_memory(spec.inputs, spec.outputs, max(args.batch, args.train_batch), args.max_memory, float64=True)
     _check_writable_file(args.json)
     policy = tolerance_policy(args)
     if policy.per_output:
@@ -486,7 +503,7 @@ def cmd_verify(args) -> int:
                                     threads=args.threads)]
     if args.train_steps:
         cells += plan_training_cells(specs, [t for targets in routes.values() for t in targets], args, export)
-    with tempfile.TemporaryDirectory(prefix="rosetta-") as scratch:
+    with scratch_folder("rosetta-") as scratch:
         store = ArtifactStore(args.work_dir or Path(scratch))
         results = run_cells(cells, store, progress=not args.no_progress and sys.stderr.isatty())
     _print_results(results, f"rosetta verify ({policy.describe()})", args.verbose)
@@ -497,7 +514,6 @@ def cmd_verify(args) -> int:
 
 def cmd_bench(args) -> int:
     import math
-    import tempfile
 
     from rosetta.bench.run import run_bench
     from rosetta.bench.workloads import parse_workloads
@@ -514,7 +530,7 @@ def cmd_bench(args) -> int:
     if args.plot_dir is not None:
         args.plot_dir.mkdir(parents=True, exist_ok=True)
     results, overheads, notes = [], {}, []
-    with tempfile.TemporaryDirectory(prefix="rosetta-") as scratch:
+    with scratch_folder("rosetta-") as scratch:
         store = ArtifactStore(args.work_dir or Path(scratch))
         for workload in workloads:
             steps = args.steps or 0
@@ -577,11 +593,14 @@ def main(argv: list[str] | None = None) -> int:
     import logging
     import warnings
 
+    from rosetta.processes import Terminated, raise_on_sigterm
+
     with warnings.catch_warnings():
         if not args.verbose:  # quiet on success: framework logs and warnings only with -v
             os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
             warnings.simplefilter("ignore")
             logging.disable(logging.WARNING)
+        restore_sigterm = raise_on_sigterm()  # SIGTERM as Ctrl-C: the same cleanup runs, then exit 143
         try:
             return COMMANDS[args.command](args)
         except RosettaError as error:
@@ -590,10 +609,12 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as error:  # a file the user named cannot be read or written
             print(f"rosetta: error: {error.strerror or error}: {error.filename or ''}", file=sys.stderr)
             return EXIT_USAGE
-        except KeyboardInterrupt:
-            print("rosetta: interrupted", file=sys.stderr)
-            return 130
+        except KeyboardInterrupt as interrupt:
+            terminated = isinstance(interrupt, Terminated)
+            print(f"rosetta: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+            return 143 if terminated else 130
         finally:
+            restore_sigterm()
             logging.disable(logging.NOTSET)
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import resource
 import signal
 import subprocess
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 from typing import Iterator
@@ -32,6 +31,8 @@ from typing import Iterator
 import numpy as np
 
 from rosetta.errors import RosettaError
+from rosetta.processes import die_with_parent
+from rosetta.scratch import scratch_folder
 
 DEFAULT_TIMEOUT_S = 3600.0
 IN_WORKER = "ROSETTA_WORKER"
@@ -48,9 +49,9 @@ def run_worker(argv: list[str], what: str, timeout: float | None = None) -> None
     # -P (Python 3.11+): do not put the current folder first on sys.path, where a user's own keras.py or
     # tensorflow.py would shadow the framework inside the worker.
     safe_path = ["-P"] if sys.version_info >= (3, 11) else []
-    try:
+    try:  # the worker dies with this process, even by SIGKILL (Ctrl-C, SIGTERM: subprocess.run kills it)
         done = subprocess.run([sys.executable, *safe_path, "-m", "rosetta.worker", *argv], capture_output=True,
-                              text=True, timeout=timeout, env=env)
+                              text=True, timeout=timeout, env=env, preexec_fn=die_with_parent())
     except subprocess.TimeoutExpired:
         raise RosettaError(f"{what} timed out after {timeout:g} s (worker killed)") from None
     if done.returncode == 0:
@@ -73,7 +74,7 @@ def load_npz(path: Path) -> dict[str, np.ndarray]:
 def _worker_on_feeds(command: str, framework: str, folder: Path, feeds: dict[str, np.ndarray], options: dict,
                      output_name: str, what: str) -> Iterator[Path]:
     """Hand `feeds` to a worker `command`; yields the file it wrote, valid inside the block."""
-    with tempfile.TemporaryDirectory(prefix="rosetta-io-") as scratch:
+    with scratch_folder("rosetta-io-") as scratch:
         inputs, outputs = Path(scratch) / "in.npz", Path(scratch) / output_name
         np.savez(inputs, **feeds)
         run_worker([command, framework, str(folder), str(inputs), str(outputs), json.dumps(options)], what)
@@ -104,7 +105,7 @@ def train_in_worker(framework: str, folder, batches: list, options: dict) -> dic
 
 def call_in_worker(function: str, argument: dict, what: str, timeout: float | None = None) -> dict:
     """function(argument) -> JSON-able dict, run in a worker; the worker adds its peak memory (peak_rss_mb)."""
-    with tempfile.TemporaryDirectory(prefix="rosetta-io-") as scratch:
+    with scratch_folder("rosetta-io-") as scratch:
         out = Path(scratch) / "out.json"
         run_worker(["call", function, json.dumps(argument), str(out)], what, timeout)
         return json.loads(out.read_text())

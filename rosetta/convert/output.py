@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
 
 from rosetta.errors import RosettaError
+from rosetta.scratch import DAY_S, remove_stale, scratch_folder
 
 
 def check_output_folder(folder: Path, force: bool = False) -> None:
@@ -26,24 +26,37 @@ def check_output_folder(folder: Path, force: bool = False) -> None:
         existing = existing.parent
     if not existing.is_dir():
         raise RosettaError(f"cannot write to {folder}: {existing} is a file, not a folder; choose another output folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise RosettaError(f"cannot write to {parent}: permission denied; choose a writable output folder")
+    try:  # a real write, not os.access: root passes os.access everywhere, and /proc or a read-only mount refuse
+        os.rmdir(tempfile.mkdtemp(prefix=".rosetta-probe-", dir=existing))
+    except OSError as error:
+        raise RosettaError(f"cannot write to {folder}: {error.strerror or error} in {existing}; choose a writable "
+                           "output folder") from None
 
 
 @contextlib.contextmanager
 def atomic_folder(folder: Path, force: bool = False) -> Iterator[Path]:
-    """Yield a temporary folder that becomes `folder` when the block succeeds and disappears if it fails."""
+    """Yield a temporary folder that becomes `folder` when the block succeeds and disappears if it fails.
+
+    It is .NAME.partial-XXXXXXXX/NAME, beside `folder`: a scratch folder (rosetta.scratch) whose lock, in
+    .NAME.partial-XXXXXXXX and so never in the output, lets the next atomic_folder for this output remove it if
+    this process is killed. A replaced output is moved in there too, and removed with it after the rename."""
     folder = Path(folder)
     check_output_folder(folder, force)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.partial-", dir=folder.parent))
-    try:
+    remove_stale(folder.parent, f".{folder.name}.old-", unlocked_after=DAY_S)  # older rosettas' replaced outputs
+    with scratch_folder(f".{folder.name}.partial-", dir=folder.parent, unlocked_after=DAY_S) as partial:
+        staging = partial / folder.name
+        staging.mkdir()
         yield staging
         if folder.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
-            os.replace(folder, trash / "old")
-            shutil.rmtree(trash, ignore_errors=True)
+            os.replace(folder, partial / "old")
+        _usual_folder_modes(staging)
         os.replace(staging, folder)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+
+
+def _usual_folder_modes(root: Path) -> None:
+    """mkdtemp makes folders 0700 (and copytree copies that): give the output's folders the umask's mode."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in [root, *(p for p in root.rglob("*") if p.is_dir() and not p.is_symlink())]:
+        path.chmod(0o777 & ~mask)

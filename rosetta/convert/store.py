@@ -11,14 +11,14 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
-from rosetta.convert.manifest import MANIFEST_NAME, Manifest, sha256_of
+from rosetta.convert.manifest import MANIFEST_NAME, Manifest
 from rosetta.convert.output import atomic_folder
 from rosetta.convert.registry import get_conversion
 from rosetta.convert.torch_to_onnx import TorchSource
+from rosetta.scratch import scratch_folder
 
 
 def torch_source(spec, seed: int, module=None, origin: dict | None = None) -> TorchSource:
@@ -33,7 +33,7 @@ def run_conversion(source, chain: tuple[str, ...], destination: Path, options: d
     `history`: the formats the source itself went through before chain[0], recorded in the manifest."""
     options = options or {}
     with atomic_folder(destination, force=force) as staging:
-        with tempfile.TemporaryDirectory(prefix="rosetta-steps-", dir=staging.parent) as scratch:
+        with scratch_folder("rosetta-steps-", dir=staging.parent) as scratch:
             current = source
             for step, (src, dst) in enumerate(zip(chain, chain[1:])):
                 last = step == len(chain) - 2
@@ -114,7 +114,7 @@ class ArtifactStore:
             shutil.copytree(folder, staging, dirs_exist_ok=True)
             manifest = Manifest.read(staging)
             edit(manifest.artifact_path(staging))
-            manifest.sha256 = sha256_of(manifest.artifact_path(staging))
+            manifest.sha256 = manifest.digest(staging)
             manifest.source = {**manifest.source, "variant": tag}
             manifest.write(staging)
         return target

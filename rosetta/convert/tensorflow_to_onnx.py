@@ -16,6 +16,7 @@ from pathlib import Path
 from rosetta.convert.manifest import Manifest, sha256_of
 from rosetta.convert.onnx_graph import graph_inputs, load_checked, value_info_signature
 from rosetta.errors import RosettaError
+from rosetta.processes import die_with_parent
 
 ARTIFACT = "model.onnx"
 
@@ -46,7 +47,7 @@ def run_tf2onnx(saved_model: Path, target: Path, opset: int, nchw_inputs=(), nch
     for flag, names in (("--inputs-as-nchw", nchw_inputs), ("--outputs-as-nchw", nchw_outputs)):
         if names:
             command += [flag, ",".join(names)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, preexec_fn=die_with_parent())  # dies with the worker
     if done.returncode != 0 or not target.is_file():
         errors = [line for line in done.stderr.splitlines() if "Error" in line or "error" in line]
         raise RosettaError(f"tf2onnx failed: {(errors or done.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
