@@ -33,16 +33,46 @@ def set_threads(threads: int) -> None:
         pass
 
 
+def check_saved_model(path: Path, trust_code: bool, label: str = "") -> None:
+    """Before TensorFlow loads the SavedModel folder `path`: refuse it with one line unless every op it can run
+    is a pure tensor op (rosetta.trust.savedmodel), or `trust_code`. Reads saved_model.pb (or .pbtxt) with
+    TensorFlow's own parser, so the check sees what tf.saved_model.load will run."""
+    from rosetta.errors import RosettaError
+    from rosetta.trust.savedmodel import check_saved_model_proto
+
+    if trust_code:
+        return
+    import_tensorflow()
+    from tensorflow.python.saved_model.loader_impl import parse_saved_model
+
+    label = label or str(path)
+    try:
+        proto = parse_saved_model(str(path))
+    except Exception as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise RosettaError(f"{label} is not a readable SavedModel ({first})") from None
+    check_saved_model_proto(proto, label, trust_code)
+
+
+def check_saved_model_job(argument: dict) -> dict:
+    """Worker job (rosetta.worker.call_in_worker): check_saved_model on {"path", "trust_code", "label"}."""
+    check_saved_model(Path(argument["path"]), bool(argument.get("trust_code")), argument.get("label", ""))
+    return {"checked": not argument.get("trust_code")}
+
+
 class SavedModelRunner(Runner):
     framework = "tensorflow"
 
-    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu") -> None:
+    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu",
+                 trust_code: bool = False) -> None:
         tf = import_tensorflow()
         if threads:
             set_threads(threads)
         self.tf, self.manifest = tf, manifest
         self.layouts = manifest.converter.get("layouts", {})
-        self.loaded = tf.saved_model.load(str(artifact_file(folder, manifest)))
+        path = artifact_file(folder, manifest)
+        check_saved_model(path, trust_code, f"{folder}/{manifest.artifact}")
+        self.loaded = tf.saved_model.load(str(path))
         self.signature = self.loaded.signatures["serving_default"]
 
     @classmethod

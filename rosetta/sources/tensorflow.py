@@ -1,5 +1,5 @@
-"""Reading a TensorFlow SavedModel folder through its serving_default signature (loading a SavedModel runs
-its graph, not Python code)."""
+"""Reading a TensorFlow SavedModel folder through its serving_default signature. Loading a SavedModel runs its
+graph, so without --trust-code every op it can run must be a pure tensor op (rosetta.trust.savedmodel)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ def _signature(specs: dict) -> list[dict]:
 
 
 def read(argument: dict) -> dict:
-    from rosetta.frameworks.tensorflow import import_tensorflow
+    from rosetta.frameworks.tensorflow import check_saved_model, import_tensorflow
     from rosetta.sources.readers import write_manifest
 
     tf = import_tensorflow()
     path = Path(argument["model"]["path"])
+    check_saved_model(path, argument["trust_code"], str(path))  # loading runs its graph: pure ops only
     try:
         loaded = tf.saved_model.load(str(path))
     except Exception as error:

@@ -11,6 +11,7 @@ Per format, without --trust-code:
   sympy, which evaluates them as Python.
 - TensorFlow SavedModel: a program; every op it can run (graph, initializers, every function reached from
   them) must be a pure tensor op from an allow-list (`savedmodel`): no file, process or Python ops.
+  Checkpoint ops only in the saver that saver_def names, on the checkpoint path the loader gives it.
 - Keras: loaded with safe_mode (no Lambda layers or custom objects); the file must be a Keras archive.
 - MXNet: symbol JSON and the .params NDArray format, plain data.
 - PyTorch factories (file.py:function) and generated code (MMdnn's PyTorch emitter) are Python: refused.
