@@ -87,12 +87,13 @@ def _problem(key: str, text) -> str:
         return f"a {key} that is not text"
     if key == "target":
         return "" if _allowed_target(text) else f"node target {text!r}, not a pure tensor operator"
+    what = "a shape expression (expr_str)" if key == "expr_str" else "a shape guard (guards_code)"
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError):
-        return f"a {key} that is not an expression"
+        return f"{what} that does not parse"
     allowed = _allowed_expression(tree.body) if key == "expr_str" else _allowed_guard(tree.body)
-    return "" if allowed else f"a {key} outside the shape-arithmetic grammar"
+    return "" if allowed else f"{what} outside the shape-arithmetic grammar"
 
 
 def _allowed_target(text: str) -> bool:

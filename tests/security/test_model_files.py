@@ -17,22 +17,9 @@ import numpy as np
 import pytest
 
 from rosetta.cli import main
+from tests.security import one_line_refusal, run
 
 pytestmark = pytest.mark.filterwarnings("ignore")
-
-
-def run(capsys, *argv) -> tuple[int, str]:
-    code = main([str(a) for a in argv] + (["--no-progress"] if argv[0] in ("convert", "verify") else []))
-    captured = capsys.readouterr()
-    return code, captured.err
-
-
-def one_line_refusal(code: int, err: str, *fragments: str) -> None:
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rosetta: error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 # --- .pt2: text torch evaluates as Python ------------------------------------------------------------------

@@ -17,8 +17,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rosetta.cli import main
 from rosetta.errors import RosettaError
+from tests.security import one_line_refusal, run
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -233,21 +233,6 @@ def models(tmp_path_factory) -> SimpleNamespace:
     return SimpleNamespace(folder=folder, markers=markers, secret=secret, refused=refused, root=root)
 
 
-def run(capsys, *argv) -> tuple[int, str]:
-    code = main([str(a) for a in argv] + (["--no-progress"] if argv[0] in ("convert", "verify") else []))
-    captured = capsys.readouterr()
-    return code, captured.err
-
-
-def one_line_refusal(code: int, err: str, *fragments: str) -> str:
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rosetta: error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
-
-
 # --- refused_ops on the parsed protobufs -------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", PURE)
@@ -334,7 +319,9 @@ def test_verify_refuses_a_forged_rosetta_folder(models, capsys, tmp_path):
              sha256=sha256_of(forged / "saved_model"), chain=["torch", "onnx", "tensorflow"]).write(forged)
     one_line_refusal(*run(capsys, "verify", forged, models.folder / "pure"), "op WriteFile ",
                      "pass --trust-code if you trust it")
-    assert not (models.markers / "load_write").exists()
+    # and a conversion from it, where tf2onnx (not a rosetta runner) would load it: checked when it is opened
+    one_line_refusal(*run(capsys, "convert", forged, "--to", "onnx", "-o", tmp_path / "out"), "op WriteFile ")
+    assert not (models.markers / "load_write").exists() and not (tmp_path / "out").exists()
 
 
 def test_check_saved_model_job_in_a_worker(models):
