@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from rosetta.convert.manifest import Manifest, sha256_of
-from rosetta.convert.onnx_graph import copy_onnx
+from rosetta.convert.onnx_graph import copy_onnx, external_data_files
 from rosetta.errors import RosettaError
 
 ARTIFACT = "model"  # a folder: the graph and the weights
@@ -27,7 +27,9 @@ def build_module(graph_path: Path):
 
     onnx2torch = import_onnx2torch()
     try:
-        return onnx2torch.convert(onnx.load(str(graph_path)))
+        model = onnx.load(str(graph_path), load_external_data=False)
+        # with external data (e.g. over protobuf's 2 GB), onnx2torch infers shapes by path instead of in memory
+        return onnx2torch.convert(str(graph_path) if external_data_files(model) else onnx.load(str(graph_path)))
     except RosettaError:
         raise
     except NotImplementedError as error:  # onnx2torch: "Converter is not implemented (OperationDescription(...))"
