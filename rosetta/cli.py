@@ -15,7 +15,7 @@ from rosetta import __version__
 from rosetta.errors import RosettaError
 from rosetta.scratch import scratch_folder
 from rosetta.sources.files import FORMATS_HELP
-from rosetta.worker import DEFAULT_TIMEOUT_S
+from rosetta.execution import DEFAULT_TIMEOUT_S
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -416,7 +416,7 @@ def verify_model_files(args) -> int:
     from rosetta.verify.artifacts import (ArtifactCell, ReferenceOutputs, load_inputs, reference_outputs,
                                           run_artifact_cells, save_npz)
     from rosetta.verify.inputs import check_memory, generate_inputs
-    from rosetta.worker import load_npz
+    from rosetta.execution import load_npz
 
     for path in (args.json, args.save_inputs, args.save_outputs):
         _check_writable_file(path)

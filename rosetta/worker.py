@@ -31,10 +31,10 @@ from typing import Iterator
 import numpy as np
 
 from rosetta.errors import RosettaError
+from rosetta.execution import DEFAULT_TIMEOUT_S, load_npz
 from rosetta.processes import die_with_parent
 from rosetta.scratch import scratch_folder
 
-DEFAULT_TIMEOUT_S = 3600.0
 IN_WORKER = "ROSETTA_WORKER"
 ERROR_PREFIX = "rosetta-worker: error: "
 VERSION_KEY = "__framework_version__"  # in a predict worker's output: the version that actually ran
@@ -63,11 +63,6 @@ def run_worker(argv: list[str], what: str, timeout: float | None = None) -> None
     lines = [line for line in done.stderr.splitlines() if line.startswith(ERROR_PREFIX)]
     message = lines[-1][len(ERROR_PREFIX):] if lines else (done.stderr.strip().splitlines() or ["no message"])[-1]
     raise RosettaError(f"{what} failed: {message}")
-
-
-def load_npz(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as data:
-        return {name: data[name] for name in data.files}
 
 
 @contextlib.contextmanager

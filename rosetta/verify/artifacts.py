@@ -96,7 +96,7 @@ def load_inputs(path: Path, model) -> dict[str, np.ndarray]:
     """Inputs from an .npz file (as --save-inputs writes), checked against the model's signature."""
     from rosetta.frameworks.base import check_feeds
     from rosetta.sources.signature import signature_of
-    from rosetta.worker import load_npz
+    from rosetta.execution import load_npz
 
     try:
         feeds = load_npz(Path(path))
