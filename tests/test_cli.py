@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
+import math
 import subprocess
 import sys
 
 import pytest
 
 from rosetta.cli import main
+from rosetta.errors import RosettaError
 
 
 def run(*argv: str) -> subprocess.CompletedProcess:
@@ -123,3 +124,24 @@ def test_existing_output_folder_is_refused_without_force(tmp_path):
     out = run("convert", "--model", "cnn", "--to", "onnx", "-o", str(tmp_path / "out"))
     assert out.returncode == 2 and "exists and is not empty; choose another or pass --force" in out.stderr
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["mine.txt"]
+
+
+def test_tolerance_options_make_the_policy():
+    from rosetta.verify.tolerance import DEFAULT_MULTIPLE, policy_from_options
+
+    policy = policy_from_options([("", 1e-3), ("logits", 1e-4), ("", 2e-3)], [("", 0.1)], None)
+    assert (policy.atol, policy.rtol, policy.per_output) == (2e-3, 0.1, (("logits", "atol", 1e-4),))
+    assert policy_from_options([], [], None).multiple == DEFAULT_MULTIPLE
+    assert policy_from_options([], [], None, 50.0).multiple == 50.0
+    assert policy_from_options([], [], 3.0, 50.0).multiple == 3.0
+    with pytest.raises(RosettaError, match="give either --tolerance-multiple or --atol/--rtol, not both"):
+        policy_from_options([("", 1.0)], [], 3.0)
+
+
+def test_bench_epochs_are_whole_epochs_of_steps():
+    from rosetta.bench.plan import steps_for
+    from rosetta.bench.workloads import WORKLOADS
+
+    workload = WORKLOADS.get("cnn-train")
+    assert steps_for(workload, 5, None) == 5 and steps_for(workload, None, None) == 0
+    assert steps_for(workload, None, 2) == 2 * math.ceil(workload.epoch_samples / workload.batch)

@@ -1,0 +1,73 @@
+"""The `rosetta` command: parses arguments, calls the library, prints. No logic of its own.
+
+One module per command (`models`, `convert`, `verify`, `bench`), each with `add_parser(commands, common)` and
+`run(args) -> int`; `options` holds what they share.
+
+Exit status: 0 when every verdict is PASS, 1 when any is FAIL, 2 on a usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from rosetta import __version__
+from rosetta.cli import bench, convert, models, verify
+from rosetta.cli.options import EPILOG_EXIT, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Parser
+from rosetta.errors import RosettaError
+
+__all__ = ["main", "build_parser", "EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE"]
+
+COMMANDS = {"models": models.run, "convert": convert.run, "verify": verify.run, "bench": bench.run}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="rosetta", description="Convert deep-learning models between frameworks, "
+                    "verify that the converted model computes the same function, and time it.",
+                    epilog=EPILOG_EXIT)
+    parser.add_argument("--version", action="version", version=f"rosetta {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show framework logs and failure details")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    common = argparse.ArgumentParser(add_help=False)  # -v also after the command: `rosetta verify -v`
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="show framework logs and failure details")
+    for command in (models, convert, verify, bench):
+        command.add_parser(commands, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return EXIT_USAGE
+    if getattr(args, "timeout", None):
+        os.environ["ROSETTA_WORKER_TIMEOUT"] = str(args.timeout)
+    import logging
+    import warnings
+
+    from rosetta.processes import Terminated, raise_on_sigterm
+
+    with warnings.catch_warnings():
+        if not args.verbose:  # quiet on success: framework logs and warnings only with -v
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+            warnings.simplefilter("ignore")
+            logging.disable(logging.WARNING)
+        restore_sigterm = raise_on_sigterm()  # SIGTERM as Ctrl-C: the same cleanup runs, then exit 143
+        try:
+            return COMMANDS[args.command](args)
+        except RosettaError as error:
+            print(f"rosetta: error: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        except OSError as error:  # a file the user named cannot be read or written
+            print(f"rosetta: error: {error.strerror or error}: {error.filename or ''}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt as interrupt:
+            terminated = isinstance(interrupt, Terminated)
+            print(f"rosetta: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+            return 143 if terminated else 130
+        finally:
+            restore_sigterm()
+            logging.disable(logging.NOTSET)

@@ -1,0 +1,7 @@
+"""`python -m rosetta.cli`: the `rosetta` command."""
+
+import sys
+
+from rosetta.cli import main
+
+sys.exit(main())

@@ -1,0 +1,70 @@
+"""`rosetta bench`: DLF's workloads timed in each framework (rosetta.bench.plan); a table, JSON, charts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rosetta.cli.options import (EXIT_FAIL, EXIT_PASS, add_executor_options, console, executor, positive_int, progress,
+                                 workload_names)
+
+
+def add_parser(commands, common: argparse.ArgumentParser) -> None:
+    bench = commands.add_parser(
+        "bench", parents=[common], help="time the DLF workloads in every framework, from converted models",
+        description="Time DLF's workloads (CNN training on CIFAR-10, GRU training on IMDB, ResNet-50 feature "
+                    "extraction) in each target framework, each cell in its own process: warm-up excluded, device "
+                    "synchronised before every clock read, median and p10-p90 of the timed steps, peak memory. "
+                    "The PyTorch reference is always timed as the baseline, and training workloads also time a "
+                    "hand-written PyTorch loop to measure the harness's overhead. Prints a table; writes JSON "
+                    "and one PNG chart per workload.",
+        epilog="examples:\n  rosetta bench --workload cnn-train --targets torch,keras,mxnet --steps 20\n"
+               "  rosetta bench --workload resnet50-features --targets all --json bench.json --plot-dir charts\n"
+               "  rosetta bench --workload all --device cuda --data ~/datasets   (cifar-10-batches-py/, imdb.npz)\n"
+               "exit status: 0 all cells ran, 1 some FAIL, 2 usage or input error",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    bench.add_argument("--workload", default="all", help=f"workloads, comma-separated, or all: {', '.join(workload_names())}")
+    bench.add_argument("--targets", default="all",
+                       help="targets as for verify (default: all); training workloads time the trainable ones "
+                            "(torch, keras, mxnet), resnet50-features all of them")
+    bench.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cpu (default) or cuda")
+    length = bench.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=positive_int, help="timed steps (batches) per cell (default: a short slice on "
+                                                           "CPU, see README)")
+    length.add_argument("--epochs", type=positive_int, help="full DLF epochs instead of --steps (training workloads)")
+    bench.add_argument("--data", type=Path, help="folder with CIFAR-10 (cifar-10-batches-py/) and IMDB (imdb.npz); "
+                                                "default: synthetic data of the same shapes and dtypes")
+    bench.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
+    bench.add_argument("--no-overhead", action="store_true", help="skip the bare-loop overhead measurement")
+    bench.add_argument("--work-dir", type=Path, help="keep converted artifacts here (default: a temporary folder)")
+    bench.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
+    bench.add_argument("--plot-dir", type=Path, help="write one PNG chart per workload into this folder")
+    bench.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_executor_options(bench)
+
+
+def run(args) -> int:
+    from rosetta.bench.plan import bench_workloads
+    from rosetta.report.plots import bench_chart
+    from rosetta.report.tables import bench_lines, bench_table
+
+    done = bench_workloads(args.workload, args.targets, device=args.device, steps=args.steps, epochs=args.epochs,
+                           data=args.data, threads=args.threads, overhead=not args.no_overhead,
+                           work_dir=args.work_dir, progress=progress(args), results_file=args.json,
+                           plot_dir=args.plot_dir, executor=executor(args))
+    out = console()
+    out.print(bench_table(done.results, title=f"rosetta bench ({args.device})"))
+    for line in bench_lines(done.results, done.overheads) + done.notes:
+        out.print(line, highlight=False)
+    if args.plot_dir is not None:
+        for workload in done.workloads:
+            out.print(f"chart: {bench_chart(workload, done.results, args.plot_dir / f'{workload.name}.png', args.device)}")
+    if args.json:
+        from rosetta import __version__
+
+        payload = {"rosetta_version": __version__, "device": args.device, "threads": args.threads,
+                   "workloads": [w.__dict__ for w in done.workloads], "results": [r.to_json() for r in done.results],
+                   "overhead": done.overheads, "notes": done.notes}
+        args.json.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n")
+    return EXIT_PASS if all(r.status == "ok" for r in done.results) else EXIT_FAIL

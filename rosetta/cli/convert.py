@@ -1,0 +1,100 @@
+"""`rosetta convert`: a model file to other frameworks, each conversion verified (rosetta.verify.files), or a
+reference model to one target."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rosetta.cli.options import (EPILOG_EXIT, EXIT_FAIL, EXIT_PASS, add_executor_options, add_export_options,
+                                 add_model_options, executor,
+                                 add_tolerance_options, add_user_model_options, check_writable_file, export_options,
+                                 print_results, progress, target_names)
+from rosetta.errors import RosettaError
+from rosetta.sources.files import FORMATS_HELP
+
+
+def add_parser(commands, common: argparse.ArgumentParser) -> None:
+    convert = commands.add_parser(
+        "convert", parents=[common], help="convert your model file (or a reference model) to other frameworks",
+        description="Convert a model to other formats and verify each conversion against the original on "
+                    "generated inputs. MODEL is " + FORMATS_HELP + ". Each target is written to OUTPUT/TARGET/ "
+                    "(artifact + manifest.json), atomically: nothing is left behind on an error. A target that "
+                    "cannot be converted is a FAIL row with its reason; the others still run.",
+        epilog="examples:\n"
+               "  rosetta convert model.onnx --to all -o out/\n"
+               "  rosetta convert model.keras --to onnx,torch,mxnet -o out/\n"
+               "  rosetta convert net.py:build --input image:Nx3x32x32:float32 --trust-code --to tensorflow,keras,onnxruntime -o out/\n"
+               "  rosetta convert saved_model_dir/ --to onnx,torch -o out/ --atol logits:1e-4\n"
+               "  rosetta convert --model cnn --to onnx -o out/cnn-onnx    (a reference model: one target)\n"
+               + EPILOG_EXIT,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    convert.add_argument("path", nargs="?", metavar="MODEL", help="your model (see above); or use --model")
+    convert.add_argument("--model", help="a reference model instead of a file (see `rosetta models`)")
+    convert.add_argument("--to", required=True,
+                         help=f"targets, comma-separated, or all: onnx, {', '.join(target_names())}")
+    convert.add_argument("-o", "--output", required=True, type=Path, help="output folder (must not exist or be empty)")
+    convert.add_argument("--via", default="onnx",
+                         help="route: onnx (default) or mmdnn (MMdnn's IR; from PyTorch, MXNet and Keras models)")
+    convert.add_argument("--no-progress", action="store_true", help="no progress bar")
+    convert.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+    convert.add_argument("--no-verify", action="store_true", help="convert only; do not verify the conversions")
+    convert.add_argument("--json", metavar="FILE", type=Path, help="also write the results (or the manifest) as JSON")
+    add_model_options(convert)
+    add_user_model_options(convert)
+    add_tolerance_options(convert)
+    add_export_options(convert)
+    add_executor_options(convert)
+
+
+def run(args) -> int:
+    if args.path is not None:
+        if args.model:
+            raise RosettaError("give a model file or --model NAME, not both")
+        return _convert_file(args)
+    if not args.model:
+        raise RosettaError("give the model to convert: a file (rosetta convert MODEL --to ...) or --model NAME")
+    from dataclasses import asdict
+
+    from rosetta.output import check_output_folder
+    from rosetta.convert.store import run_conversion, torch_source
+    from rosetta.convert.targets import target_for_conversion
+    from rosetta.models import get_model
+
+    spec = get_model(args.model)
+    target = target_for_conversion(args.to, args.via)
+    chain = target.chain
+    check_output_folder(args.output, args.force)
+    check_writable_file(args.json)
+    options = target.export_options(export_options(args))
+    manifest = run_conversion(torch_source(spec, args.seed), chain, args.output, options, force=args.force)
+    print(f"{args.model} -> {' -> '.join(chain[1:])}: {args.output / manifest.artifact} (sha256 {manifest.sha256[:12]})")
+    if args.json:
+        args.json.write_text(json.dumps(asdict(manifest), indent=2) + "\n")
+    return EXIT_PASS
+
+
+def _convert_file(args) -> int:
+    """`rosetta convert MODEL --to ...`: each target converted, verified against MODEL, written to -o."""
+    from rosetta.verify.files import convert_and_verify_file
+    from rosetta.verify.results import FAIL
+
+    done = convert_and_verify_file(args.path, args.to, args.via, args.output, force=args.force,
+                                   export_options=export_options(args), inputs=args.input,
+                                   trust_code=args.trust_code, batch=args.batch, seed=args.seed,
+                                   threads=args.threads, atol=args.atol, rtol=args.rtol,
+                                   tolerance_multiple=args.tolerance_multiple, max_memory=args.max_memory,
+                                   verify=not args.no_verify, progress=progress(args), results_file=args.json,
+                                   executor=executor(args))
+    title = f"rosetta convert {done.model_label}" + ("" if args.no_verify else f" ({done.policy.describe()})")
+    print_results(done.results, title, args.verbose)
+    if done.written:
+        print(f"written: {', '.join(str(args.output / name) for name in done.written)}")
+    if args.json:
+        from rosetta.verify.results import write_results_json
+
+        write_results_json(done.results, args.json, {"model": done.model_file, "output": str(args.output),
+                                                     "tolerance": done.policy.to_json(),
+                                                     "verified": not args.no_verify})
+    return EXIT_PASS if all(r.verdict != FAIL for r in done.results) else EXIT_FAIL

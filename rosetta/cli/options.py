@@ -1,0 +1,183 @@
+"""What the commands share: the parser class, argument types, option groups, exit statuses, result printing."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rosetta.errors import RosettaError
+from rosetta.execution import DEFAULT_TIMEOUT_S
+from rosetta.verify.files import check_writable_file
+
+__all__ = ["EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE", "EPILOG_EXIT", "Parser", "positive_int", "seed_list",
+           "target_names", "workload_names", "add_model_options", "add_user_model_options", "add_tolerance_options",
+           "add_export_options", "export_options", "check_writable_file", "progress", "console", "print_results"]
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+EPILOG_EXIT = "exit status: 0 all PASS, 1 some FAIL, 2 usage or input error"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error on one line (and exit 2), without the usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"rosetta: error: {message} (see `{self.prog} --help`)\n")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
+def seed_list(text: str) -> list[int]:
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seeds like 0 or 0,1,2, got {text!r}") from None
+    if not seeds or any(s < 0 for s in seeds):
+        raise argparse.ArgumentTypeError(f"expected non-negative seeds like 0 or 0,1,2, got {text!r}")
+    return seeds
+
+
+def _input_option(text: str):
+    from rosetta.sources.signature import parse_input_option
+
+    try:
+        return parse_input_option(text)
+    except RosettaError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix(f"--input {text!r}: ")) from None
+
+
+def _tolerance_option(text: str) -> tuple[str, float]:
+    name, _, value = text.rpartition(":")
+    return name, _non_negative_float(value)
+
+
+def workload_names() -> list[str]:
+    from rosetta.bench.workloads import WORKLOADS
+
+    return WORKLOADS.keys()
+
+
+def target_names() -> list[str]:
+    from rosetta.convert.targets import list_targets
+
+    return list_targets("onnx")
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=0, help="weight seed of a reference model, and the seed of "
+                                                          "the generated inputs (default: 0)")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
+
+
+def add_user_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", action="append", default=[], metavar="NAME:SHAPE:DTYPE[:LOW:HIGH]",
+                        type=_input_option, help="an input's shape, dtype and value range, e.g. "
+                        "image:Nx3x32x32:float32 or tokens:Nx100:int64:0:20000 (N: batch); needed where the "
+                        "model does not say (PyTorch factories, MXNet symbols, free axes); repeatable")
+    parser.add_argument("--batch", type=positive_int, default=8, help="batch size of the generated inputs (default: 8)")
+    parser.add_argument("--trust-code", action="store_true",
+                        help="allow what runs code or reaches outside the model's folder: PyTorch factories "
+                             "(file.py:function), Keras Lambda layers, pickled objects and unchecked expressions "
+                             "in .pt2 files, SavedModel ops outside rosetta's list of pure tensor ops (file, "
+                             "Python, print ops), MMdnn's generated code. Off by default (README: Safety)")
+    parser.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
+                        help=f"kill a framework worker that runs longer (default: {DEFAULT_TIMEOUT_S:g})")
+    _add_memory_option(parser)
+
+
+def _add_memory_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-memory", type=_positive_float, metavar="GIB",
+                        help="refuse, before any work, generated inputs and reference outputs larger than this "
+                             "(default: half of this machine's memory)")
+
+
+def add_tolerance_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--atol", action="append", default=[], type=_tolerance_option, metavar="[OUTPUT:]VALUE",
+                        help="absolute tolerance instead of the calibrated one, for all outputs or one; repeatable")
+    parser.add_argument("--rtol", action="append", default=[], type=_tolerance_option, metavar="[OUTPUT:]VALUE",
+                        help="relative tolerance instead of the calibrated one, for all outputs or one; repeatable")
+    parser.add_argument("--tolerance-multiple", type=_non_negative_float, default=None,
+                        help="calibrated tolerance: allowed multiple of the noise floor (default: see README)")
+
+
+def add_export_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--opset", type=positive_int, default=17, help="ONNX opset (default: 17)")
+    parser.add_argument("--exporter", choices=("torchscript", "dynamo"), default="torchscript",
+                        help="torch.onnx exporter (default: torchscript)")
+    parser.add_argument("--training", choices=("eval", "preserve", "train"), default=None,
+                        help="export mode: eval (BatchNorm folded), preserve (BatchNorm kept, for training), "
+                             "train (training-mode graph); default: preserve for trainable targets "
+                             "(torch, keras, mxnet), else eval")
+
+
+def export_options(args) -> dict:
+    options = {"opset": args.opset, "exporter": args.exporter, "training": args.training}
+    return {key: value for key, value in options.items() if value is not None}
+
+
+def add_executor_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--executor", choices=("local", "ray"), default="local",
+                        help="where the cells run: local (default: one at a time here, frameworks in warm worker "
+                             "processes) or ray (each cell a Ray task; needs dl-rosetta[ray])")
+    parser.add_argument("--address", metavar="ADDRESS",
+                        help="with --executor ray: a running Ray cluster (auto, or ray://HEAD:10001); default: "
+                             "start a local Ray instance. Every node needs rosetta installed and the --work-dir")
+
+
+def executor(args):
+    """The executor --executor/--address ask for (rosetta.execution.executors)."""
+    from rosetta.execution.executors import get_executor
+
+    return get_executor(args.executor, args.address)
+
+
+def progress(args) -> bool:
+    """A progress bar unless --no-progress, and only on a terminal."""
+    return not args.no_progress and sys.stderr.isatty()
+
+
+def console():
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 200)
+
+
+def print_results(results, title: str, verbose: bool) -> None:
+    from rosetta.report.tables import failure_lines, verify_table
+
+    out = console()
+    out.print(verify_table(results, title=title))
+    for line in failure_lines(results):
+        out.print(f"[red]FAIL[/red] {line}", highlight=False)
+    if verbose:
+        for result in results:
+            if result.detail:
+                out.print(result.detail, highlight=False, markup=False)

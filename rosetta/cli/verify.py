@@ -1,0 +1,110 @@
+"""`rosetta verify`: model files compared with the first (rosetta.verify.files), or the reference models
+converted to targets and verified against PyTorch (rosetta.verify.matrix)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rosetta.cli.options import (EPILOG_EXIT, EXIT_FAIL, EXIT_PASS, add_executor_options, add_export_options,
+                                 add_tolerance_options, executor,
+                                 add_user_model_options, export_options, positive_int, print_results, progress,
+                                 seed_list, target_names)
+from rosetta.errors import RosettaError
+from rosetta.sources.files import FORMATS_HELP
+
+
+def add_parser(commands, common: argparse.ArgumentParser) -> None:
+    verify = commands.add_parser(
+        "verify", parents=[common], help="compare model files, or verify converted reference models",
+        description="With MODEL files: run them all on the same inputs and compare each with the first (the "
+                    "reference), or with outputs saved earlier (--load-outputs). MODEL is " + FORMATS_HELP + ". "
+                    "Without: convert the reference models (--model) to --targets and verify each against "
+                    "PyTorch. The reference runs in float32 and, where rosetta can cast it (PyTorch), float64: a "
+                    "model PASSes when its error stays within a multiple of the reference's own float32 noise "
+                    "floor (or within --atol/--rtol); without float64, within 1000 float32 ulps at the output's "
+                    "scale.",
+        epilog="examples:\n  rosetta verify model.onnx out/torch out/keras\n"
+               "  rosetta verify model.onnx --save-inputs in.npz --save-outputs ref.npz   (on one machine)\n"
+               "  rosetta verify model.keras --inputs in.npz --load-outputs ref.npz      (on another)\n"
+               "  rosetta verify net.py:build model.onnx --input x:Nx16:float32 --trust-code --atol out:1e-5\n"
+               "  rosetta verify --model cnn,gru,resnet50 --targets onnxruntime --json results.json\n"
+               "  rosetta verify --model gru --targets all\n"
+               "  rosetta verify --model resnet50 --via onnx,mmdnn --targets torch,tensorflow,keras,mxnet,onnxruntime\n"
+               "  rosetta verify --model cnn,gru --targets torch,keras,mxnet --train-steps 5 --precision float64\n"
+               + EPILOG_EXIT,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    verify.add_argument("paths", nargs="*", metavar="MODEL", help="model files to compare, the first as reference")
+    verify.add_argument("--model", help="reference models, comma-separated, or all (default without MODEL: all)")
+    verify.add_argument("--targets", default="onnxruntime",
+                        help=f"targets, comma-separated, or all (default: onnxruntime); onnx route: {', '.join(target_names())}")
+    verify.add_argument("--via", default="onnx",
+                        help="route(s) the targets are reached by, comma-separated: onnx (default), mmdnn (MMdnn's "
+                             "IR), or onnx,mmdnn for both side by side")
+    verify.add_argument("--seed", type=seed_list, default=[0], help="seed(s) for weights and inputs, e.g. 0 or 0,1,2")
+    add_tolerance_options(verify)
+    verify.add_argument("--train-steps", type=positive_int, metavar="K",
+                        help="also check training: K optimiser steps (DLF optimiser) from the same weights on the same "
+                             "batches in each trainable target (torch, keras, mxnet), comparing losses and weights")
+    verify.add_argument("--precision", choices=("float32", "float64"), default="float32",
+                        help="training check precision: float32 (calibrated tolerance) or float64 (must agree to "
+                             "~1e-10: separates conversion bugs from float32 noise); default float32")
+    verify.add_argument("--train-batch", type=positive_int, default=4, help="training check batch size (default: 4)")
+    verify.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
+    verify.add_argument("--work-dir", type=Path, help="keep converted artifacts here (default: a temporary folder)")
+    verify.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
+    verify.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_user_model_options(verify)
+    verify.add_argument("--inputs", metavar="FILE.npz", type=Path, help="inputs to run (default: generated)")
+    verify.add_argument("--save-inputs", metavar="FILE.npz", type=Path, help="write the inputs used")
+    verify.add_argument("--save-outputs", metavar="FILE.npz", type=Path, help="write the reference's outputs")
+    verify.add_argument("--load-outputs", metavar="FILE.npz", type=Path,
+                        help="compare every MODEL with these outputs (from --save-outputs; give the same --inputs)")
+    add_export_options(verify)
+    add_executor_options(verify)
+
+
+def run(args) -> int:
+    if args.paths:
+        if args.model or args.train_steps:
+            raise RosettaError("--model and --train-steps are for reference models; give model files or --model")
+        return _verify_files(args)
+    for flag in ("inputs", "save_inputs", "save_outputs", "load_outputs"):
+        if getattr(args, flag) is not None:
+            raise RosettaError(f"--{flag.replace('_', '-')} needs model files: rosetta verify MODEL [MODEL ...]")
+
+    from rosetta.verify.matrix import verify_reference_models
+    from rosetta.verify.results import write_results_json
+
+    done = verify_reference_models(args.model or "all", args.targets, args.via, work_dir=args.work_dir,
+                                   progress=progress(args), seeds=args.seed, batch=args.batch,
+                                   threads=args.threads, atol=args.atol, rtol=args.rtol,
+                                   tolerance_multiple=args.tolerance_multiple, export=export_options(args),
+                                   train_steps=args.train_steps, train_batch=args.train_batch,
+                                   precision=args.precision, max_memory=args.max_memory, results_file=args.json,
+                                   executor=executor(args))
+    print_results(done.results, f"rosetta verify ({done.policy.describe()})", args.verbose)
+    if args.json:
+        write_results_json(done.results, args.json, {"tolerance": done.policy.to_json()})
+    return EXIT_PASS if all(r.passed for r in done.results) else EXIT_FAIL
+
+
+def _verify_files(args) -> int:
+    """`rosetta verify A B [C ...]`: B, C, ... (or all, with --load-outputs) against A's outputs."""
+    from rosetta.verify.files import verify_files
+
+    done = verify_files(args.paths, inputs=args.input, inputs_file=args.inputs, load_outputs=args.load_outputs,
+                        save_inputs=args.save_inputs, save_outputs=args.save_outputs, trust_code=args.trust_code,
+                        batch=args.batch, seed=args.seed[0], threads=args.threads, atol=args.atol, rtol=args.rtol,
+                        tolerance_multiple=args.tolerance_multiple, max_memory=args.max_memory,
+                        progress=progress(args), results_file=args.json, executor=executor(args))
+    if done.results:
+        print_results(done.results, f"rosetta verify: against {done.reference} ({done.policy.describe()})",
+                      args.verbose)
+    else:
+        print(f"{done.reference}: ran on {done.inputs} input(s); outputs: {', '.join(done.outputs)}")
+    if args.json:
+        from rosetta.verify.results import write_results_json
+
+        write_results_json(done.results, args.json, {"reference": done.reference, "tolerance": done.policy.to_json()})
+    return EXIT_PASS if all(r.passed for r in done.results) else EXIT_FAIL

@@ -1,0 +1,143 @@
+"""rosetta's imports go one way: each module imports only from its own layer or the layers below it, and no
+modules import each other in a circle. Every `import` counts, at the top of a module and inside functions,
+so a lazy import cannot hide a dependency that points up."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+# The layers, bottom first, each with the module prefixes it holds (a module is in the layer of its longest
+# matching prefix) and why it sits there. A module may import from its own layer and the layers below.
+LAYERS = [
+    ("foundation", ("rosetta", "rosetta.errors", "rosetta.registry", "rosetta.imports", "rosetta.processes",
+                    "rosetta.scratch", "rosetta.timing", "rosetta.progress"),
+     "errors, registries, processes, scratch folders, the timing harness, progress bars: no model, no framework"),
+    ("trust", ("rosetta.trust",), "what each model format may do without --trust-code: checks over files only"),
+    ("execution", ("rosetta.execution", "rosetta.worker"),
+     "where a job runs (this process or a worker); jobs are named by entry, never imported (worker: being removed)"),
+    ("models", ("rosetta.models",), "reference models, TensorSpec and seeded inputs: what every layer above speaks of"),
+    ("artifacts", ("rosetta.manifest", "rosetta.output"), "the manifest format and atomically written folders"),
+    ("frameworks", ("rosetta.frameworks",), "each framework's runner and loading code, with its safety guards"),
+    ("train", ("rosetta.train",), "trainers: the frameworks' models in train mode"),
+    ("convert", ("rosetta.convert",), "conversion paths, targets, the artifact store: artifacts from artifacts"),
+    ("sources", ("rosetta.sources",), "users' model files, read and converted through the layers below"),
+    ("verify", ("rosetta.verify",), "verification cells, comparison and tolerance over everything below"),
+    ("bench", ("rosetta.bench",), "benchmarks: may reuse verify's pieces, verify never needs bench"),
+    ("report", ("rosetta.report",), "tables and charts of verify's and bench's results"),
+    ("cli", ("rosetta.cli",), "the command line, on top of everything"),
+]
+
+PACKAGE = Path(__file__).resolve().parents[1] / "rosetta"
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def imported_modules(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The rosetta modules `name` imports anywhere in its code (relative imports resolved); a
+    `from package import name` counts the package and, where it is one, the module `name`."""
+    targets = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                here = here[: len(here) - (node.level - 1)]
+                base = ".".join(here + ([base] if base else []))
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in names:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name and not name.startswith(target + "."):  # its own packages: always run
+                targets.add(target)
+    return targets
+
+
+def import_graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imported_modules(name, path, known) for name, path in known.items()}
+
+
+def placement(module: str) -> tuple[str, int]:
+    """The longest prefix in LAYERS that holds `module`, and its layer's index."""
+    return max(((prefix, index) for index, (_, prefixes, _) in enumerate(LAYERS) for prefix in prefixes
+                if module == prefix or module.startswith(prefix + ".")), key=lambda match: len(match[0]))
+
+
+def layer_of(module: str) -> int:
+    return placement(module)[1]
+
+
+def test_every_module_has_a_layer():
+    unplaced = [module for module in modules() if module != "rosetta" and placement(module)[0] == "rosetta"]
+    assert not unplaced, "modules in no layer (add them to LAYERS): " + ", ".join(unplaced)
+
+
+def test_imports_point_down():
+    violations = []
+    for module, targets in sorted(import_graph().items()):
+        for target in sorted(targets):
+            if layer_of(target) > layer_of(module):
+                violations.append(f"{module} ({LAYERS[layer_of(module)][0]}) imports "
+                                  f"{target} ({LAYERS[layer_of(target)][0]})")
+    assert not violations, f"{len(violations)} imports point up:\n" + "\n".join(violations)
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in graph.get(node, ()):
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def test_no_import_circles():
+    circles = strongly_connected(import_graph())
+    assert not circles, "modules that import each other in a circle:\n" + "\n".join(
+        f"{len(c)}: {', '.join(c)}" for c in sorted(circles, key=len, reverse=True))
+
+
+def test_the_checks_see_a_violation_and_a_circle():
+    assert layer_of("rosetta.frameworks.keras") < layer_of("rosetta.sources.keras")
+    assert layer_of("rosetta.verify") < layer_of("rosetta.bench") < layer_of("rosetta.report")
+    assert layer_of("rosetta.models.inputs") == layer_of("rosetta.models")
+    assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
