@@ -19,14 +19,14 @@ from rich.console import Console
 from rich.table import Table
 
 from rosetta.bench.inference import time_predict
-from rosetta.bench.timing import time_call
-from rosetta.convert.manifest import Manifest
 from rosetta.convert.targets import get_target, list_targets
 from rosetta.frameworks.torch import TorchModuleRunner
+from rosetta.manifest import Manifest
 from rosetta.models import get_model, list_models
+from rosetta.models.inputs import generate_inputs
+from rosetta.progress import progress_bar
 from rosetta.report.plots import inference_chart
-from rosetta.report.progress import progress_bar
-from rosetta.verify.inputs import generate_inputs
+from rosetta.timing import time_call
 
 
 def main() -> None:

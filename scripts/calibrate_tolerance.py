@@ -27,7 +27,7 @@ from rich.table import Table
 from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import get_target, list_targets
 from rosetta.models import list_models
-from rosetta.report.progress import progress_bar
+from rosetta.progress import progress_bar
 from rosetta.verify.cells import VerifyCell, run_cell
 from rosetta.verify.faults import fault_cases
 from rosetta.verify.tolerance import DEFAULT_MULTIPLE

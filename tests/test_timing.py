@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rosetta.bench.timing import time_call
+from rosetta.timing import time_call
 
 
 def test_warmup_is_excluded_and_sync_runs_around_every_repeat():

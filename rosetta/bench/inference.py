@@ -1,17 +1,17 @@
 """Inference time of a converted artifact in its own framework, timed inside that framework's process.
 
-For frameworks that run in worker processes the whole measurement happens in the worker, so process
+For frameworks that run in worker processes the whole measurement is one job in the worker, so process
 start-up and .npz transfer are never timed. Same batch and the same thread count for every framework.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
-from rosetta.bench.timing import time_call
+from rosetta.execution import run_job, runs_here
+from rosetta.timing import time_call
 
 
 def time_predict(framework: str, folder: Path, feeds: dict[str, np.ndarray], repeats: int = 10, warmup: int = 2,
@@ -19,13 +19,14 @@ def time_predict(framework: str, folder: Path, feeds: dict[str, np.ndarray], rep
     """Median time of runner.predict(feeds). predict returns host numpy arrays, so every timed call ends with
     the device's work done and copied back. Folder "-" (rosetta.train.base.REFERENCE) times the PyTorch
     reference `model` itself."""
-    from rosetta.frameworks import FRAMEWORKS, load_runner
+    from rosetta.frameworks import isolation, load_runner
     from rosetta.train.base import REFERENCE
-    from rosetta.worker import IN_WORKER, time_in_worker
 
-    if FRAMEWORKS.get(framework).isolated and not os.environ.get(IN_WORKER):
-        return time_in_worker(framework, folder, feeds, {"repeats": repeats, "warmup": warmup, "threads": threads,
-                                                         **runner_options})
+    if not runs_here(isolation(framework)):
+        argument = {"framework": framework, "folder": str(folder), "feeds": feeds, "repeats": repeats,
+                    "warmup": warmup, "threads": threads, "model": model, "seed": seed, **runner_options}
+        return run_job("rosetta.bench.inference:time_job", argument, isolation(framework), f"{framework} timing",
+                       settings={"threads": threads})
     if str(folder) == REFERENCE:
         from rosetta.frameworks.torch import TorchModuleRunner
         from rosetta.models import get_model
@@ -37,3 +38,9 @@ def time_predict(framework: str, folder: Path, feeds: dict[str, np.ndarray], rep
     timing = time_call(lambda: runner.predict(feeds), repeats=repeats, warmup=warmup)
     return {"framework": framework, "threads": threads, "version": runner.running_version(),
             "settings": {"threads": threads, **runner_options}, **timing.to_json()}
+
+
+def time_job(argument: dict) -> dict:
+    """Job (rosetta.execution): time_predict in the process it runs in."""
+    argument = dict(argument)
+    return time_predict(argument.pop("framework"), Path(argument.pop("folder")), argument.pop("feeds"), **argument)

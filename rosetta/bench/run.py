@@ -2,12 +2,12 @@
 
 A cell is plain JSON (workload, target, artifact folder, device, steps, threads, data folder). The parent
 converts the artifact (the artifact store shares conversions with `rosetta verify`), then runs the cell in a
-fresh worker process (rosetta.worker `call`), which builds its data, loads the artifact, times it and
+fresh worker process (rosetta.execution, FRESH), which builds its data, loads the artifact, times it and
 reports its own peak memory: so each framework's memory is its own, and a cell could run on any machine
 that sees the artifact folder (e.g. as a Ray task). A cell that fails is a FAIL row with its reason.
 
 Training cells time whole optimiser steps (forward, loss, backward, update) through rosetta.train's
-trainers; inference cells time predict() through the framework runners. Both use bench.timing: warm-up
+trainers; inference cells time predict() through the framework runners. Both use rosetta.timing: warm-up
 steps excluded, the device synchronised before every clock read, median and spread over the timed steps.
 The PyTorch reference is always timed, as the baseline; for training workloads a hand-written PyTorch loop
 (`bare_torch_loop`, no rosetta code in its timed region) runs in the same worker as the harness, alternating,
@@ -89,7 +89,7 @@ def workload_batches(workload: Workload, count: int, data: str = "", seed: int =
     """`count` batches of the workload: (feeds, labels) for training, feeds for inference; and the data source."""
     from rosetta.bench import datasets
     from rosetta.models import get_model
-    from rosetta.verify.inputs import generate_inputs
+    from rosetta.models.inputs import generate_inputs
 
     spec = get_model(workload.model)
     name = spec.inputs[0].name
@@ -125,8 +125,7 @@ def execute_cell(cell: dict) -> dict:
     if workload.task == "train":
         options = {**training_options(get_model(workload.model), threads=cell.threads, device=cell.device),
                    **({"model": workload.model, "seed": cell.seed} if cell.artifact == "-" else {})}
-        trained = run_training(cell.framework, cell.artifact, batches, options, cell.warmup, keep_parameters=False,
-                               isolated=False)
+        trained = run_training(cell.framework, cell.artifact, batches, options, cell.warmup, keep_parameters=False)
         timing = trained["step_seconds"]
         result.version, result.settings = trained["version"], trained["settings"]
         result.peak_device_mb = trained["peak_device_mb"]
@@ -186,18 +185,12 @@ def execute_overhead(cell: dict, rounds: int = 5) -> dict:
     bare, harness = [], []
     for _ in range(rounds):
         bare.append(bare_torch_loop(workload.model, batches, cell.warmup, cell.threads))
-        trained = run_training("torch", REFERENCE, batches, options, cell.warmup, keep_parameters=False, isolated=False)
+        trained = run_training("torch", REFERENCE, batches, options, cell.warmup, keep_parameters=False)
         timing = trained["step_seconds"]
         harness.append(timing["mean_s"])
     bare_s, harness_s = float(np.median(bare)), float(np.median(harness))
     return {"rounds": rounds, "bare_s_per_step": bare_s, "harness_s_per_step": harness_s,
             "overhead": harness_s / bare_s - 1.0, "bare_all": bare, "harness_all": harness}
-
-
-def run_cell_in_worker(function: str, cell: BenchCell, timeout: float | None = None) -> dict:
-    from rosetta.worker import call_in_worker
-
-    return call_in_worker(function, asdict(cell), f"{cell.target} benchmark", timeout)
 
 
 def failed_result(cell: BenchCell, reason: str) -> BenchResult:
@@ -224,33 +217,47 @@ def plan_bench(workloads: list[Workload], targets: list) -> tuple[list[tuple], l
 
 def run_bench(workloads: list[Workload], targets: list, store, device: str = "cpu", steps: int = 0,
               threads: int = 0, data: str = "", overhead: bool = True, progress: bool = True,
-              export: dict | None = None) -> tuple[list[BenchResult], dict, list[str]]:
-    """Every (workload, target) cell, the reference first; returns results, overhead per workload, notes."""
+              export: dict | None = None, executor=None) -> tuple[list[BenchResult], dict, list[str]]:
+    """Every (workload, target) cell, the reference first; returns results, overhead per workload, notes.
+    Artifacts are converted here first; then each cell is an exclusive task of `executor` (default local) in
+    a fresh worker: never timed beside another cell."""
+    from rosetta.execution import FRESH, Job
+    from rosetta.execution.executors import Task, get_executor
     from rosetta.models import get_model
-    from rosetta.report.progress import progress_bar
+    from rosetta.progress import progress_bar
 
+    executor = executor or get_executor("local")
     plan, notes = plan_bench(workloads, targets)
-    overheads: dict = {}
-    jobs = len(plan) + (sum(1 for w in workloads if w.task == "train") if overhead else 0)
-    results = []
-    with progress_bar(jobs, "benchmarking", enabled=progress) as advance:
-        for workload, target in plan:
-            name = target.name if target else REFERENCE_TARGET
-            advance(f"{workload.name}: {name}")
-            cell = BenchCell(workload.name, name, target.runner if target else "torch", device=device, steps=steps,
-                             threads=threads, data=data)
-            try:
-                if target is not None:
-                    folder = store.get(get_model(workload.model), 0, target.chain, target.export_options(export))
-                    cell = BenchCell(**{**asdict(cell), "artifact": str(folder)})
-                results.append(BenchResult(**run_cell_in_worker("rosetta.bench.run:execute_cell", cell)))
-            except Exception as error:  # noqa: BLE001 - a failing cell is a FAIL row
-                results.append(failed_result(cell, one_line(error)))
-            if overhead and target is None and workload.task == "train":
-                advance(f"{workload.name}: harness overhead vs a bare PyTorch loop")
-                try:
-                    overheads[workload.name] = run_cell_in_worker("rosetta.bench.run:execute_overhead", cell)
-                except Exception as error:  # noqa: BLE001
-                    overheads[workload.name] = {"error": str(error)}
+    cells, failures, tasks = [], {}, []
+    for workload, target in plan:
+        name = target.name if target else REFERENCE_TARGET
+        cell = BenchCell(workload.name, name, target.runner if target else "torch", device=device, steps=steps,
+                         threads=threads, data=data)
+        try:
+            if target is not None:
+                folder = store.get(get_model(workload.model), 0, target.chain, target.export_options(export))
+                cell = BenchCell(**{**asdict(cell), "artifact": str(folder)})
+        except Exception as error:  # noqa: BLE001 - a failing conversion is a FAIL row
+            failures[len(cells)] = failed_result(cell, one_line(error))
+        cells.append(cell)
+        if len(cells) - 1 not in failures:
+            tasks.append((len(cells) - 1, Task(Job("rosetta.bench.run:execute_cell", asdict(cell), FRESH,
+                                                   f"{cell.target} benchmark"), f"{workload.name}: {name}",
+                                               exclusive=True)))
+        if overhead and target is None and workload.task == "train":
+            tasks.append((workload.name, Task(Job("rosetta.bench.run:execute_overhead", asdict(cell), FRESH,
+                                                  f"{cell.target} benchmark"),
+                                              f"{workload.name}: harness overhead vs a bare PyTorch loop",
+                                              exclusive=True)))
+    with progress_bar(len(tasks), "benchmarking", enabled=progress) as advance:
+        outcomes = executor.run([task for _, task in tasks], advance)
         advance(None)
-    return results, overheads, notes
+    results, overheads = dict(failures), {}
+    for (key, _), outcome in zip(tasks, outcomes):
+        if isinstance(key, str):  # a workload's overhead measurement
+            overheads[key] = {"error": outcome.error} if outcome.error else outcome.result
+        elif outcome.error:
+            results[key] = failed_result(cells[key], outcome.error)
+        else:
+            results[key] = BenchResult(**{**outcome.result, "peak_rss_mb": outcome.peak_rss_mb})
+    return [results[index] for index in range(len(cells))], overheads, notes

@@ -20,7 +20,7 @@ class ConversionPath:
     name: str
     entry: str  # "package.module:function"
     description: str = ""
-    isolated: bool = False  # run in a worker process (rosetta.worker): TensorFlow, Keras, MXNet
+    isolation: str = ""  # where it runs (rosetta.execution): "" in-process, else that family's warm worker
 
     def load(self) -> Callable:
         return load_entry(self.entry)
@@ -39,29 +39,31 @@ def list_conversions() -> list[ConversionPath]:
     return list(CONVERSIONS)
 
 
-# (source, target, module in rosetta.convert, runs in a worker process, what it is)
-for _source, _target, _module, _isolated, _description in (
-    ("torch", "onnx", "torch_to_onnx", False,
+# (source, target, module in rosetta.convert, worker family ("": in-process), what it is)
+TF, MX, MM = "tensorflow", "mxnet", "mmdnn"
+for _source, _target, _module, _isolation, _description in (
+    # The ONNX route (rosetta.convert.onnx): into ONNX (from_*), and out of it (to_*).
+    ("torch", "onnx", "onnx.from_torch", "",
      "torch.onnx.export (TorchScript exporter at opset 17 by default; dynamo exporter as an option)"),
-    ("onnx", "torch", "onnx_to_torch", False,
+    ("onnx", "torch", "onnx.to_torch", "",
      "onnx2torch, with rosetta's GRU converter registered through onnx2torch's converter registry"),
-    ("onnx", "mxnet", "onnx_to_mxnet", True, "MXNet's ONNX importer with rosetta's graph fixes and GRU converter"),
-    ("onnx", "keras", "onnx_to_keras", True, "rosetta's layer mapper: a trainable .keras file of built-in layers"),
-    ("onnx", "tensorflow", "onnx_to_tensorflow", True,
+    ("onnx", "mxnet", "onnx.to_mxnet", MX, "MXNet's ONNX importer with rosetta's graph fixes and GRU converter"),
+    ("onnx", "keras", "onnx.to_keras", TF, "rosetta's layer mapper: a trainable .keras file of built-in layers"),
+    ("onnx", "tensorflow", "onnx.to_tensorflow", TF,
      "onnx2tf: a TensorFlow SavedModel (inference only: its weights are constants)"),
-    ("tensorflow", "onnx", "tensorflow_to_onnx", True, "tf2onnx: a SavedModel to ONNX (round trip; users' SavedModels)"),
-    ("keras", "onnx", "keras_to_onnx", True, "tf2onnx on a SavedModel of the Keras model (users' Keras models)"),
-    ("mxnet", "onnx", "mxnet_to_onnx", True, "MXNet's ONNX exporter, opset <= 13 (users' MXNet models)"),
+    ("tensorflow", "onnx", "onnx.from_tensorflow", TF, "tf2onnx: a SavedModel to ONNX (round trip; users' SavedModels)"),
+    ("keras", "onnx", "onnx.from_keras", TF, "tf2onnx on a SavedModel of the Keras model (users' Keras models)"),
+    ("mxnet", "onnx", "onnx.from_mxnet", MX, "MXNet's ONNX exporter, opset <= 13 (users' MXNet models)"),
     # The MMdnn route (rosetta.convert.mmdnn): parsers into MMdnn's IR, emitters out of it. Only the PyTorch
     # parser runs in-process (it needs the module); the rest run in workers, where MMdnn's shims are applied.
-    ("torch", "mmdnn", "mmdnn.parse_torch", False, "MMdnn's PyTorch parser on the module (torch 2.x graph API)"),
-    ("mxnet", "mmdnn", "mmdnn.parse_mxnet", True, "MMdnn's MXNet parser (symbol + params; Gluon names mapped)"),
-    ("keras", "mmdnn", "mmdnn.parse_keras", True, "MMdnn's Keras parser (through tf-keras)"),
-    ("mmdnn", "torch-code", "mmdnn.emit_torch", True, "MMdnn's PyTorch emitter: generated module code + state_dict"),
-    ("mmdnn", "tensorflow", "mmdnn.emit_tensorflow", True, "MMdnn's TensorFlow emitter (TF1 code) -> SavedModel"),
-    ("mmdnn", "keras", "mmdnn.emit_keras", True, "MMdnn's Keras emitter (tf-keras code) -> Keras file"),
-    ("mmdnn", "mxnet", "mmdnn.emit_mxnet", True, "MMdnn's MXNet emitter: symbol + params"),
-    ("mmdnn", "onnx", "mmdnn.emit_onnx", True, "MMdnn's ONNX emitter, brought to opset 13 for ONNX Runtime"),
+    ("torch", "mmdnn", "mmdnn.parse_torch", "", "MMdnn's PyTorch parser on the module (torch 2.x graph API)"),
+    ("mxnet", "mmdnn", "mmdnn.parse_mxnet", MM, "MMdnn's MXNet parser (symbol + params; Gluon names mapped)"),
+    ("keras", "mmdnn", "mmdnn.parse_keras", MM, "MMdnn's Keras parser (through tf-keras)"),
+    ("mmdnn", "torch-code", "mmdnn.emit_torch", MM, "MMdnn's PyTorch emitter: generated module code + state_dict"),
+    ("mmdnn", "tensorflow", "mmdnn.emit_tensorflow", MM, "MMdnn's TensorFlow emitter (TF1 code) -> SavedModel"),
+    ("mmdnn", "keras", "mmdnn.emit_keras", MM, "MMdnn's Keras emitter (tf-keras code) -> Keras file"),
+    ("mmdnn", "mxnet", "mmdnn.emit_mxnet", MM, "MMdnn's MXNet emitter: symbol + params"),
+    ("mmdnn", "onnx", "mmdnn.emit_onnx", MM, "MMdnn's ONNX emitter, brought to opset 13 for ONNX Runtime"),
 ):
     register_conversion(ConversionPath(_source, _target, f"{_source}-to-{_target}",
-                                       f"rosetta.convert.{_module}:convert", _description, isolated=_isolated))
+                                       f"rosetta.convert.{_module}:convert", _description, isolation=_isolation))

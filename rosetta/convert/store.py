@@ -14,10 +14,11 @@ import shutil
 import time
 from pathlib import Path
 
-from rosetta.convert.manifest import MANIFEST_NAME, Manifest
-from rosetta.convert.output import atomic_folder
+from rosetta.convert.onnx.from_torch import TorchSource
 from rosetta.convert.registry import get_conversion
-from rosetta.convert.torch_to_onnx import TorchSource
+from rosetta.execution import Job, execute, runs_here
+from rosetta.manifest import MANIFEST_NAME, Manifest
+from rosetta.output import atomic_folder
 from rosetta.scratch import scratch_folder
 
 
@@ -47,15 +48,29 @@ def run_conversion(source, chain: tuple[str, ...], destination: Path, options: d
 
 
 def convert_step(path, source, out: Path, options: dict) -> Manifest:
-    """One step, in this process or, for isolated paths, in a worker process; its wall time in `stats`."""
-    from rosetta.worker import IN_WORKER, convert_in_worker
-
-    if path.isolated and not os.environ.get(IN_WORKER):
-        return convert_in_worker(path.source, path.target, source, out, options)
+    """One step, where its path's isolation says (rosetta.execution); its wall time and, in a worker, the
+    worker's peak memory during the step in `stats`."""
+    if not runs_here(path.isolation):
+        outcome = execute(Job("rosetta.convert.store:convert_job", {"source": path.source, "target": path.target,
+                                                                   "source_folder": str(source), "out": str(out),
+                                                                   "options": options},
+                              path.isolation, f"conversion {path.source} -> {path.target}"))
+        manifest = Manifest.read(out)
+        manifest.stats.update(peak_rss_mb=outcome.peak_rss_mb, process=outcome.process)
+        manifest.write(out)
+        return manifest
     start = time.perf_counter()
     manifest = path.load()(source, out, options)
     manifest.stats = {"seconds": round(time.perf_counter() - start, 3), "process": "in-process"}
     return manifest
+
+
+def convert_job(argument: dict) -> dict:
+    """Job (rosetta.execution): one conversion step from an artifact folder, its manifest written in `out`."""
+    path = get_conversion(argument["source"], argument["target"])
+    manifest = convert_step(path, Path(argument["source_folder"]), Path(argument["out"]), argument["options"])
+    manifest.write(Path(argument["out"]))
+    return {}
 
 
 class ArtifactStore:

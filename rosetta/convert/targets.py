@@ -5,6 +5,7 @@ framework runner that loads the last artifact of the chain."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from rosetta.errors import RosettaError
 from rosetta.registry import Registry
@@ -34,6 +35,18 @@ class Target:
 
 TARGETS: Registry[Target] = Registry("target", key=lambda target: (target.route, target.name))
 register_target = TARGETS.register
+
+
+def load_verify_runner(framework: str, folder: Path, threads: int = 0, trust_code: bool = False):
+    """The runner for an artifact as verification runs it: with the verify options of the targets its framework
+    runs (ONNX Runtime with its optimiser off, see there), and trust_code where the framework reads code."""
+    from rosetta.frameworks import load_runner, reads_code
+
+    options = {"threads": threads}
+    options.update(next((dict(t.verify_options) for t in TARGETS if t.runner == framework), {}))
+    if reads_code(framework):
+        options["trust_code"] = trust_code
+    return load_runner(framework, folder, **options)
 
 
 def list_routes() -> list[str]:

@@ -5,14 +5,29 @@ atomically, one sub-folder per target; nothing is written when the command fails
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
-from rosetta.convert.output import atomic_folder
 from rosetta.convert.targets import Target, get_target, list_targets
 from rosetta.errors import RosettaError, one_line
+from rosetta.output import atomic_folder
+from rosetta.progress import progress_bar
 
 # `--to onnx`: the ONNX file itself, verified in ONNX Runtime (the onnxruntime target's artifact).
 FORMAT_ALIASES = {"onnx": "onnxruntime"}
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A user's model converted to one target, or why it could not be (verification's ArtifactCell)."""
+
+    model: str  # the reference's label: the row's model column
+    target: str  # the row's name: a target, or the artifact's path
+    folder: str = ""  # the artifact folder; empty when `failure` says why there is none
+    failure: str = ""
+    route: str = "onnx"
+    threads: int = 0
+    trust_code: bool = False
 
 
 def parse_user_targets(text: str, route: str = "onnx") -> list[tuple[str, Target]]:
@@ -31,11 +46,8 @@ def parse_user_targets(text: str, route: str = "onnx") -> list[tuple[str, Target
 
 
 def convert_user_model(model, targets: list[tuple[str, Target]], store, options: dict, threads: int = 0,
-                       progress: bool = True) -> list:
-    """One ArtifactCell per target: its converted folder in `store`, or the reason it could not be made."""
-    from rosetta.report.progress import progress_bar
-    from rosetta.verify.artifacts import ArtifactCell
-
+                       progress: bool = True) -> list[Converted]:
+    """One Converted per target: its converted folder in `store`, or the reason it could not be made."""
     if model.trust_code:
         options = {**options, "trust_code": True}
     cells = []
@@ -47,18 +59,18 @@ def convert_user_model(model, targets: list[tuple[str, Target]], store, options:
                                         target.export_options(options))
                 # code rosetta generated in this run (MMdnn's PyTorch emitter) is trusted like the user's own
                 trusted = model.trust_code or dict(target.verify_options).get("trust_code", False)
-                cells.append(ArtifactCell(model.label, name, str(folder), route=target.route, threads=threads,
+                cells.append(Converted(model.label, name, str(folder), route=target.route, threads=threads,
                                           trust_code=trusted))
             except Exception as error:  # a conversion that fails is a FAIL row, never a missing one
                 reason = str(error) if isinstance(error, RosettaError) else one_line(error)
                 if not reason.startswith("conversion"):
                     reason = f"conversion failed: {reason}"
-                cells.append(ArtifactCell(model.label, name, failure=reason, route=target.route))
+                cells.append(Converted(model.label, name, failure=reason, route=target.route))
         advance(None)
     return cells
 
 
-def write_converted(cells: list, output: Path, force: bool = False) -> list[str]:
+def write_converted(cells: list[Converted], output: Path, force: bool = False) -> list[str]:
     """Copy each converted artifact into output/<target>/, atomically; returns the targets written."""
     written = [cell for cell in cells if cell.folder]
     if not written:

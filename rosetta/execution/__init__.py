@@ -1,14 +1,143 @@
-"""Where jobs run (placeholder while the execution layer is built)."""
+"""Where jobs run: the bottom of the house, above only errors, registry, processes and scratch.
+
+A *job* has one shape: a registered entry name (`"rosetta.frameworks.keras:predict_job"`), a JSON argument
+that may hold numpy arrays anywhere in it, and a JSON result that may hold arrays too. The function behind the
+name is `function(argument: dict) -> dict`; it runs the same wherever it runs. Callers say what *isolation*
+the registry row they act for asks for, and this layer alone decides where that is:
+
+- `INLINE` (""): in this process.
+- a family name ("tensorflow", "mxnet", "mmdnn"): in that family's warm worker process (rosetta.execution.pool),
+  a long-lived interpreter reused for many jobs, so TensorFlow or MXNet is imported once, not once per call.
+- `FRESH`: in a new interpreter that runs this one job and exits (benchmark cells: nothing warmed up by
+  another job, peak memory its own).
+
+Inside a worker every job runs inline: the worker *is* the isolation. Arrays cross process boundaries as .npz
+files and everything else as JSON, never pickles. A job that fails raises RosettaError("WHAT failed: reason");
+one whose worker crashes or hangs raises RosettaError saying so ("crashed: worker died with SIGSEGV", "timed
+out after N s"), so the cell that asked becomes a FAIL row and the run goes on. Layers above reach each other
+through entry names only; this package imports nothing above itself.
+"""
 
 from __future__ import annotations
 
+import os
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
+from rosetta.errors import RosettaError
+from rosetta.registry import load_entry
+
 DEFAULT_TIMEOUT_S = 3600.0
+INLINE, FRESH = "", "fresh"
+_IN_WORKER = "ROSETTA_WORKER"  # set in every worker's environment; nothing outside this package reads it
+_after_each_job: list[Callable[[], None]] = []
+_retire = {"reason": ""}
+
+
+@dataclass(frozen=True)
+class Job:
+    entry: str  # "rosetta.MODULE:FUNCTION"
+    argument: dict
+    isolation: str = INLINE
+    what: str = ""  # how errors name it: "keras inference", "conversion onnx -> mxnet"
+    timeout: float | None = None  # seconds; default ROSETTA_WORKER_TIMEOUT or DEFAULT_TIMEOUT_S
+    settings: dict = field(default_factory=dict)  # process-wide settings (threads): a warm worker only for equals
+
+
+@dataclass
+class Outcome:
+    result: dict
+    process: str  # "in-process", "worker" (warm) or "fresh worker"
+    seconds: float
+    peak_rss_mb: float | None = None  # the worker's peak resident memory during this job
+    error: str = ""  # from an executor: why the job failed (its result is then empty)
+
+
+def in_worker() -> bool:
+    return bool(os.environ.get(_IN_WORKER))
+
+
+def runs_here(isolation: str) -> bool:
+    """Whether a job of this isolation runs in this process (so a caller may hold its objects directly)."""
+    return isolation == INLINE or in_worker()
+
+
+def execute(job: Job) -> Outcome:
+    """Run `job` where its isolation says; see the module docstring."""
+    if runs_here(job.isolation):
+        start = time.perf_counter()
+        result = call_entry(job.entry, job.argument)
+        return Outcome(result, "in-process", time.perf_counter() - start)
+    from rosetta.execution.pool import POOLS
+
+    return POOLS.run(job)
+
+
+def run_job(entry: str, argument: dict, isolation: str = INLINE, what: str = "", timeout: float | None = None,
+            settings: dict | None = None) -> dict:
+    """execute(Job(...)).result: the job's result only."""
+    return execute(Job(entry, argument, isolation, what or entry, timeout, settings or {})).result
+
+
+def call_entry(entry: str, argument: dict) -> dict:
+    if not entry.startswith("rosetta."):
+        raise RosettaError(f"job {entry}: not a rosetta function")
+    return load_entry(entry)(argument)
+
+
+def after_each_job(reset: Callable[[], None]) -> None:
+    """Register `reset` to run in a warm worker after every job: how a framework puts back the process-wide
+    state a job may change (Keras's global dtype policy, ...), so that the next job does not see it."""
+    if reset not in _after_each_job:
+        _after_each_job.append(reset)
+
+
+def retire_this_worker(reason: str) -> None:
+    """Say that this process now holds state no reset can undo: a warm worker exits after this job."""
+    if in_worker():
+        _retire["reason"] = reason
+
+
+def timeout_seconds(timeout: float | None = None) -> float:
+    return timeout or float(os.environ.get("ROSETTA_WORKER_TIMEOUT", DEFAULT_TIMEOUT_S))
 
 
 def load_npz(path: Path) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as data:
         return {name: data[name] for name in data.files}
+
+
+def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    with open(path, "wb") as handle:  # np.savez(path) would append .npz to a name without it
+        np.savez(handle, **arrays)
+
+
+def pack(value, arrays: dict[str, np.ndarray]):
+    """`value` as JSON-able data, its numpy arrays moved into `arrays` and replaced by {"__array__": key}."""
+    if isinstance(value, np.ndarray):
+        key = f"a{len(arrays)}"
+        arrays[key] = value
+        return {"__array__": key}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): pack(v, arrays) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [pack(v, arrays) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def unpack(value, arrays: dict[str, np.ndarray]):
+    if isinstance(value, dict):
+        if set(value) == {"__array__"}:
+            return arrays[value["__array__"]]
+        return {k: unpack(v, arrays) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unpack(v, arrays) for v in value]
+    return value

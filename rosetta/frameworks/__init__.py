@@ -1,15 +1,16 @@
 """One module per framework behind one small interface (base.Runner). Each module is the only place that
-imports its framework, and is imported only when a runner for it is asked for. Frameworks marked isolated
-run in a worker process (rosetta.worker); their runner here is a proxy that exchanges .npz files with it."""
+imports its framework, and is imported only when a runner for it is asked for. A framework with an isolation
+(TensorFlow, Keras, MXNet) runs in its family's worker process (rosetta.execution); its runner here is then a
+proxy that sends each predict there as a job."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from rosetta.execution import run_job, runs_here
 from rosetta.frameworks.base import Runner
 from rosetta.registry import Registry, load_entry
 
@@ -18,7 +19,7 @@ from rosetta.registry import Registry, load_entry
 class Framework:
     name: str
     entry: str  # "module:RunnerClass" of the runner that loads a converted artifact
-    isolated: bool = False  # run in a worker process
+    isolation: str = ""  # where it runs (rosetta.execution): "" in-process, else that family's warm worker
     trainer: str = ""  # "module:TrainerClass" that trains a converted artifact, if the framework can train one
     formats: tuple = ()  # artifact formats (manifest "format") this framework runs
     reads_code: bool = False  # its files can carry code: its runner takes trust_code (off unless --trust-code)
@@ -31,11 +32,11 @@ for _framework in (
               formats=("torch",)),
     Framework("torch-code", "rosetta.frameworks.torch:TorchCodeRunner", formats=("torch-code",), reads_code=True),
     Framework("torch-export", "rosetta.frameworks.torch:TorchExportRunner", formats=("torch-export",), reads_code=True),
-    Framework("tensorflow", "rosetta.frameworks.tensorflow:SavedModelRunner", isolated=True, formats=("tensorflow",),
+    Framework("tensorflow", "rosetta.frameworks.tensorflow:SavedModelRunner", isolation="tensorflow", formats=("tensorflow",),
               reads_code=True),
-    Framework("keras", "rosetta.frameworks.keras:KerasRunner", isolated=True, trainer="rosetta.train.keras:KerasTrainer",
+    Framework("keras", "rosetta.frameworks.keras:KerasRunner", isolation="tensorflow", trainer="rosetta.train.keras:KerasTrainer",
               formats=("keras",), reads_code=True),
-    Framework("mxnet", "rosetta.frameworks.mxnet:MXNetRunner", isolated=True, trainer="rosetta.train.mxnet:MXNetTrainer",
+    Framework("mxnet", "rosetta.frameworks.mxnet:MXNetRunner", isolation="mxnet", trainer="rosetta.train.mxnet:MXNetTrainer",
               formats=("mxnet",)),
 ):
     FRAMEWORKS.register(_framework)
@@ -72,8 +73,13 @@ def trainer_class(framework: str):
     return load_entry(entry)
 
 
+def isolation(framework: str) -> str:
+    return FRAMEWORKS.get(framework, label=f"{framework!r}").isolation
+
+
 class WorkerRunner(Runner):
-    """Proxy for a runner that lives in a worker process: each predict runs one worker."""
+    """Proxy for a runner that lives in a worker process: each predict is one job there (the worker is warm:
+    its framework is imported once)."""
 
     def __init__(self, framework: str, folder: Path, options: dict) -> None:
         self.framework_name, self.folder, self.options = framework, Path(folder), options
@@ -87,19 +93,28 @@ class WorkerRunner(Runner):
         return self.reported_version
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from rosetta.worker import VERSION_KEY, predict_in_worker
+        result = run_job("rosetta.frameworks:predict_job", {"framework": self.framework_name,
+                                                             "folder": str(self.folder), "feeds": feeds,
+                                                             "options": self.options},
+                         isolation(self.framework_name), f"{self.framework_name} inference",
+                         settings={"threads": self.options.get("threads", 0)})
+        self.reported_version = result["version"]
+        return result["outputs"]
 
-        result = predict_in_worker(self.framework_name, self.folder, feeds, self.options)
-        self.reported_version = str(result.pop(VERSION_KEY, ""))
-        return result
+
+def predict_job(argument: dict) -> dict:
+    """Job (rosetta.execution): load an artifact in its framework and run it once on `feeds`."""
+    runner = load_runner(argument["framework"], Path(argument["folder"]), **argument["options"])
+    outputs = {name: np.asarray(value) for name, value in runner.predict(argument["feeds"]).items()}
+    return {"outputs": outputs, "version": runner.version()}
 
 
 def load_runner(framework: str, folder: Path, **options) -> Runner:
-    """The runner for an artifact folder written by rosetta (artifact + manifest.json)."""
-    from rosetta.convert.manifest import Manifest
-    from rosetta.worker import IN_WORKER
+    """The runner for an artifact folder written by rosetta (artifact + manifest.json): the framework's own,
+    or a proxy to its worker when it does not run in this process."""
+    from rosetta.manifest import Manifest
 
     manifest = Manifest.read(folder)
-    if FRAMEWORKS.get(framework, label=f"{framework!r}").isolated and not os.environ.get(IN_WORKER):
+    if not runs_here(isolation(framework)):
         return WorkerRunner(framework, folder, options)
     return runner_class(framework)(Path(folder), manifest, **options)

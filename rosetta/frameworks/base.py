@@ -3,6 +3,9 @@ load an artifact once, then predict on a dict of numpy arrays and return a dict 
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import io
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
@@ -80,3 +83,24 @@ def to_layouts(feeds: dict[str, np.ndarray], layouts: dict) -> dict[str, np.ndar
 def from_layouts(outputs: dict[str, np.ndarray], layouts: dict) -> dict[str, np.ndarray]:
     return {name: _LAYOUT_CHANGES[layouts[name]][1](value) if layouts.get(name) in _LAYOUT_CHANGES else value
             for name, value in outputs.items()}
+
+
+def import_generated(code: Path, name: str = "mmdnn_generated"):
+    """Import code a converter generated (MMdnn's emitters) from its file in the artifact folder: running it
+    runs that code, so only with trust_code or for rosetta's own conversions."""
+    spec = importlib.util.spec_from_file_location(name, str(code))
+    module = importlib.util.module_from_spec(spec)
+    with contextlib.redirect_stdout(io.StringIO()):
+        spec.loader.exec_module(module)
+    return module
+
+
+def weights_dict(folder: Path, name: str) -> dict:
+    """Weights as MMdnn's nested {layer: {parameter: array}} dict, read from the "layer/parameter" arrays of
+    an .npz without pickle."""
+    nested: dict = {}
+    with np.load(Path(folder) / name, allow_pickle=False) as archive:
+        for key in archive.files:
+            layer, name = key.rsplit("/", 1)
+            nested.setdefault(layer, {})[name] = archive[key]
+    return nested

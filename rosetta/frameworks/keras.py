@@ -1,7 +1,8 @@
 """Keras 3: runs a `.keras` artifact (from rosetta's ONNX -> Keras mapper) with plain Keras, safe_mode on.
 
 The backend is Keras' own choice (KERAS_BACKEND; TensorFlow by default here). The artifact uses only
-built-in layers, so it also loads on the JAX backend where JAX is installed.
+built-in layers, so it also loads on the JAX backend where JAX is installed. `load_keras_model` is the one
+place a Keras file is loaded (runner, user's files, conversions): safe_mode stays on unless trust_code.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rosetta.errors import RosettaError
 from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, to_layouts
 
 
@@ -20,7 +22,59 @@ def import_keras():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import keras
 
+    from rosetta.execution import after_each_job
+
+    after_each_job(reset_keras_state)
     return keras
+
+
+def reset_keras_state() -> None:
+    """Keras's process-wide state back to its defaults, after each job in a warm worker: a job that set a
+    float64 dtype policy or floatx (the trainer does) must not hand it to the next one."""
+    import keras
+
+    keras.config.set_dtype_policy("float32")
+    keras.config.set_floatx("float32")
+    keras.backend.clear_session()
+
+
+TRUST_HINT = "pass --trust-code if you trust the file"
+
+
+def load_keras_model(path: Path, trust_code: bool):
+    """keras.saving.load_model, safe unless trusted, with one-line errors for code and for broken files."""
+    _check_container(path)
+    keras = import_keras()
+    try:
+        return keras.saving.load_model(str(path), compile=False, safe_mode=not trust_code)
+    except Exception as error:
+        text = str(error)
+        if "safe_mode" in text or "arbitrary code" in text:
+            raise RosettaError(f"{path.name} contains Python code (e.g. a Lambda layer) that loading it would run; "
+                               f"{TRUST_HINT}") from None
+        if "Unknown layer" in text or "Could not locate" in text:
+            raise RosettaError(f"{path.name} uses a custom layer Keras cannot find ({text.splitlines()[0][:160]}); "
+                               "only built-in layers can be read") from None
+        first = text.strip().splitlines()[0][:200] if text.strip() else type(error).__name__
+        raise RosettaError(f"{path.name} is not a readable Keras model ({first})") from None
+
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _check_container(path: Path) -> None:
+    """A .keras file is a zip archive and a .h5 file an HDF5 file: say so before Keras gives a stranger error."""
+    import zipfile
+
+    if path.suffix.lower() == ".keras":
+        if not zipfile.is_zipfile(path):
+            raise RosettaError(f"{path.name} is not a Keras file: a .keras file is the zip archive model.save() "
+                               "writes; save the model again")
+    else:
+        with open(path, "rb") as handle:
+            if handle.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
+                raise RosettaError(f"{path.name} is not a Keras HDF5 file (no HDF5 signature); save the model "
+                                   "again with model.save()")
 
 
 WEIGHTS_MEMBER = "model.weights.h5"
@@ -60,8 +114,6 @@ class KerasRunner(Runner):
 
             set_threads(threads)
         self.keras, self.manifest, self.layouts = keras, manifest, manifest.converter.get("layouts", {})
-        from rosetta.sources.keras import load_keras_model
-
         self.model = load_keras_model(artifact_file(folder, manifest), trust_code)
         self.output_names = [entry["name"] for entry in manifest.outputs]
 

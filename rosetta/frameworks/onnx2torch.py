@@ -1,4 +1,7 @@
-"""What rosetta adds to onnx2torch, through its own extension points.
+"""onnx2torch, as rosetta uses it: a converted `torch` artifact (the ONNX graph and the converted module's
+state_dict, see convert.onnx.to_torch) is rebuilt with onnx2torch, which is deterministic, and its weights
+loaded with torch.load(weights_only=True): no pickled code. What rosetta adds to onnx2torch, through its own
+extension points:
 
 1. onnx2torch imports torchvision at import time, for its NMS and RoiAlign converters only. On machines
    with CPU torch, torchvision is absent or its PyPI (CUDA) build fails to import ("operator
@@ -13,10 +16,16 @@
 from __future__ import annotations
 
 import importlib
+import re
 import types
+from pathlib import Path
 
 from rosetta.errors import RosettaError
+from rosetta.frameworks.onnx_graph import external_data_files
 from rosetta.imports import stand_in_modules
+
+GRAPH = "model.onnx"  # the files of a converted `torch` artifact (a folder)
+WEIGHTS = "state_dict.pt"
 
 _LOADED = None
 
@@ -118,3 +127,33 @@ def _register_gru() -> None:
 
     for version in (7, 14):
         add_converter(operation_type="GRU", version=version)(convert)
+
+
+def build_module(graph_path: Path):
+    """The torch.fx.GraphModule onnx2torch makes of an ONNX file, with one-line errors."""
+    import onnx
+
+    onnx2torch = import_onnx2torch()
+    try:
+        model = onnx.load(str(graph_path), load_external_data=False)
+        # with external data (e.g. over protobuf's 2 GB), onnx2torch infers shapes by path instead of in memory
+        return onnx2torch.convert(str(graph_path) if external_data_files(model) else onnx.load(str(graph_path)))
+    except RosettaError:
+        raise
+    except NotImplementedError as error:  # onnx2torch: "Converter is not implemented (OperationDescription(...))"
+        found = re.search(r"operation_type='(\w+)', version=(\d+)", str(error))
+        if found:
+            raise RosettaError(f"ONNX op {found.group(1)} (opset {found.group(2)}) cannot be converted to torch: "
+                               "onnx2torch has no converter for it") from None
+        raise RosettaError(f"onnx2torch cannot convert this model: {str(error).strip().splitlines()[0]}") from None
+
+
+def load_module(folder: Path, manifest):
+    """The module of a converted `torch` artifact: its graph rebuilt by onnx2torch, its state_dict loaded."""
+    import torch
+
+    artifact = manifest.artifact_path(folder)
+    module = build_module(artifact / GRAPH)
+    state = torch.load(artifact / WEIGHTS, weights_only=True)
+    module.load_state_dict(state, strict=True)
+    return module.eval()

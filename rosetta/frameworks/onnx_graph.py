@@ -1,4 +1,6 @@
-"""Small helpers over ONNX graphs shared by the paths that read or write ONNX."""
+"""Small helpers over ONNX graphs shared by everything that reads or writes ONNX (runners, conversion paths,
+readers of users' files, static checks), and `load_checked`: an ONNX file loaded with its checks (external
+data inside the model's folder, the ONNX checker)."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ def check_saved_model(path: Path, trust_code: bool, label: str = "") -> None:
 
 
 def check_saved_model_job(argument: dict) -> dict:
-    """Worker job (rosetta.worker.call_in_worker): check_saved_model on {"path", "trust_code", "label"}."""
+    """Job (rosetta.execution): check_saved_model on {"path", "trust_code", "label"}."""
     check_saved_model(Path(argument["path"]), bool(argument.get("trust_code")), argument.get("label", ""))
     return {"checked": not argument.get("trust_code")}
 

@@ -1,14 +1,27 @@
-"""PyTorch: runs the reference models (and, later, converted PyTorch artifacts). The float64 copy of a
-reference model gives verification its ground truth and its noise floor."""
+"""PyTorch: runs the reference models, converted PyTorch artifacts (onnx2torch's, MMdnn's generated code) and
+torch.export archives. The float64 copy of a reference model gives verification its ground truth and its
+noise floor.
+
+torch.export.load unpickles weights it stored as pickles (torch.load with weights_only=False) and opaque
+constants (pickle.loads). `load_exported` runs it with torch.load forced to weights_only=True and the other
+unpickling calls refused, so a .pt2 of plain tensors loads safely and one that needs more asks for
+--trust-code.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from pathlib import Path
 
 import numpy as np
 
-from rosetta.frameworks.base import Runner
+from rosetta.errors import RosettaError, one_line
+from rosetta.frameworks import onnx2torch
+from rosetta.frameworks.base import (Runner, artifact_file, check_feeds, from_layouts, import_generated, to_layouts,
+                                     weights_dict)
+from rosetta.trust import TRUST_HINT
+from rosetta.trust.pt2 import check_archive
 
 PRECISIONS = ("float32", "float64")
 
@@ -59,20 +72,61 @@ def torch_device(name: str):
 
     if name == "cuda":
         if not torch.cuda.is_available():
-            from rosetta.errors import RosettaError
-
             raise RosettaError("--device cuda: PyTorch sees no CUDA device (install a CUDA build of torch)")
         torch.backends.cudnn.benchmark = True
     return torch.device(name)
+
+
+@contextlib.contextmanager
+def _no_unpickling(label: str):
+    import torch
+    from torch.export.pt2_archive import _package
+
+    def refuse(*args, **kwargs):
+        raise RosettaError(f"{label} holds pickled objects, which run code when loaded; {TRUST_HINT}")
+
+    original_load, original_pickle_obj, original_pickle = torch.load, torch._C._pickle_load_obj, _package.pickle
+
+    def weights_only_load(*args, **kwargs):
+        kwargs["weights_only"] = True
+        try:
+            return original_load(*args, **kwargs)
+        except Exception as error:
+            if "weights_only" in str(error) or "Unpickl" in str(error):
+                refuse()
+            raise
+
+    class RefusingPickle:
+        loads = staticmethod(refuse)
+
+    torch.load, torch._C._pickle_load_obj, _package.pickle = weights_only_load, refuse, RefusingPickle
+    try:
+        yield
+    finally:
+        torch.load, torch._C._pickle_load_obj, _package.pickle = original_load, original_pickle_obj, original_pickle
+
+
+def load_exported(path: Path, trust_code: bool = False):
+    """The ExportedProgram in a .pt2 file."""
+    import torch
+
+    guard = contextlib.nullcontext() if trust_code else _no_unpickling(Path(path).name)
+    if not trust_code:  # before torch sees the file: its deserializer evaluates text from it as Python
+        check_archive(Path(path), Path(path).name)
+    try:
+        with guard:
+            return torch.export.load(str(path))
+    except RosettaError:
+        raise
+    except Exception as error:
+        raise RosettaError(f"{Path(path).name} is not a readable torch.export file ({one_line(error)[:200]})") from None
 
 
 def edit_state_dict(artifact: Path, edit) -> None:
     """Rewrite the weights of a converted PyTorch artifact: edit(name, tensor) -> new tensor or None."""
     import torch
 
-    from rosetta.convert.onnx_to_torch import WEIGHTS
-
-    path = Path(artifact) / WEIGHTS
+    path = Path(artifact) / onnx2torch.WEIGHTS
     state = torch.load(path, weights_only=True)
     for name, tensor in list(state.items()):
         new = edit(name, tensor)
@@ -82,7 +136,7 @@ def edit_state_dict(artifact: Path, edit) -> None:
 
 
 class TorchArtifactRunner(TorchModuleRunner):
-    """Runs a converted PyTorch artifact (onnx2torch: ONNX graph + state_dict, see convert.onnx_to_torch),
+    """Runs a converted PyTorch artifact (onnx2torch: ONNX graph + state_dict, see frameworks.onnx2torch),
     fed in its manifest's input order and layouts."""
 
     def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu") -> None:  # no deep copy: ours
@@ -96,13 +150,9 @@ class TorchArtifactRunner(TorchModuleRunner):
 
     @staticmethod
     def load_module(folder, manifest):
-        from rosetta.convert.onnx_to_torch import load_module
-
-        return load_module(folder, manifest)
+        return onnx2torch.load_module(folder, manifest)
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from rosetta.frameworks.base import check_feeds, from_layouts, to_layouts
-
         check_feeds(feeds, self.manifest.inputs)
         layouts = self.manifest.converter.get("layouts", {})
         feeds = to_layouts(feeds, layouts)
@@ -110,14 +160,11 @@ class TorchArtifactRunner(TorchModuleRunner):
 
 
 class TorchExportRunner(TorchArtifactRunner):
-    """Runs a torch.export archive (.pt2) read from a user's file, without unpickling (rosetta.sources.torch);
+    """Runs a torch.export archive (.pt2) read from a user's file, without unpickling (load_exported);
     fed like a converted artifact, in its manifest's input order."""
 
     def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu", precision: str = "float32",
                  trust_code: bool = False) -> None:
-        from rosetta.frameworks.base import artifact_file
-        from rosetta.sources.torch import load_exported
-
         program = load_exported(artifact_file(folder, manifest), trust_code)
         TorchModuleRunner.__init__(self, program.module(), [o["name"] for o in manifest.outputs], precision, threads,
                                    device)
@@ -130,8 +177,6 @@ class TorchCodeRunner(TorchArtifactRunner):
     it; a folder given on the command line needs --trust-code)."""
 
     def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu", trust_code: bool = False) -> None:
-        from rosetta.errors import RosettaError
-
         if not trust_code:
             raise RosettaError(f"{folder} holds generated Python code ({manifest.converter.get('code', 'code')}) that "
                                "running it would execute; pass --trust-code if you trust it")
@@ -139,6 +184,17 @@ class TorchCodeRunner(TorchArtifactRunner):
 
     @staticmethod
     def load_module(folder, manifest):
-        from rosetta.convert.mmdnn.emit_torch import build_module
+        return build_kit_module(manifest.artifact_path(folder))
 
-        return build_module(manifest.artifact_path(folder))
+
+# The artifact of MMdnn's PyTorch emitter (convert.mmdnn.emit_torch): generated `KitModel` code and its weights.
+KIT_CODE, KIT_WEIGHTS = "kit_pytorch.py", "weights.npz"
+
+
+def build_kit_module(folder: Path):
+    """The generated KitModel from an artifact folder, with its weights from the .npz (no pickle): MMdnn's code
+    loads a pickled .npy through its module-level `load_weights`, which is set to return the .npz's arrays."""
+    module = import_generated(Path(folder) / KIT_CODE, "mmdnn_kit_pytorch")
+    weights = weights_dict(folder, KIT_WEIGHTS)
+    module.load_weights = lambda weight_file=None: weights
+    return module.KitModel(None).eval()

@@ -26,6 +26,11 @@ class TensorSpec:
         return asdict(self)
 
 
+def signature_of(specs) -> list[dict]:
+    """TensorSpecs -> the manifest's signature entries (None for the batch axis)."""
+    return [{"name": spec.name, "shape": list(spec.shape), "dtype": spec.dtype} for spec in specs]
+
+
 @dataclass(frozen=True)
 class TrainingSpec:
     """The DLF benchmark's training hyper-parameters for a model (../shared/reference/dlf-benchmarks.md)."""

@@ -1,1 +1,1 @@
-"""Tables, JSON and progress bars: how results are shown to a person."""
+"""Tables, JSON and charts: how results are shown to a person (progress bars: rosetta.progress)."""

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
+from rosetta.convert.targets import load_verify_runner
 from rosetta.errors import RosettaError
-from rosetta.models.registry import TensorSpec
+from rosetta.models.inputs import generate_inputs
+from rosetta.models.registry import TensorSpec, signature_of
 from rosetta.sources.files import ModelFile, identify
-from rosetta.sources.signature import resolve_inputs, signature_of
+from rosetta.sources.signature import resolve_inputs
 
 # Where a conversion chain starts for each format a user's model can be in (the converters in
 # rosetta.convert.registry take it on from there); torch models are exported from memory.
@@ -63,7 +65,7 @@ class UserModel:
         """What the first conversion step reads: a TorchSource (a .pt2's ExportedProgram as it is), or the
         artifact folder."""
         if self.module is not None:
-            from rosetta.convert.torch_to_onnx import TorchSource
+            from rosetta.convert.onnx.from_torch import TorchSource
 
             module = self.program if self.program is not None else self.module
             return TorchSource(module, self.inputs, self.outputs, {"path": self.file.text})
@@ -75,14 +77,12 @@ class UserModel:
             from rosetta.frameworks.torch import TorchModuleRunner
 
             return TorchModuleRunner(self.module, [o.name for o in self.outputs], precision, threads).predict(feeds)
-        from rosetta.verify.artifacts import load_verify_runner
-
         return load_verify_runner(self.runner, self.folder, threads, self.trust_code).predict(feeds)
 
 
 def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch: Path) -> UserModel:
     """Identify and read a user's model (into `scratch` where it must be copied), resolving its inputs."""
-    from rosetta.convert.manifest import Manifest
+    from rosetta.manifest import Manifest
 
     model_file = identify(text)
     if model_file.format == "torch-factory":
@@ -117,7 +117,7 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
     model = UserModel(model_file, fmt, inputs, outputs, folder=folder, runner=runner_for_format(manifest.format),
                       trust_code=trust_code, key=f"{fmt}-{manifest.sha256[:12]}")
     if fmt == "torch-export":
-        from rosetta.sources.torch import load_exported
+        from rosetta.frameworks.torch import load_exported
 
         model.program = load_exported(manifest.artifact_path(folder), trust_code)
         model.module = model.program.module()
@@ -128,21 +128,21 @@ def check_given_folder(folder: Path, manifest, trust_code: bool, label: str) -> 
     """A rosetta folder given on the command line may be forged: before any conversion reads it, check its
     artifact as the reader of that format checks a user's file (rosetta.trust). Runners check again."""
     if manifest.format == "onnx":
-        from rosetta.convert.onnx_graph import load_checked
+        from rosetta.frameworks.onnx_graph import load_checked
 
         load_checked(manifest.artifact_path(folder), label)
     elif manifest.format == "tensorflow" and not trust_code:
-        from rosetta.worker import call_in_worker
+        from rosetta.execution import run_job
+        from rosetta.frameworks import isolation
 
-        call_in_worker("rosetta.frameworks.tensorflow:check_saved_model_job",
-                       {"path": str(manifest.artifact_path(folder)), "trust_code": False, "label": label},
-                       f"checking {label}")
+        run_job("rosetta.frameworks.tensorflow:check_saved_model_job",
+                {"path": str(manifest.artifact_path(folder)), "trust_code": False, "label": label},
+                isolation("tensorflow"), f"checking {label}")
 
 
 def _torch_outputs(module, inputs: tuple[TensorSpec, ...], text: str) -> tuple[TensorSpec, ...]:
     """A factory's outputs, found by running it once on generated inputs of batch 2."""
     from rosetta.frameworks.torch import TorchModuleRunner
-    from rosetta.verify.inputs import generate_inputs
 
     feeds = generate_inputs(inputs, 2, 0)
     try:

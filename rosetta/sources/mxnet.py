@@ -16,7 +16,7 @@ def output_name(symbol_output: str) -> str:
 
 
 def read(argument: dict) -> dict:
-    from rosetta.convert.onnx_to_mxnet import ARTIFACT
+    from rosetta.convert.onnx.to_mxnet import ARTIFACT
     from rosetta.frameworks.mxnet import PARAMS_FILE, SYMBOL_FILE, import_mxnet
     from rosetta.sources.readers import write_manifest
 

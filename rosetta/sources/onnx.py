@@ -9,7 +9,7 @@ ARTIFACT = "model.onnx"
 
 
 def read(argument: dict) -> dict:
-    from rosetta.convert.onnx_graph import copy_onnx, graph_inputs, load_checked, value_info_signature
+    from rosetta.frameworks.onnx_graph import copy_onnx, graph_inputs, load_checked, value_info_signature
     from rosetta.sources.readers import write_manifest
 
     path = Path(argument["model"]["path"])

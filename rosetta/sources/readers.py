@@ -1,15 +1,16 @@
 """One reader per model-file format, registered with the framework that runs what it reads. A reader copies
 the user's file into an artifact folder and writes its manifest (signature from the model itself). Readers
-of TensorFlow, Keras and MXNet files run in a worker process, like everything else that imports those."""
+of TensorFlow, Keras and MXNet files run in that framework family's worker (rosetta.execution), like
+everything else that imports those."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rosetta.convert.manifest import Manifest, sha256_of
-from rosetta.registry import Registry, load_entry
+from rosetta.execution import run_job
+from rosetta.manifest import Manifest, sha256_of
+from rosetta.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -17,16 +18,16 @@ class Reader:
     format: str  # ModelFile.format and the manifest's format
     entry: str  # "rosetta.sources.MODULE:read": read(argument: dict) -> manifest as a dict
     runner: str  # the framework that runs the artifact (rosetta.frameworks)
-    isolated: bool = False
+    isolation: str = ""  # where it runs (rosetta.execution)
 
 
 READERS: Registry[Reader] = Registry("model format", key=lambda reader: reader.format)
 for _reader in (
     Reader("onnx", "rosetta.sources.onnx:read", "onnxruntime"),
     Reader("torch-export", "rosetta.sources.torch:read", "torch-export"),
-    Reader("keras", "rosetta.sources.keras:read", "keras", isolated=True),
-    Reader("tensorflow", "rosetta.sources.tensorflow:read", "tensorflow", isolated=True),
-    Reader("mxnet", "rosetta.sources.mxnet:read", "mxnet", isolated=True),
+    Reader("keras", "rosetta.sources.keras:read", "keras", isolation="tensorflow"),
+    Reader("tensorflow", "rosetta.sources.tensorflow:read", "tensorflow", isolation="tensorflow"),
+    Reader("mxnet", "rosetta.sources.mxnet:read", "mxnet", isolation="mxnet"),
 ):
     READERS.register(_reader)
 
@@ -34,15 +35,10 @@ for _reader in (
 def read_model_file(model_file, staging: Path, inputs: list, trust_code: bool) -> Manifest:
     """Read `model_file` (a sources.files.ModelFile) into the empty folder `staging`; returns its manifest.
     `inputs`: the user's --input TensorSpecs (MXNet symbols need them: they carry no shapes)."""
-    from rosetta.worker import IN_WORKER, call_in_worker
-
     reader = READERS.get(model_file.format)
     argument = {"model": model_file.to_json(), "staging": str(staging), "trust_code": trust_code,
                 "inputs": [spec.to_json() for spec in inputs]}
-    if reader.isolated and not os.environ.get(IN_WORKER):
-        call_in_worker(reader.entry, argument, f"reading {model_file.label} ({model_file.format})")
-    else:
-        load_entry(reader.entry)(argument)
+    run_job(reader.entry, argument, reader.isolation, f"reading {model_file.label} ({model_file.format})")
     return Manifest.read(staging)
 
 

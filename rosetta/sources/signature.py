@@ -78,8 +78,3 @@ def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: st
                                    f"with --input {name}:{_shape_text([None] + [d if isinstance(d, int) and d > 0 else 'SIZE' for d in dims[1:]])}:{dtype}")
         resolved.append(TensorSpec(name, tuple(shape), dtype))
     return tuple(resolved)
-
-
-def signature_of(specs) -> list[dict]:
-    """TensorSpecs -> the manifest's signature entries (None for the batch axis)."""
-    return [{"name": spec.name, "shape": list(spec.shape), "dtype": spec.dtype} for spec in specs]

@@ -1,16 +1,11 @@
 """PyTorch models of users: a factory function (`file.py:build`, `package.module:build`), which is code and
 runs only with --trust-code, or a torch.export archive (.pt2), read without unpickling anything and only
-after its expressions, guards and node targets pass rosetta.trust.pt2.
-
-torch.export.load unpickles weights it stored as pickles (torch.load with weights_only=False) and opaque
-constants (pickle.loads). `load_exported` runs it with torch.load forced to weights_only=True and the other
-unpickling calls refused, so a .pt2 of plain tensors loads safely and one that needs more asks for
---trust-code.
+after its expressions, guards and node targets pass rosetta.trust.pt2 (rosetta.frameworks.torch
+load_exported).
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.util
 import shutil
@@ -18,55 +13,11 @@ import sys
 from pathlib import Path
 
 from rosetta.errors import RosettaError, one_line
+from rosetta.frameworks.torch import load_exported
+from rosetta.sources.readers import write_manifest
 from rosetta.trust import TRUST_HINT
-from rosetta.trust.pt2 import check_archive
 
 ARTIFACT = "model.pt2"
-
-
-@contextlib.contextmanager
-def _no_unpickling(label: str):
-    import torch
-    from torch.export.pt2_archive import _package
-
-    def refuse(*args, **kwargs):
-        raise RosettaError(f"{label} holds pickled objects, which run code when loaded; {TRUST_HINT}")
-
-    original_load, original_pickle_obj, original_pickle = torch.load, torch._C._pickle_load_obj, _package.pickle
-
-    def weights_only_load(*args, **kwargs):
-        kwargs["weights_only"] = True
-        try:
-            return original_load(*args, **kwargs)
-        except Exception as error:
-            if "weights_only" in str(error) or "Unpickl" in str(error):
-                refuse()
-            raise
-
-    class RefusingPickle:
-        loads = staticmethod(refuse)
-
-    torch.load, torch._C._pickle_load_obj, _package.pickle = weights_only_load, refuse, RefusingPickle
-    try:
-        yield
-    finally:
-        torch.load, torch._C._pickle_load_obj, _package.pickle = original_load, original_pickle_obj, original_pickle
-
-
-def load_exported(path: Path, trust_code: bool = False):
-    """The ExportedProgram in a .pt2 file."""
-    import torch
-
-    guard = contextlib.nullcontext() if trust_code else _no_unpickling(Path(path).name)
-    if not trust_code:  # before torch sees the file: its deserializer evaluates text from it as Python
-        check_archive(Path(path), Path(path).name)
-    try:
-        with guard:
-            return torch.export.load(str(path))
-    except RosettaError:
-        raise
-    except Exception as error:
-        raise RosettaError(f"{Path(path).name} is not a readable torch.export file ({one_line(error)[:200]})") from None
 
 
 def _value_signature(name: str, value) -> dict:
@@ -88,8 +39,6 @@ def exported_signature(program) -> tuple[list[dict], list[dict]]:
 
 
 def read(argument: dict) -> dict:
-    from rosetta.sources.readers import write_manifest
-
     path = Path(argument["model"]["path"])
     program = load_exported(path, argument["trust_code"])
     shutil.copyfile(path, Path(argument["staging"]) / ARTIFACT)

@@ -9,7 +9,6 @@ hold the same values, so the sorted lists agree element for element when the wei
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
@@ -17,6 +16,9 @@ from typing import ClassVar
 import numpy as np
 
 from rosetta.errors import RosettaError
+from rosetta.execution import Job, execute, runs_here
+from rosetta.frameworks import trainer_class
+from rosetta.manifest import Manifest
 
 REFERENCE = "-"  # the folder argument that means "the PyTorch reference model itself" (model and seed in options)
 PRECISIONS = ("float32", "float64")
@@ -58,52 +60,37 @@ def check_options(precision: str, device: str) -> None:
         raise RosettaError(f"device {device!r} is not one of {', '.join(DEVICES)}")
 
 
-def batches_to_arrays(batches: list[tuple[dict[str, np.ndarray], np.ndarray]]) -> dict[str, np.ndarray]:
-    """A list of (feeds, labels) as one flat dict of arrays, for an .npz file: 'STEP:NAME' and 'STEP:'."""
-    arrays = {}
-    for step, (feeds, labels) in enumerate(batches):
-        arrays.update({f"{step}:{name}": value for name, value in feeds.items()})
-        arrays[f"{step}:"] = labels
-    return arrays
-
-
-def arrays_to_batches(arrays: dict[str, np.ndarray]) -> list[tuple[dict[str, np.ndarray], np.ndarray]]:
-    steps = sorted({int(key.partition(":")[0]) for key in arrays})
-    return [({key.partition(":")[2]: value for key, value in arrays.items()
-              if key.startswith(f"{step}:") and key != f"{step}:"}, arrays[f"{step}:"]) for step in steps]
-
-
 def build_trainer(framework: str, folder: str | Path, options: dict) -> Trainer:
     """The trainer for an artifact folder, or for the PyTorch reference model when folder is REFERENCE."""
     options = dict(options)
-    if str(folder) == REFERENCE:
-        from rosetta.models import get_model
-        from rosetta.train.torch import TorchTrainer
-
-        spec = get_model(options.pop("model"))
-        return TorchTrainer(spec.build(options.pop("seed", 0)), [t.name for t in spec.inputs], **options)
-    from rosetta.convert.manifest import Manifest
-    from rosetta.frameworks import trainer_class
-
+    if str(folder) == REFERENCE:  # the torch framework's trainer builds the reference model (rosetta.models)
+        return trainer_class("torch").reference(options.pop("model"), options.pop("seed", 0), **options)
     return trainer_class(framework)(Path(folder), Manifest.read(folder), **options)
 
 
 def run_training(framework: str, folder: str | Path, batches: list, options: dict, warmup: int = 0,
-                 keep_parameters: bool = True, isolated: bool | None = None) -> dict:
+                 keep_parameters: bool = True) -> dict:
     """Train on `batches` (the first `warmup` untimed), each step timed between device synchronisations.
 
     Returns losses and step times of the timed steps, the final parameters (keep_parameters), the framework
-    version and settings, and peak memory. Runs in a worker process when the framework is isolated, or when
-    `isolated` is True (benchmarks: every framework's peak memory is then its own)."""
-    from rosetta.frameworks import FRAMEWORKS
-    from rosetta.worker import IN_WORKER, train_in_worker
+    version and settings, and peak memory. Runs where the framework's isolation says (rosetta.execution):
+    in its worker, `peak_rss_mb` is the worker's peak during this training."""
+    from rosetta.frameworks import isolation
 
-    if isolated is None:
-        isolated = FRAMEWORKS.get(framework, label=f"{framework!r}").isolated
-    if isolated and not os.environ.get(IN_WORKER):
-        return train_in_worker(framework, folder, batches, {**options, "warmup": warmup,
-                                                            "keep_parameters": keep_parameters})
-    from rosetta.bench.timing import time_steps
+    argument = {"framework": framework, "folder": str(folder), "batches": batches, "options": options,
+                "warmup": warmup, "keep_parameters": keep_parameters}
+    if runs_here(isolation(framework)):
+        return train_job(argument)
+    outcome = execute(Job("rosetta.train.base:train_job", argument, isolation(framework), f"{framework} training",
+                          settings={"threads": options.get("threads", 0)}))
+    return {**outcome.result, "peak_rss_mb": outcome.peak_rss_mb}
+
+
+def train_job(argument: dict) -> dict:
+    """Job (rosetta.execution): run_training's work, in the process it runs in."""
+    framework, folder, batches = argument["framework"], argument["folder"], argument["batches"]
+    warmup, options = argument["warmup"], argument["options"]
+    from rosetta.timing import time_steps
 
     if len(batches) <= warmup:
         raise RosettaError(f"{len(batches)} batches leave no timed step after {warmup} warm-up steps")
@@ -113,6 +100,6 @@ def run_training(framework: str, folder: str | Path, batches: list, options: dic
     result = {"losses": np.asarray(losses, dtype=np.float64), "step_seconds": timing.to_json(),
               "version": trainer.version(), "settings": trainer.settings(),
               "peak_device_mb": trainer.peak_device_mb()}
-    if keep_parameters:
+    if argument["keep_parameters"]:
         result["parameters"] = trainer.parameters()
     return result

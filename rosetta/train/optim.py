@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from rosetta.errors import RosettaError
+from rosetta.models.inputs import generate_inputs
 
 LOSSES = ("cross_entropy", "mse")  # cross entropy on logits with integer labels; mean squared error
 EPSILON_PLACEMENTS = ("torch", "hat")
@@ -85,7 +86,5 @@ def synthetic_labels(spec, batch: int, seed: int) -> np.ndarray:
 
 def training_batches(spec, steps: int, batch: int, seed: int) -> list[tuple[dict[str, np.ndarray], np.ndarray]]:
     """`steps` seeded (feeds, labels) batches for the training-equivalence check (different data each step)."""
-    from rosetta.verify.inputs import generate_inputs
-
     return [(generate_inputs(spec.inputs, batch, seed * 1000 + step + 1), synthetic_labels(spec, batch, seed * 1000 + step))
             for step in range(steps)]

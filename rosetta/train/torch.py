@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from rosetta.frameworks.onnx2torch import load_module
 from rosetta.frameworks.torch import torch_device
+from rosetta.models import get_model
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
 
@@ -72,6 +74,12 @@ class TorchTrainer(Trainer):
                           **({"cudnn.benchmark": cudnn_benchmark, "tf32": torch.backends.cuda.matmul.allow_tf32}
                              if device == "cuda" else {})}
 
+    @staticmethod
+    def reference(model: str, seed: int = 0, **options) -> TorchTrainer:
+        """A trainer of the PyTorch reference model itself (rosetta.models), built with `seed`."""
+        spec = get_model(model)
+        return TorchTrainer(spec.build(seed), [t.name for t in spec.inputs], **options)
+
     @classmethod
     def version(cls) -> str:
         import torch
@@ -110,8 +118,6 @@ class TorchArtifactTrainer(TorchTrainer):
     """Trains the converted `torch` artifact (onnx2torch graph + state_dict)."""
 
     def __init__(self, folder, manifest, **options) -> None:
-        from rosetta.convert.onnx_to_torch import load_module
-
         module = load_module(folder, manifest)
         make_initializers_trainable(module)
         super().__init__(module, [entry["name"] for entry in manifest.inputs], **options)

@@ -10,7 +10,7 @@ torch's deserializer evaluates three kinds of text from the archive as Python:
 So each expression must parse as a small arithmetic grammar (symbols, integers, + - * // %, Min, Max,
 comparisons), each guard as comparisons of input sizes, and each target must be an operator of the aten or
 prims libraries (less the few that read or write files), a higher-order operator or a symbolic-shape
-operator. Pickles in the archive are refused by rosetta.sources.torch.
+operator. Pickles in the archive are refused by rosetta.frameworks.torch (load_exported).
 """
 
 from __future__ import annotations

@@ -14,20 +14,17 @@ from pathlib import Path
 
 import numpy as np
 
+from rosetta.convert.targets import load_verify_runner
+from rosetta.convert.user import Converted
 from rosetta.errors import RosettaError, one_line
+from rosetta.models.registry import signature_of
 from rosetta.verify.results import FAIL, VerifyResult
 from rosetta.verify.tolerance import TolerancePolicy
 
-
-@dataclass(frozen=True)
-class ArtifactCell:
-    model: str  # the reference's label: the row's model column
-    target: str  # the row's name: a target, or the artifact's path
-    folder: str = ""  # the artifact folder; empty when `failure` says why there is none
-    failure: str = ""
-    route: str = "onnx"
-    threads: int = 0
-    trust_code: bool = False
+# One artifact to verify: a user's model converted to a target (rosetta.convert.user), or a folder given on
+# the command line. Plain fields: model (the row's model column), target (the row's name), folder (empty when
+# `failure` says why there is none), failure, route, threads, trust_code.
+ArtifactCell = Converted
 
 
 @dataclass
@@ -48,22 +45,10 @@ class ReferenceOutputs:
         return TolerancePolicy(multiple, policy.atol, policy.rtol, policy.per_output, float64_reference=False)
 
 
-def load_verify_runner(framework: str, folder: Path, threads: int = 0, trust_code: bool = False):
-    """The runner for an artifact as verification runs it (ONNX Runtime with its optimiser off, see there)."""
-    from rosetta.convert.targets import TARGETS
-    from rosetta.frameworks import load_runner, reads_code
-
-    options = {"threads": threads}
-    options.update(next((dict(t.verify_options) for t in TARGETS if t.runner == framework), {}))
-    if reads_code(framework):
-        options["trust_code"] = trust_code
-    return load_runner(framework, folder, **options)
-
-
 def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: TolerancePolicy) -> VerifyResult:
     """Run one artifact on the reference's inputs and compare; a failure at any stage is a FAIL row."""
-    from rosetta.convert.manifest import Manifest
     from rosetta.frameworks import runner_for_format
+    from rosetta.manifest import Manifest
     from rosetta.verify.cells import check_artifact
 
     result = VerifyResult(model=cell.model, route=cell.route, target=cell.target, verdict=FAIL, reason=cell.failure,
@@ -80,23 +65,42 @@ def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: T
 
 
 def run_artifact_cells(cells: list[ArtifactCell], reference: ReferenceOutputs, policy: TolerancePolicy,
-                       progress: bool = True) -> list[VerifyResult]:
-    from rosetta.report.progress import progress_bar
+                       progress: bool = True, executor=None) -> list[VerifyResult]:
+    """Each cell a task of `executor` (default local); the reference's arrays travel with each task."""
+    from dataclasses import asdict
 
-    results = []
-    with progress_bar(len(cells), "verifying", enabled=progress) as advance:
-        for cell in cells:
-            advance(f"{cell.target}")
-            results.append(run_artifact_cell(cell, reference, policy))
+    from rosetta.execution import Job
+    from rosetta.execution.executors import Task, get_executor
+    from rosetta.progress import progress_bar
+
+    executor = executor or get_executor("local")
+    shared = {"feeds": reference.feeds, "float32": reference.float32, "float64": reference.float64}
+    tasks = [Task(Job("rosetta.verify.artifacts:artifact_cell_job", {"cell": asdict(cell), "reference": shared,
+                                                                     "policy": policy.to_json()},
+                      what=cell.target), cell.target) for cell in cells]
+    with progress_bar(len(tasks), "verifying", enabled=progress) as advance:
+        outcomes = executor.run(tasks, advance)
         advance(None)
+    results = []
+    for cell, outcome in zip(cells, outcomes):
+        if outcome.error:  # its process died under it (a Ray worker, say)
+            outcome.result = run_artifact_cell(ArtifactCell(**{**asdict(cell), "folder": "",
+                                                               "failure": f"task failed: {outcome.error}"}),
+                                               reference, policy).to_json()
+        results.append(VerifyResult.from_json(outcome.result))
     return results
+
+
+def artifact_cell_job(argument: dict) -> dict:
+    """Task: run_artifact_cell in the process the executor chose; its VerifyResult as JSON."""
+    return run_artifact_cell(ArtifactCell(**argument["cell"]), ReferenceOutputs(**argument["reference"]),
+                             TolerancePolicy.from_json(argument["policy"])).to_json()
 
 
 def load_inputs(path: Path, model) -> dict[str, np.ndarray]:
     """Inputs from an .npz file (as --save-inputs writes), checked against the model's signature."""
-    from rosetta.frameworks.base import check_feeds
-    from rosetta.sources.signature import signature_of
     from rosetta.execution import load_npz
+    from rosetta.frameworks.base import check_feeds
 
     try:
         feeds = load_npz(Path(path))

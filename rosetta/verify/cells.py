@@ -7,9 +7,10 @@ out to other processes or machines (e.g. Ray tasks) with nothing shared but the 
 
 from __future__ import annotations
 
+import json
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +21,8 @@ from rosetta.errors import one_line
 from rosetta.frameworks import load_runner
 from rosetta.frameworks.torch import TorchModuleRunner
 from rosetta.models import get_model
+from rosetta.models.inputs import generate_inputs
 from rosetta.verify.compare import compare_outputs
-from rosetta.verify.inputs import generate_inputs
 from rosetta.verify.lint import artifact_problems
 from rosetta.verify.results import FAIL, VerifyResult
 from rosetta.verify.tolerance import TolerancePolicy
@@ -39,6 +40,15 @@ class VerifyCell:
     tolerance: TolerancePolicy = field(default_factory=TolerancePolicy)
     export: tuple = ()  # export options as sorted (key, value) pairs, hashable
     threads: int = 0
+
+    @property
+    def label(self) -> str:
+        """What the progress bar shows while the cell runs."""
+        return f"{self.model} -> {self.target}"
+
+    def run(self, store: ArtifactStore, caches: dict) -> VerifyResult:
+        """Run the cell; `caches` holds each kind of cell's shared results (here the references), by name."""
+        return run_cell(self, store, caches.setdefault("references", {}))
 
 
 @dataclass
@@ -122,22 +132,104 @@ def plan_cells(models: list[str], targets: list[str], route: str = "onnx", seeds
     return [VerifyCell(model=m, target=t, route=route, seed=s, **fields) for m in models for t in targets for s in seeds]
 
 
-def run_cells(cells: list, store: ArtifactStore, progress: bool = True) -> list[VerifyResult]:
-    """Run cells in order (inference VerifyCells and training TrainCells), sharing each kind's reference
-    results between cells of the same model and seed."""
-    from rosetta.report.progress import progress_bar
-    from rosetta.verify.training import TrainCell, run_train_cell
+def run_cells(cells: list, store: ArtifactStore, progress: bool = True, executor=None) -> list[VerifyResult]:
+    """Run cells (inference VerifyCells, training TrainCells: each runs itself) as tasks of `executor`
+    (rosetta.execution.executors; default local), each artifact that several cells share made once by a task
+    of its own before them; in one process, cells of the same model and seed share the reference's results."""
+    from rosetta.execution.executors import get_executor
+    from rosetta.progress import progress_bar
 
-    references: dict = {}
-    trained: dict = {}
-    results = []
-    with progress_bar(len(cells), "verifying", enabled=progress) as advance:
-        for cell in cells:
-            if isinstance(cell, TrainCell):
-                advance(f"{cell.model} -> {cell.target} ({cell.steps} training steps)")
-                results.append(run_train_cell(cell, store, trained))
-            else:
-                advance(f"{cell.model} -> {cell.target}")
-                results.append(run_cell(cell, store, references))
+    executor = executor or get_executor("local")
+    _STORES[str(store.root)] = store  # local tasks use this very store (its failures are remembered)
+    tasks = plan_tasks(cells, store)
+    with progress_bar(len(tasks), "verifying", enabled=progress) as advance:
+        outputs = executor.run(tasks, advance)
         advance(None)
-    return results
+    return [_result(task, output) for task, output in zip(tasks, outputs) if task.job.entry == CELL_JOB]
+
+
+def _result(task, outcome) -> VerifyResult:
+    if not outcome.error:
+        return VerifyResult.from_json(outcome.result)
+    cell = cell_from_json(task.job.argument["cell"])  # its process died under it (a Ray worker, say)
+    return VerifyResult(model=cell.model, route=cell.route, target=cell.target, verdict=FAIL,
+                        reason=f"task failed: {outcome.error}", seed=cell.seed, batch=cell.batch,
+                        tolerance=cell.tolerance.to_json())
+
+
+CELL_JOB, ARTIFACT_JOB = "rosetta.verify.cells:cell_job", "rosetta.verify.cells:artifact_job"
+_STORES: dict[str, ArtifactStore] = {}  # per process: the store of a work folder, shared by its tasks
+_CACHES: dict = {}  # per process: references shared by the cells run here
+
+
+def plan_tasks(cells: list, store: ArtifactStore) -> list:
+    """One task per cell, after a task per artifact that two or more cells share (the ONNX export that every
+    ONNX-route target starts from, an artifact that a cell trains and another runs): topological order."""
+    from collections import Counter
+
+    from rosetta.execution import Job
+    from rosetta.execution.executors import Task
+
+    def chains(cell):
+        target = get_target(cell.target, cell.route)
+        options = target.export_options(dict(cell.export))
+        return [(cell.model, cell.seed, target.chain[:k], json.dumps(options, sort_keys=True))
+                for k in range(2, len(target.chain) + 1)]
+
+    shared = Counter(key for cell in cells for key in chains(cell))
+    tasks, made = [], {}
+    for cell in cells:
+        after = ()
+        for key in chains(cell):
+            if shared[key] < 2:
+                continue
+            if key not in made:
+                model, seed, chain, options = key
+                argument = {"model": model, "seed": seed, "chain": list(chain), "options": json.loads(options),
+                            "store": str(store.root)}
+                made[key] = len(tasks)
+                tasks.append(Task(Job(ARTIFACT_JOB, argument, what=f"{model}: {' -> '.join(chain[1:])}"),
+                                  f"{model} -> {' -> '.join(chain[1:])} (shared)", after))
+            after = (made[key],)
+        tasks.append(Task(Job(CELL_JOB, {"cell": cell_to_json(cell), "store": str(store.root)}, what=cell.label),
+                          cell.label, after))
+    return tasks
+
+
+def artifact_job(argument: dict) -> dict:
+    """Task: make one shared artifact in the store; a failure is left for the cells that need it to report."""
+    store = _store(argument["store"])
+    try:
+        folder = store.get(get_model(argument["model"]), argument["seed"], tuple(argument["chain"]),
+                           argument["options"])
+    except Exception as error:  # noqa: BLE001 - each cell that needs it gives its own FAIL row
+        return {"error": one_line(error)}
+    return {"folder": str(folder)}
+
+
+def cell_job(argument: dict) -> dict:
+    """Task: one cell, run in the process the executor chose; its VerifyResult as JSON."""
+    cell = cell_from_json(argument["cell"])
+    return cell.run(_store(argument["store"]), _CACHES).to_json()
+
+
+def _store(root: str) -> ArtifactStore:
+    if root not in _STORES:
+        _STORES[root] = ArtifactStore(Path(root))
+    return _STORES[root]
+
+
+def cell_to_json(cell) -> dict:
+    return {"kind": type(cell).__name__, **asdict(cell)}
+
+
+def cell_from_json(data: dict):
+    """The cell `cell_to_json` wrote: its class by name among VerifyCell's subclasses, tuples made tuples."""
+    data = dict(data)
+    kinds = {kind.__name__: kind for kind in (VerifyCell, *VerifyCell.__subclasses__())}
+    kind = kinds[data.pop("kind")]
+    data["tolerance"] = TolerancePolicy.from_json(data["tolerance"])
+    for name, value in data.items():
+        if isinstance(value, list):
+            data[name] = tuple(tuple(item) if isinstance(item, list) else item for item in value)
+    return kind(**data)

@@ -7,14 +7,14 @@ from pathlib import Path
 
 def artifact_problems(folder: Path) -> list[str]:
     """What is wrong with an artifact folder regardless of its outputs (empty when nothing is)."""
-    from rosetta.convert.manifest import Manifest
+    from rosetta.manifest import Manifest
 
     manifest = Manifest.read(folder)
     if manifest.format != "onnx":
         return []
     import onnx
 
-    from rosetta.convert.onnx_graph import training_mode_nodes
+    from rosetta.frameworks.onnx_graph import training_mode_nodes
 
     path = manifest.artifact_path(folder)
     nodes = training_mode_nodes(onnx.load(str(path), load_external_data=False), str(path.parent))

@@ -59,6 +59,10 @@ class VerifyResult:
     def to_json(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict) -> "VerifyResult":
+        return cls(**{**data, "outputs": [OutputComparison(**output) for output in data.get("outputs", [])]})
+
 
 def write_results_json(results: list[VerifyResult], path: Path, extra: dict | None = None) -> None:
     from rosetta import __version__

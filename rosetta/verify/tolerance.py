@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from rosetta.errors import RosettaError
+
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 ABSOLUTE_FLOOR = 1e-9
 DEFAULT_MULTIPLE = 10.0
@@ -70,9 +72,30 @@ class TolerancePolicy:
     def to_json(self) -> dict:
         return {**asdict(self), "description": self.describe()}
 
+    @classmethod
+    def from_json(cls, data: dict) -> "TolerancePolicy":
+        fields = {key: value for key, value in data.items() if key != "description"}
+        return cls(**{**fields, "per_output": tuple(tuple(item) for item in fields.get("per_output", ()))})
+
 
 def noise_floor(reference32: np.ndarray, reference64: np.ndarray) -> float:
     r64 = reference64.astype(np.float64)
     scale = float(np.max(np.abs(r64))) if r64.size else 0.0
     drift = float(np.max(np.abs(reference32.astype(np.float64) - r64))) if r64.size else 0.0
     return max(drift, FLOAT32_EPS * scale, ABSOLUTE_FLOOR)
+
+
+def policy_from_options(atol: list[tuple[str, float]], rtol: list[tuple[str, float]], multiple: float | None,
+                        default_multiple: float | None = None) -> TolerancePolicy:
+    """The TolerancePolicy that --atol/--rtol/--tolerance-multiple ask for: calibrated, or global and per-output
+    atol/rtol. `atol`, `rtol`: (output name, value) pairs in the order given, name "" for all outputs (the last
+    such wins); `multiple`: --tolerance-multiple, or None for `default_multiple` (None: DEFAULT_MULTIPLE)."""
+    given = {"atol": atol, "rtol": rtol}
+    if multiple is not None and (atol or rtol):
+        raise RosettaError("give either --tolerance-multiple or --atol/--rtol, not both")
+    overall = {kind: next((v for name, v in reversed(values) if not name), None) for kind, values in given.items()}
+    per_output = tuple((name, kind, value) for kind, values in given.items() for name, value in values if name)
+    if multiple is None:
+        multiple = default_multiple
+    return TolerancePolicy(multiple=multiple if multiple is not None else DEFAULT_MULTIPLE, atol=overall["atol"],
+                           rtol=overall["rtol"], per_output=per_output)

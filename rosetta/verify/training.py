@@ -55,6 +55,14 @@ class TrainCell(VerifyCell):
     precision: str = "float32"
     optimizer_changes: tuple = ()  # (key, value) pairs applied to the target's optimiser only: seeded mismatches
 
+    @property
+    def label(self) -> str:
+        return f"{self.model} -> {self.target} ({self.steps} training steps)"
+
+    def run(self, store: ArtifactStore, caches: dict) -> VerifyResult:
+        """Run the cell; the trained references are shared through `caches` (see VerifyCell.run)."""
+        return run_train_cell(self, store, caches.setdefault("trained", {}))
+
 
 @dataclass
 class TrainedReference:

@@ -7,10 +7,10 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from rosetta.convert import onnx_rewrites as rw
+from rosetta.convert.onnx import rewrites as rw
 from rosetta.convert.targets import get_target
 from rosetta.models import get_model, list_models
-from rosetta.verify.inputs import generate_inputs
+from rosetta.models.inputs import generate_inputs
 
 # Rewrites whose output is valid ONNX at the model's opset, so ONNX Runtime can run it. axes_inputs_to_attributes
 # writes opset-11-style nodes for MXNet's importer (checked structurally below; MXNet's verification runs it).

@@ -7,7 +7,7 @@ from rosetta.errors import RosettaError
 
 
 def test_unsupported_op_is_a_clear_error_naming_it():
-    from rosetta.convert.onnx_to_keras import onnx_to_keras_model
+    from rosetta.convert.onnx.to_keras import onnx_to_keras_model
     from rosetta.frameworks.keras import import_keras
 
     node = helper.make_node("Sin", ["x"], ["y"], name="the_sine")

@@ -6,13 +6,13 @@ import numpy as np
 import onnx
 import pytest
 
-from rosetta.convert.manifest import Manifest, sha256_of
 from rosetta.convert.store import run_conversion, torch_source
 from rosetta.convert.targets import get_target
 from rosetta.errors import RosettaError
 from rosetta.frameworks import load_runner
+from rosetta.manifest import Manifest, sha256_of
 from rosetta.models import get_model, list_models
-from rosetta.verify.inputs import generate_inputs
+from rosetta.models.inputs import generate_inputs
 
 ONNX = get_target("onnxruntime").chain
 

@@ -1,48 +1,62 @@
-"""A framework worker that crashes or hangs becomes a FAIL row with the reason; the rest of the run goes on."""
+"""Jobs in warm workers: reused, yet no job sees another's state; a worker that crashes, hangs or fails is one
+row's FAIL with the reason, and the rest of the run goes on."""
 
 from __future__ import annotations
 
 import stat
 
+import numpy as np
 import pytest
 
-from rosetta import worker
 from rosetta.convert.targets import get_target
 from rosetta.errors import RosettaError
+from rosetta.execution import FRESH, Job, execute, pack, run_job, unpack
+from rosetta.execution.pool import POOLS, Worker
 from rosetta.models import get_model
 from rosetta.verify.cells import plan_cells, run_cells
 
+STATE = "rosetta.frameworks.state:process_state_job"
 
-def _fake_python(tmp_path, body: str) -> str:
+
+def _fake_python(tmp_path, monkeypatch, body: str) -> None:
+    """The next worker started is this shell script instead of Python."""
     script = tmp_path / "fake-python"
     script.write_text("#!/bin/sh\n" + body + "\n")
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    return str(script)
+    monkeypatch.setattr("sys.executable", str(script))
 
 
 def test_segfaulting_worker_is_reported(tmp_path, monkeypatch):
-    monkeypatch.setattr(worker.sys, "executable", _fake_python(tmp_path, "kill -SEGV $$"))
+    _fake_python(tmp_path, monkeypatch, "kill -SEGV $$")
     with pytest.raises(RosettaError, match="mxnet inference crashed: worker died with SIGSEGV"):
-        worker.run_worker(["predict"], "mxnet inference")
+        run_job(STATE, {}, "mxnet", "mxnet inference")
 
 
 def test_hanging_worker_times_out(tmp_path, monkeypatch):
-    monkeypatch.setattr(worker.sys, "executable", _fake_python(tmp_path, "sleep 30"))
-    with pytest.raises(RosettaError, match="timed out after 1 s"):
-        worker.run_worker(["predict"], "keras inference", timeout=1)
+    _fake_python(tmp_path, monkeypatch, "sleep 30")
+    with pytest.raises(RosettaError, match="keras inference timed out after 1 s"):
+        run_job(STATE, {}, "tensorflow", "keras inference", timeout=1)
 
 
-def test_worker_error_line_is_passed_on(tmp_path, monkeypatch):
-    monkeypatch.setattr(worker.sys, "executable",
-                        _fake_python(tmp_path, "echo 'noise' >&2; echo 'rosetta-worker: error: the reason' >&2; exit 2"))
-    with pytest.raises(RosettaError, match="conversion failed: the reason$"):
-        worker.run_worker(["convert"], "conversion")
+def test_a_worker_that_exits_passes_on_its_last_line(tmp_path, monkeypatch):
+    _fake_python(tmp_path, monkeypatch, "echo 'noise' >&2; echo 'the reason' >&2; exit 2")
+    with pytest.raises(RosettaError, match="conversion failed: worker exited with status 2: the reason$"):
+        run_job(STATE, {}, "mxnet", "conversion")
+
+
+def test_an_error_in_a_job_is_one_line_and_the_worker_stays():
+    with pytest.raises(RosettaError, match=r"^reading failed: job os:getcwd: not a rosetta function$"):
+        run_job("os:getcwd", {}, "tensorflow", "reading")
+    first = run_job(STATE, {}, "tensorflow")
+    with pytest.raises(RosettaError, match=r"^checking failed: KeyError: 'path'$"):
+        run_job("rosetta.frameworks.tensorflow:check_saved_model_job", {}, "tensorflow", "checking")
+    assert run_job(STATE, {}, "tensorflow")["pid"] == first["pid"]
 
 
 def test_crash_in_one_cell_leaves_a_fail_row_and_the_others_run(store, tmp_path, monkeypatch):
     target = get_target("mxnet")
     store.get(get_model("cnn"), 0, target.chain, target.export_options())  # converted for real first
-    monkeypatch.setattr(worker.sys, "executable", _fake_python(tmp_path, "kill -SEGV $$"))
+    _fake_python(tmp_path, monkeypatch, "kill -SEGV $$")
     results = run_cells(plan_cells(["cnn"], ["mxnet", "onnxruntime"]), store, progress=False)
     assert [r.verdict for r in results] == ["FAIL", "PASS"]
     assert "crashed: worker died with SIGSEGV" in results[0].reason
@@ -53,4 +67,64 @@ def test_a_module_in_the_current_folder_does_not_shadow_the_framework(store, tmp
 
     (tmp_path / "keras.py").write_text("raise ImportError('the user folder shadowed keras')\n")
     monkeypatch.chdir(tmp_path)
+    POOLS.shutdown()  # a worker started from here, not one already warm
     assert run_cell(VerifyCell("cnn", "keras"), store).verdict == "PASS"
+
+
+def test_a_warm_worker_never_leaks_state_between_jobs():
+    """Two jobs that set different thread counts and Keras dtype policies each see only their own; a job
+    that sets the same thread count reuses the warm worker and finds Keras and the environment reset."""
+    report = {"report": ["ROSETTA_PROBE"]}
+    first = run_job(STATE, {"threads": 1, "keras_policy": "float64", "environment": {"ROSETTA_PROBE": "1"}, **report},
+                    "tensorflow", settings={"threads": 1})
+    assert (first["intra_op_threads"], first["keras_policy"], first["environment"]) == (1, "float64", {"ROSETTA_PROBE": "1"})
+    again = run_job(STATE, report, "tensorflow", settings={"threads": 1})
+    assert again["pid"] == first["pid"]  # warm: the same process
+    assert (again["intra_op_threads"], again["keras_policy"], again["floatx"]) == (1, "float32", "float32")
+    assert again["environment"] == {"ROSETTA_PROBE": None}
+    other = run_job(STATE, {"threads": 2, "keras_policy": "mixed_float16", **report}, "tensorflow",
+                    settings={"threads": 2})
+    assert other["pid"] != first["pid"]  # TensorFlow fixes its threads once: another process
+    assert (other["intra_op_threads"], other["keras_policy"]) == (2, "mixed_float16")
+    last = run_job(STATE, report, "tensorflow", settings={"threads": 2})
+    assert (last["pid"], last["intra_op_threads"], last["keras_policy"]) == (other["pid"], 2, "float32")
+
+
+def test_a_changed_environment_gets_a_new_worker(monkeypatch):
+    first = run_job(STATE, {}, "tensorflow")
+    monkeypatch.setenv("ROSETTA_PROBE", "changed")
+    second = run_job(STATE, {"report": ["ROSETTA_PROBE"]}, "tensorflow")
+    assert second["pid"] != first["pid"] and second["environment"] == {"ROSETTA_PROBE": "changed"}
+
+
+def test_fresh_jobs_get_a_process_each_and_report_their_peak_memory():
+    one, two = (execute(Job(STATE, {}, FRESH)) for _ in range(2))
+    assert one.result["pid"] != two.result["pid"] and one.process == "fresh worker"
+    assert one.peak_rss_mb > 100  # TensorFlow and Keras were imported during the job
+
+
+def test_a_retired_worker_is_not_reused(monkeypatch):
+    first = run_job(STATE, {}, "tensorflow")
+    monkeypatch.setattr(Worker, "run", _retiring(Worker.run))
+    second = run_job(STATE, {}, "tensorflow")
+    monkeypatch.undo()
+    third = run_job(STATE, {}, "tensorflow")
+    assert first["pid"] == second["pid"] != third["pid"]
+
+
+def _retiring(run):
+    def wrapped(self, request, what, timeout):
+        reply = run(self, request, what, timeout)
+        return {**reply, "retire": "a test says so"}
+    return wrapped
+
+
+def test_arrays_cross_anywhere_in_a_job():
+    value = {"feeds": {"x": np.arange(6, dtype=np.int64).reshape(2, 3)}, "batches": [({"y": np.ones(2)}, np.zeros(1))],
+             "n": np.float32(1.5), "text": "a"}
+    arrays: dict = {}
+    packed = pack(value, arrays)
+    assert len(arrays) == 3 and packed["n"] == 1.5
+    again = unpack(packed, arrays)
+    assert again["feeds"]["x"].dtype == np.int64 and np.array_equal(again["feeds"]["x"], value["feeds"]["x"])
+    assert np.array_equal(again["batches"][0][1], np.zeros(1))

@@ -8,9 +8,8 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
-from rosetta.convert.onnx2torch_bridge import import_onnx2torch
-from rosetta.convert.onnx_to_torch import build_module
 from rosetta.errors import RosettaError
+from rosetta.frameworks.onnx2torch import build_module, import_onnx2torch
 
 
 def test_onnx2torch_imports_without_torchvision_and_leaves_no_stand_in():

@@ -7,7 +7,7 @@ from rosetta.convert.targets import get_target
 from rosetta.errors import RosettaError
 from rosetta.frameworks import load_runner, runner_class
 from rosetta.models import get_model
-from rosetta.verify.inputs import generate_inputs
+from rosetta.models.inputs import generate_inputs
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import torch
 
 from rosetta.errors import RosettaError
 from rosetta.models import get_model, list_models, parse_model_list
-from rosetta.verify.inputs import generate_inputs
+from rosetta.models.inputs import generate_inputs
 
 MODELS = list_models()
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rosetta.convert.output import atomic_folder
 from rosetta.errors import RosettaError
+from rosetta.output import atomic_folder
 from rosetta.processes import die_with_parent
 from rosetta.scratch import DAY_S, LOCK_NAME, remove_stale, scratch_folder
 
@@ -34,7 +34,7 @@ with scratch_folder("rosetta-", dir=sys.argv[1]) as folder:
 HOLD_ATOMIC = """
 import sys, time
 from pathlib import Path
-from rosetta.convert.output import atomic_folder
+from rosetta.output import atomic_folder
 with atomic_folder(Path(sys.argv[1])) as staging:
     (staging / "half-written.txt").write_text("x")
     print(staging, flush=True)
@@ -147,7 +147,7 @@ def test_a_child_whose_parent_died_before_prctl_exits_at_once(monkeypatch):
 
 
 def test_tf2onnx_dies_with_its_worker(tmp_path, monkeypatch):
-    from rosetta.convert import tensorflow_to_onnx
+    from rosetta.convert.onnx import from_tensorflow
 
     seen = {}
 
@@ -155,9 +155,9 @@ def test_tf2onnx_dies_with_its_worker(tmp_path, monkeypatch):
         seen.update(options)
         return subprocess.CompletedProcess(command, 1, "", "ValueError: no")
 
-    monkeypatch.setattr(tensorflow_to_onnx.subprocess, "run", fake_run)
+    monkeypatch.setattr(from_tensorflow.subprocess, "run", fake_run)
     with pytest.raises(RosettaError, match="tf2onnx failed"):
-        tensorflow_to_onnx.run_tf2onnx(tmp_path, tmp_path / "model.onnx", 17)
+        from_tensorflow.run_tf2onnx(tmp_path, tmp_path / "model.onnx", 17)
     assert callable(seen["preexec_fn"])
 
 
@@ -216,7 +216,7 @@ def _wait_for_workers(process: subprocess.Popen, tmp_path: Path, within: float =
         assert process.poll() is None, f"rosetta ended before starting a worker: {(tmp_path / 'log.txt').read_text()}"
         try:
             children = psutil.Process(process.pid).children(recursive=True)
-            if any("rosetta.worker" in child.cmdline() for child in children):
+            if any("rosetta.execution.worker" in child.cmdline() for child in children):
                 return [child.pid for child in children]
         except psutil.NoSuchProcess:
             pass

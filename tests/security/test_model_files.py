@@ -90,7 +90,7 @@ def test_pt2_text_evaluated_by_torch_is_refused_without_trust(pt2, tmp_path, cap
 
 def test_pt2_expression_runs_only_with_trust(pt2, tmp_path):
     """The attack is real: with --trust-code torch evaluates it (so the refusal above is what stops it)."""
-    from rosetta.sources.torch import load_exported
+    from rosetta.frameworks.torch import load_exported
 
     marker = tmp_path / "marker"
     attack = rewrite_model_json(pt2, tmp_path / "attack.pt2", inject_expression(marker))
@@ -108,7 +108,7 @@ def test_forged_torch_export_folder_is_refused(pt2, tmp_path, capsys):
     assert code == 0, err
     folder.mkdir()
     rewrite_model_json(pt2, folder / "model.pt2", inject_expression(marker))
-    from rosetta.convert.manifest import Manifest, sha256_of
+    from rosetta.manifest import Manifest, sha256_of
 
     manifest = Manifest(artifact="model.pt2", format="torch-export", source={}, converter={"name": "forged"},
                         inputs=[{"name": "x", "shape": [None, 4], "dtype": "float32"}],
@@ -211,8 +211,8 @@ def test_symlink_out_of_the_folder_is_refused(onnx_folder, tmp_path, capsys):
 
 def test_integrity_check_never_walks_outside(tmp_path):
     """A manifest naming `/` or `..` is refused before anything is hashed."""
-    from rosetta.convert.manifest import Manifest
     from rosetta.errors import RosettaError
+    from rosetta.manifest import Manifest
 
     folder = tmp_path / "forged"
     folder.mkdir()
@@ -289,8 +289,8 @@ def test_memory_limit_counts_outputs_and_is_configurable(tmp_path, capsys):
 
 
 def test_generated_inputs_are_drawn_in_their_dtype():
+    from rosetta.models.inputs import generate_inputs
     from rosetta.models.registry import TensorSpec
-    from rosetta.verify.inputs import generate_inputs
 
     specs = [TensorSpec("x", (None, 3), "float32", -2, 2), TensorSpec("h", (None, 3), "float16"),
              TensorSpec("t", (None, 3), "int64", 0, 7), TensorSpec("b", (None, 3), "bool")]
@@ -373,7 +373,7 @@ def test_object_arrays_in_inputs_npz_are_not_unpickled(tmp_path, capsys):
 
 
 def test_generated_code_folder_needs_trust(tmp_path, capsys):
-    from rosetta.convert.manifest import Manifest, sha256_of
+    from rosetta.manifest import Manifest, sha256_of
 
     folder = tmp_path / "code"
     (folder / "model").mkdir(parents=True)

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from rosetta.errors import RosettaError
+from rosetta.execution import run_job
 from tests.security import one_line_refusal, run
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -308,7 +309,7 @@ def test_cli_refuses_before_tensorflow_loads(models, capsys, tmp_path, command, 
 
 def test_verify_refuses_a_forged_rosetta_folder(models, capsys, tmp_path):
     """A folder that looks like rosetta's tensorflow output: its runner checks the SavedModel too."""
-    from rosetta.convert.manifest import Manifest, sha256_of
+    from rosetta.manifest import Manifest, sha256_of
 
     forged = tmp_path / "forged"
     shutil.copytree(models.folder / "load_write", forged / "saved_model")
@@ -325,14 +326,12 @@ def test_verify_refuses_a_forged_rosetta_folder(models, capsys, tmp_path):
 
 
 def test_check_saved_model_job_in_a_worker(models):
-    from rosetta.worker import call_in_worker
-
     job = "rosetta.frameworks.tensorflow:check_saved_model_job"
     with pytest.raises(RosettaError, match=r"forged/saved_model holds op MatchingFiles \(in function "):
-        call_in_worker(job, {"path": str(models.folder / "matching_files"), "trust_code": False,
-                             "label": "forged/saved_model"}, "checking")
-    assert call_in_worker(job, {"path": str(models.folder / "pure"), "trust_code": False, "label": "x"},
-                          "checking")["checked"] is True
+        run_job(job, {"path": str(models.folder / "matching_files"), "trust_code": False,
+                      "label": "forged/saved_model"}, "tensorflow", "checking")
+    assert run_job(job, {"path": str(models.folder / "pure"), "trust_code": False, "label": "x"},
+                   "tensorflow", "checking")["checked"] is True
 
 
 def test_trust_code_loads_the_model_and_runs_it(models, tmp_path):
@@ -349,12 +348,11 @@ def test_rosetta_saved_models_pass(store):
     """What rosetta writes itself: onnx2tf's SavedModel of the cnn, and MMdnn's TensorFlow emitter's."""
     from rosetta.convert.targets import get_target
     from rosetta.models import get_model
-    from rosetta.worker import call_in_worker
 
     for route in ("onnx", "mmdnn"):
         target = get_target("tensorflow", route)
         folder = store.get(get_model("cnn"), 0, target.chain, target.export_options())
-        result = call_in_worker("rosetta.frameworks.tensorflow:check_saved_model_job",
-                                {"path": str(folder / "saved_model"), "trust_code": False, "label": route},
-                                "checking")
+        result = run_job("rosetta.frameworks.tensorflow:check_saved_model_job",
+                         {"path": str(folder / "saved_model"), "trust_code": False, "label": route},
+                         "tensorflow", "checking")
         assert result["checked"] is True

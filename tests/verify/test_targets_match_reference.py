@@ -13,7 +13,7 @@ from rosetta.verify.cells import VerifyCell, run_cell
 
 
 def seeds_for(target: str, route: str) -> tuple:
-    return (0,) if FRAMEWORKS.get(get_target(target, route).runner).isolated or len(get_target(target, route).chain) > 2 \
+    return (0,) if FRAMEWORKS.get(get_target(target, route).runner).isolation or len(get_target(target, route).chain) > 2 \
         else (0, 1, 2)
 
 
@@ -37,7 +37,7 @@ def test_converted_model_passes(store, references, model, route, target, seed):
 
 @pytest.mark.parametrize("model", list_models())
 def test_keras_artifact_has_the_reference_trainable_parameter_count(store, model):
-    from rosetta.convert.manifest import Manifest
+    from rosetta.manifest import Manifest
 
     target = get_target("keras")
     folder = store.get(get_model(model), 0, target.chain, target.export_options())

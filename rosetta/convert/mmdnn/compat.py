@@ -1,6 +1,6 @@
 """Everything MMdnn 0.3.1 needs to run on this stack (protobuf 7, numpy 1.26, torch 2.x, TensorFlow 2.21,
 tf-keras, onnx 1.23), in one place. Each shim says what it bridges. Every MMdnn step runs in a worker process
-(rosetta.worker) except the PyTorch parser, which needs the in-memory module: there, `apply()` touches only
+(rosetta.execution) except the PyTorch parser, which needs the in-memory module: there, `apply()` touches only
 MMdnn's own modules (its rebuilt graph_pb2, its emitter base class), and the torchvision stand-in exists only
 while MMdnn's parser is imported. The framework shims (`tensorflow_v1`, `keras_is_tf_keras`, `keras_parser`)
 are used by the worker steps that need them, the Keras ones only for the duration of a block.
@@ -45,7 +45,7 @@ def read_weights_without_pickle() -> None:
     them in a plain .npz (rosetta.convert.mmdnn.ir); emitters given one read it without pickle."""
     from mmdnn.conversion.common.DataStructure.emitter import Emitter
 
-    from rosetta.convert.mmdnn.ir import weights_dict
+    from rosetta.frameworks.base import weights_dict
 
     original = Emitter._load_weights
 

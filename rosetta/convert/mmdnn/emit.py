@@ -5,13 +5,12 @@ so the artifact carries the exact code that built it."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 from pathlib import Path
 
-from rosetta.convert.manifest import Manifest, sha256_of
 from rosetta.convert.mmdnn.ir import GRAPH, WEIGHTS
 from rosetta.errors import RosettaError
+from rosetta.manifest import Manifest, sha256_of
 
 
 def ir_paths(source: Path) -> tuple[Manifest, str, str]:
@@ -28,15 +27,6 @@ def generate_code(emitter, code: Path) -> None:
             emitter.save_code(str(code), "test")
         except NotImplementedError as error:
             raise RosettaError(f"MMdnn's {type(emitter).__name__} cannot emit this model: {error}") from None
-
-
-def import_generated(code: Path, name: str = "mmdnn_generated"):
-    """Import generated code from its file in the artifact folder."""
-    spec = importlib.util.spec_from_file_location(name, str(code))
-    module = importlib.util.module_from_spec(spec)
-    with contextlib.redirect_stdout(io.StringIO()):
-        spec.loader.exec_module(module)
-    return module
 
 
 def emitted_manifest(previous: Manifest, artifact: Path, fmt: str, emitter: str, framework_version: str,

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rosetta.convert.manifest import Manifest
 from rosetta.convert.mmdnn import compat
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, ir_paths, layouts
 from rosetta.errors import RosettaError
+from rosetta.frameworks.base import import_generated
+from rosetta.manifest import Manifest
 
 ARTIFACT = "model"
 CODE = "kit_mxnet.py"

@@ -9,17 +9,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rosetta.convert.manifest import Manifest
 from rosetta.convert.mmdnn import compat
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, import_generated, ir_paths, layouts
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, ir_paths, layouts
 from rosetta.errors import RosettaError
+from rosetta.execution import retire_this_worker
+from rosetta.frameworks.base import import_generated
+from rosetta.manifest import Manifest
 
 ARTIFACT = "saved_model"
 CODE = "kit_tensorflow.py"
 
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
-    os.environ["TF_USE_LEGACY_KERAS"] = "1"  # this worker only: tf.compat.v1.layers needs tf-keras
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"  # this job only: tf.compat.v1.layers needs tf-keras
+    # TensorFlow 1 behaviour (below) is process-wide and cannot be switched back: no job after this one here
+    retire_this_worker("MMdnn's TensorFlow emitter turned TensorFlow 2 behaviour off")
     compat.apply()
     from rosetta.frameworks.tensorflow import import_tensorflow
 

@@ -2,8 +2,8 @@
 weights (`weights.npz`, one array per "layer/parameter", no pickle).
 
 MMdnn itself keeps weights as a pickled dict in a `.npy` file; rosetta writes and reads them as a plain
-`.npz`, so that reading an IR artifact never unpickles anything. `weights_dict` gives MMdnn the nested dict
-it expects.
+`.npz`, so that reading an IR artifact never unpickles anything. `weights_dict` (rosetta.frameworks.base)
+gives MMdnn the nested dict it expects.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.convert.manifest import Manifest, sha256_of
 from rosetta.errors import RosettaError
+from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "ir"
 GRAPH, GRAPH_JSON, WEIGHTS = "graph.pb", "graph.json", "weights.npz"
@@ -47,17 +47,6 @@ def save_weights(weights: dict, path: Path) -> None:
     """MMdnn's nested {layer: {parameter: array}} dict as "layer/parameter" arrays in a plain .npz."""
     np.savez(path, **{f"{layer}/{name}": np.asarray(value) for layer, values in weights.items()
                       for name, value in values.items()})
-
-
-def weights_dict(folder: Path, name: str = WEIGHTS) -> dict:
-    """Weights as MMdnn's nested {layer: {parameter: array}} dict, read from "layer/parameter" arrays
-    without pickle."""
-    nested: dict = {}
-    with np.load(Path(folder) / name, allow_pickle=False) as archive:
-        for key in archive.files:
-            layer, name = key.rsplit("/", 1)
-            nested.setdefault(layer, {})[name] = archive[key]
-    return nested
 
 
 def ir_ops(folder: Path) -> list[str]:

@@ -8,10 +8,10 @@ import contextlib
 import io
 from pathlib import Path
 
-from rosetta.convert.manifest import Manifest
 from rosetta.convert.mmdnn import compat
 from rosetta.convert.mmdnn.ir import save_ir
 from rosetta.errors import RosettaError
+from rosetta.manifest import Manifest
 
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:

@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rosetta.convert.manifest import Manifest
 from rosetta.convert.mmdnn import compat
 from rosetta.convert.mmdnn.ir import save_ir
 from rosetta.errors import RosettaError
+from rosetta.manifest import Manifest
+from rosetta.models.registry import signature_of
 
 RNN_KINDS = {"onnx::GRU", "onnx::LSTM", "onnx::RNN"}
 RNN_LIMITATION = ("MMdnn has no working recurrent layers (its IR declares GRU/LSTM/RNN without attributes; "
@@ -101,8 +102,6 @@ def _classes():
 def convert(source, staging: Path, options: dict) -> Manifest:
     """TorchSource -> IR artifact. MMdnn's parser takes one image input (C, H, W) and one output."""
     import torch
-
-    from rosetta.sources.signature import signature_of
 
     compat.apply()
     recurrent = sorted({type(m).__name__ for m in source.module.modules() if isinstance(m, torch.nn.RNNBase)})

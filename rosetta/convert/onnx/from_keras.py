@@ -7,11 +7,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from rosetta.convert.manifest import Manifest, sha256_of
-from rosetta.convert.onnx_graph import load_checked
-from rosetta.convert.onnx_to_tensorflow import save_saved_model
-from rosetta.convert.tensorflow_to_onnx import (check_tensor_names, newest_tf2onnx_opset, run_tf2onnx,
-                                               tensorflow_version)
+from rosetta.convert.onnx.from_tensorflow import (check_tensor_names, newest_tf2onnx_opset, run_tf2onnx,
+                                                    tensorflow_version)
+from rosetta.convert.onnx.to_tensorflow import save_saved_model
+from rosetta.frameworks.onnx_graph import load_checked
+from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "model.onnx"
 
@@ -19,8 +19,8 @@ ARTIFACT = "model.onnx"
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
     from importlib.metadata import version
 
+    from rosetta.frameworks.keras import load_keras_model
     from rosetta.frameworks.tensorflow import import_tensorflow
-    from rosetta.sources.keras import load_keras_model
 
     tf = import_tensorflow()
     previous = Manifest.read(source)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.convert.manifest import Manifest, sha256_of
-from rosetta.convert.onnx_graph import graph_inputs, load_checked, value_info_signature
 from rosetta.errors import RosettaError, one_line
+from rosetta.frameworks.onnx_graph import graph_inputs, load_checked, value_info_signature
+from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "model.onnx"
 NEWEST_OPSET = 13

@@ -13,9 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rosetta.convert.manifest import Manifest, sha256_of
-from rosetta.convert.onnx_graph import graph_inputs, load_checked, value_info_signature
 from rosetta.errors import RosettaError
+from rosetta.frameworks.onnx_graph import graph_inputs, load_checked, value_info_signature
+from rosetta.manifest import Manifest, sha256_of
 from rosetta.processes import die_with_parent
 
 ARTIFACT = "model.onnx"

@@ -20,9 +20,9 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from rosetta.convert.manifest import Manifest, sha256_of
-from rosetta.convert.onnx_graph import graph_inputs, load_checked, value_info_signature
 from rosetta.errors import RosettaError
+from rosetta.frameworks.onnx_graph import graph_inputs, load_checked, value_info_signature
+from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "model.onnx"
 DEFAULT_OPSET = 17

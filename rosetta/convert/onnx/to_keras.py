@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.convert.manifest import Manifest, sha256_of
 from rosetta.errors import RosettaError
+from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "model.keras"
 
@@ -390,7 +390,7 @@ class KerasGraphBuilder:
 
 
 def onnx_to_keras_model(model, keras):
-    from rosetta.convert.onnx_rewrites import drop_zero_initial_states
+    from rosetta.convert.onnx.rewrites import drop_zero_initial_states
 
     return KerasGraphBuilder(drop_zero_initial_states(model), keras).build()
 
@@ -402,7 +402,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
 
     keras = import_keras()
     previous = Manifest.read(source)
-    from rosetta.convert.onnx_rewrites import constant_reshape_shapes
+    from rosetta.convert.onnx.rewrites import constant_reshape_shapes
 
     model = onnx_to_keras_model(constant_reshape_shapes(onnx.load(str(previous.artifact_path(source)))), keras)
     target = Path(staging) / ARTIFACT
@@ -410,7 +410,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     trainable = int(sum(np.prod(w.shape) for w in model.trainable_weights))
     return Manifest(
         artifact=ARTIFACT, format="keras", source=previous.source,
-        converter={"name": "rosetta.convert.onnx_to_keras", "version": keras.__version__,
+        converter={"name": "rosetta.convert.onnx.to_keras", "version": keras.__version__,
                    "framework_version": f"{keras.__version__} ({keras.backend.backend()} backend)",
                    "options": {}, "trainable_parameters": trainable},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(target), opset=previous.opset,

@@ -1,6 +1,6 @@
 """ONNX -> MXNet 1.9.1 with MXNet's own importer (mx.contrib.onnx.import_model), bridged where it stops short.
 
-Graph fixes (rosetta.convert.onnx_rewrites), each semantics-preserving: zero initial GRU states built at run
+Graph fixes (rosetta.convert.onnx.rewrites), each semantics-preserving: zero initial GRU states built at run
 time are omitted (MXNet cannot express the Shape -> ConstantOfShape chain); Constant nodes become
 initializers and every initializer is also a graph input (the importer's expectations); Squeeze/Unsqueeze
 axes move back from inputs to attributes and BatchNormalization's default training_mode=0 attribute is
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.convert.manifest import Manifest, sha256_of
 from rosetta.errors import RosettaError
+from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "model"
 
@@ -64,7 +64,7 @@ FLOAT_TYPES = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT
 
 
 def rewrite_for_mxnet(model):
-    from rosetta.convert import onnx_rewrites as rw
+    from rosetta.convert.onnx import rewrites as rw
 
     for rewrite in (rw.constant_reshape_shapes, rw.drop_zero_initial_states, rw.positive_gather_indices, rw.axes_inputs_to_attributes,
                     rw.drop_default_training_mode, rw.bypass_identity_of_initializers, rw.constants_to_initializers,
@@ -111,7 +111,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     return Manifest(
         artifact=ARTIFACT, format="mxnet", source=previous.source,
         converter={"name": "mxnet.contrib.onnx.import_model", "version": mx.__version__, "framework_version": mx.__version__,
-                   "options": {"rewrites": "rosetta.convert.onnx_to_mxnet.rewrite_for_mxnet", "gru": "rosetta"},
+                   "options": {"rewrites": "rosetta.convert.onnx.to_mxnet.rewrite_for_mxnet", "gru": "rosetta"},
                    "constant_parameters": constants},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(artifact), opset=previous.opset,
     )

@@ -14,8 +14,8 @@ import contextlib
 import io
 from pathlib import Path
 
-from rosetta.convert.manifest import Manifest, sha256_of
 from rosetta.errors import RosettaError
+from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "saved_model"
 

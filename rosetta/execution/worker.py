@@ -1,0 +1,116 @@
+"""The worker process: reads jobs on stdin, one JSON line each, runs them, and answers one JSON line each.
+
+    python -P -m rosetta.execution.worker [--jobs N]
+
+Request: {"entry", "argument", "arrays": IN.npz or null, "out": OUT.npz}. Reply, on the stdout this process
+had when it started (framework output printed to stdout goes to stderr instead, so it cannot garble a
+reply): {"ok": true, "result", "arrays": bool, "peak_rss_mb", "rss_mb", "seconds", "retire"} or {"ok": false,
+"error": one line, "detail": traceback}. After each job the worker puts back what a job may change: the
+environment, the current folder, and each framework's registered state (rosetta.execution.after_each_job);
+its peak memory is reset before each job, so each reply's peak is that job's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+import rosetta.execution as execution
+from rosetta.errors import RosettaError, one_line
+
+
+def _status_mb(field: str) -> float | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def reset_peak_rss() -> None:
+    """Start a new high-water mark (Linux: writing 5 to clear_refs resets VmHWM to the current RSS)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def peak_rss_mb(children_before: float = 0.0) -> float:
+    """Peak resident memory of this job: this process's VmHWM (reset before the job), or that of a child it
+    waited for (tf2onnx's command line), if a child of this job went higher. Not getrusage(RUSAGE_SELF):
+    Linux keeps ru_maxrss across execve, so a worker would report its parent's high-water mark."""
+    own = _status_mb("VmHWM")
+    if own is None:  # not Linux
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return max(own, children if children > children_before else 0.0)
+
+
+def _run_one(request: dict) -> dict:
+    arrays = execution.load_npz(Path(request["arrays"])) if request.get("arrays") else {}
+    argument = execution.unpack(request["argument"], arrays)
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    reset_peak_rss()
+    start = time.perf_counter()
+    try:
+        result = execution.call_entry(request["entry"], argument)
+    except Exception as error:  # one line for the row; the traceback for -v
+        return {"ok": False, "error": str(error) if isinstance(error, RosettaError) else one_line(error),
+                "detail": traceback.format_exc(limit=-3)}
+    seconds = time.perf_counter() - start
+    out_arrays: dict[str, np.ndarray] = {}
+    packed = execution.pack(result, out_arrays)
+    if out_arrays:
+        execution.save_npz(Path(request["out"]), out_arrays)
+    return {"ok": True, "result": packed, "arrays": bool(out_arrays), "seconds": seconds,
+            "peak_rss_mb": round(peak_rss_mb(children_before), 1)}
+
+
+def _reset(environment: dict, folder: str) -> None:
+    os.environ.clear()
+    os.environ.update(environment)
+    os.chdir(folder)
+    for reset in execution._after_each_job:
+        reset()
+
+
+def serve(jobs: int) -> int:
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # print() from a framework lands on stderr, never in a reply
+    environment, folder = dict(os.environ), os.getcwd()
+    done = 0
+    for line in sys.stdin:
+        reply = _run_one(json.loads(line))
+        done += 1
+        try:
+            _reset(environment, folder)
+        except Exception as error:  # a reset that fails: this worker cannot be trusted with another job
+            execution.retire_this_worker(f"reset failed: {one_line(error)}")
+        reply["rss_mb"] = round(_status_mb("VmRSS") or 0.0, 1)
+        reply["retire"] = execution._retire["reason"]
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+        if reply["retire"] or (jobs and done >= jobs):
+            break
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if not execution.in_worker():
+        print("rosetta.execution.worker: started by rosetta's execution layer only", file=sys.stderr)
+        return 2
+    jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 0
+    return serve(jobs)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
