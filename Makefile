@@ -16,7 +16,7 @@ $(STAMP): $(PINS) $(NODEPS) pyproject.toml
 	$(PIP) install --quiet --upgrade pip
 	# torch first and pinned, so that nothing can pull a CUDA build in its place.
 	$(PIP) install --quiet -c $(PINS) torch
-	$(PIP) install --quiet -c $(PINS) -e '.[frameworks,test]'
+	$(PIP) install --quiet -c $(PINS) -e '.[frameworks,test,ray]'
 	$(PIP) install --quiet --no-deps -r $(NODEPS)
 	touch $(STAMP)
 

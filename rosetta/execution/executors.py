@@ -1,0 +1,158 @@
+"""Executors: run a matrix of tasks (one job each) here, or spread over a Ray cluster, with the same results.
+
+A task is a job (rosetta.execution.Job: entry name, JSON argument) plus what a scheduler needs: the tasks it
+comes after (those that make an artifact it shares), the CPUs and memory it asks for, and whether it must
+have its node to itself (timing). Tasks exchange artifacts through the shared work folder their arguments
+name, so any machine that mounts that folder can run any task.
+
+- `local` (the default): tasks one after another in this process, in the order given, which callers keep
+  topological; isolated frameworks run in the warm worker pools (rosetta.execution.pool).
+- `ray`: each task a Ray task with `num_cpus`/`memory` from the task, started as soon as the tasks it comes
+  after are done. Exclusive tasks (benchmarks) run one at a time, so that no two are timed side by side on a
+  node. `address` is a running cluster's ("ray://HEAD:10001" or "auto"); none starts a local Ray instance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from rosetta.errors import RosettaError
+from rosetta.execution import Job, Outcome, execute
+
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Task:
+    job: Job
+    label: str = ""  # what the progress bar says while it runs
+    after: tuple[int, ...] = ()  # indices of the tasks that must be done first
+    num_cpus: float = 1.0
+    memory_mb: float = 0.0  # 0: no reservation
+    exclusive: bool = False  # never beside another exclusive task (benchmarks)
+
+
+@dataclass
+class LocalExecutor:
+    name: str = "local"
+
+    def describe(self) -> str:
+        return "local: one task at a time, frameworks in warm worker processes"
+
+    def run(self, tasks: list[Task], on_done: Callable[[str], None] | None = None) -> list[Outcome]:
+        results: list = [None] * len(tasks)
+        for index in _topological(tasks):
+            if on_done:
+                on_done(tasks[index].label)
+            try:
+                results[index] = execute(tasks[index].job)
+            except Exception as error:  # noqa: BLE001 - one task's failure is its caller's FAIL row
+                results[index] = Outcome({}, "", 0.0, error=_message(error))
+        return results
+
+
+@dataclass
+class RayExecutor:
+    address: str | None = None
+    num_cpus: int | None = None  # for a local instance only
+    name: str = "ray"
+    _started: bool = field(default=False, repr=False)
+
+    def describe(self) -> str:
+        where = self.address or "a local Ray instance"
+        return f"ray ({where}): one Ray task per cell; benchmark cells one at a time, never side by side"
+
+    def _ray(self):
+        try:
+            import ray
+        except ImportError:
+            raise RosettaError("--executor ray needs Ray: pip install 'dl-rosetta[ray]'") from None
+        if not ray.is_initialized():
+            try:
+                ray.init(address=self.address, num_cpus=None if self.address else self.num_cpus,
+                         include_dashboard=False, log_to_driver=False, configure_logging=False)
+            except Exception as error:  # noqa: BLE001 - a cluster that cannot be reached is the user's to fix
+                raise RosettaError(f"cannot start or reach Ray at {self.address or 'a local instance'}: "
+                                   f"{str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}"
+                                   ) from None
+            self._started = True
+        return ray
+
+    def run(self, tasks: list[Task], on_done: Callable[[str], None] | None = None) -> list[Outcome]:
+        ray = self._ray()
+        remote = ray.remote(max_retries=0)(_run_task)
+        results: list = [None] * len(tasks)
+        pending: dict = {}  # object ref -> task index
+        waiting = set(range(len(tasks)))
+        done: set[int] = set()
+        while waiting or pending:
+            for index in sorted(waiting):
+                if any(tasks[i].exclusive for i in pending.values()):
+                    break  # an exclusive task has the cluster to itself
+                task = tasks[index]
+                if not set(task.after) <= done or (task.exclusive and pending):
+                    continue
+                options = {"num_cpus": task.num_cpus}
+                if task.memory_mb:
+                    options["memory"] = int(task.memory_mb * 2**20)
+                pending[remote.options(**options).remote(task.job)] = index
+                waiting.discard(index)
+            if not pending:
+                raise RosettaError("tasks wait on each other in a circle")  # callers build DAGs; a guard only
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            index = pending.pop(ready[0])
+            try:
+                results[index] = ray.get(ready[0])
+            except Exception as error:  # noqa: BLE001 - the task raised, or its Ray worker died
+                results[index] = Outcome({}, "ray", 0.0, error=_message(getattr(error, "cause", None) or error))
+            done.add(index)
+            if on_done:
+                on_done(tasks[index].label)
+        return results
+
+    def shutdown(self) -> None:
+        if self._started:
+            import ray
+
+            ray.shutdown()
+            self._started = False
+
+
+def _message(error: BaseException) -> str:
+    if isinstance(error, RosettaError):
+        return str(error)
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[-1]}" if text else type(error).__name__
+
+
+def _run_task(job: Job) -> Outcome:
+    """A task's body on a Ray worker: the job where its isolation says (warm pools live per Ray worker)."""
+    return execute(job)
+
+
+def _topological(tasks: list[Task]) -> list[int]:
+    """Task indices with every task after the ones it comes after, otherwise in the given order."""
+    order, placed = [], set()
+    while len(order) < len(tasks):
+        progressed = False
+        for index, task in enumerate(tasks):
+            if index not in placed and set(task.after) <= placed:
+                order.append(index)
+                placed.add(index)
+                progressed = True
+        if not progressed:
+            raise RosettaError("tasks wait on each other in a circle")
+    return order
+
+
+def get_executor(name: str = "local", address: str | None = None, num_cpus: int | None = None):
+    if name == "local":
+        if address:
+            raise RosettaError("--address is for --executor ray")
+        return LocalExecutor()
+    if name == "ray":
+        return RayExecutor(address, num_cpus)
+    raise RosettaError(f"unknown executor {name!r}; choose from: {', '.join(EXECUTORS)}")
+
+
