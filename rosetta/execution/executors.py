@@ -74,8 +74,7 @@ class RayExecutor:
                          include_dashboard=False, log_to_driver=False, configure_logging=False)
             except Exception as error:  # noqa: BLE001 - a cluster that cannot be reached is the user's to fix
                 raise RosettaError(f"cannot start or reach Ray at {self.address or 'a local instance'}: "
-                                   f"{str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}"
-                                   ) from None
+                                   f"{_message(error)}") from None
             self._started = True
         return ray
 

@@ -63,8 +63,7 @@ class Worker:
         except (BrokenPipeError, OSError):
             pass  # it died before the job: reported below from its exit status
         line = self._read_line(timeout)
-        if line is None:
-            self.kill()
+        if line is None:  # the pool kills it
             raise RosettaError(f"{what} timed out after {timeout:g} s (worker killed)")
         if not line:
             raise RosettaError(f"{what} {self._death()}")

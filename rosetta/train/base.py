@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from rosetta.errors import RosettaError
-from rosetta.execution import Job, execute, runs_here
+from rosetta.execution import Job, execute
 from rosetta.frameworks import trainer_class
 from rosetta.manifest import Manifest
 
@@ -74,13 +74,11 @@ def run_training(framework: str, folder: str | Path, batches: list, options: dic
 
     Returns losses and step times of the timed steps, the final parameters (keep_parameters), the framework
     version and settings, and peak memory. Runs where the framework's isolation says (rosetta.execution):
-    in its worker, `peak_rss_mb` is the worker's peak during this training."""
+    in its worker, `peak_rss_mb` is the worker's peak during this training (None in this process)."""
     from rosetta.frameworks import isolation
 
     argument = {"framework": framework, "folder": str(folder), "batches": batches, "options": options,
                 "warmup": warmup, "keep_parameters": keep_parameters}
-    if runs_here(isolation(framework)):
-        return train_job(argument)
     outcome = execute(Job("rosetta.train.base:train_job", argument, isolation(framework), f"{framework} training",
                           settings={"threads": options.get("threads", 0)}))
     return {**outcome.result, "peak_rss_mb": outcome.peak_rss_mb}
