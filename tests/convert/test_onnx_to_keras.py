@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
+import torch
 from onnx import TensorProto, helper
+from torch import nn
 
 from rosetta.errors import RosettaError
 
@@ -33,3 +38,273 @@ def test_keras_artifact_loads_in_plain_keras_safe_mode(store):
                          env={"KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == str(get_model("cnn").parameter_count)
+
+
+# ---- the ops users' models need, each through torch.onnx.export, the mapper and a safe-mode reload ---------
+
+class FunctionModule(nn.Module):
+    """A torch module from a function, for one-line cases (torch side only: Keras never sees it)."""
+
+    def __init__(self, function, **children):
+        super().__init__()
+        self.function = function
+        for name, child in children.items():
+            setattr(self, name, child)
+
+    def forward(self, x):
+        return self.function(self, x)
+
+
+class Arithmetic(nn.Module):
+    """x * 2 / 3 - 1, 1 - x ** 2, and per-channel and full constants on a channels-last conv output."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+        self.register_buffer("scale", torch.randn(1, 4, 1, 1))
+        self.register_buffer("shift", torch.randn(4, 1, 1))
+        self.register_buffer("bias_map", torch.randn(4, 5, 3))
+
+    def forward(self, x):
+        a = 1 - (x * 2 / 3 - 1) ** 2
+        c = self.conv(a) * self.scale + self.shift
+        return c * torch.sigmoid(c) - c / 4 + self.bias_map
+
+
+class UpsampleConcat(nn.Module):
+    """A U-Net step: downsample, upsample back (nearest), concatenate with the skip connection."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+
+    def forward(self, x):
+        return torch.cat([self.up(self.down(x)), x], dim=1)
+
+
+class SqueezeExcite(nn.Module):
+    """MobileNetV3's block: HardSwish, then channels scaled by HardSigmoid of their global average."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.Hardswish())
+        self.gate = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(8, 2, 1), nn.ReLU(), nn.Conv2d(2, 8, 1),
+                                  nn.Hardsigmoid())
+
+    def forward(self, x):
+        x = self.conv(x)
+        return x * self.gate(x)
+
+
+class TransformerMlp(nn.Module):
+    """x + Linear(GELU(Linear(LayerNorm(x)))) on tokens, then their mean: Linear on 3-D is MatMul + Add."""
+
+    def __init__(self):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 8))
+
+    def forward(self, x):
+        return (x + self.mlp(x)).mean(dim=1)
+
+
+def _layer_norm_by_hand(module, x):
+    centered = x - x.mean(-1, keepdim=True)
+    normalized = centered / torch.sqrt((centered * centered).mean(-1, keepdim=True) + 1e-6)
+    return 0.5 * normalized * (1 + torch.erf(normalized * (1 / math.sqrt(2))))  # and GELU by hand
+
+
+# name: (module factory, input shape, opset)
+CASES = {
+    "conv_batchnorm_relu6": (lambda: nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU6()),
+                             (2, 3, 6, 5), 17),
+    "hardtanh": (lambda: nn.Sequential(nn.Conv2d(3, 4, 1), nn.Hardtanh()), (2, 3, 4, 5), 17),
+    "depthwise_and_grouped_conv": (lambda: nn.Sequential(
+        nn.Conv2d(4, 8, 3, padding=1, groups=4), nn.Conv2d(8, 6, 3, stride=2, groups=2),
+        nn.Conv2d(6, 6, 3, padding=2, dilation=2, groups=6, bias=False)), (2, 4, 7, 6), 17),
+    "conv1d_stack": (lambda: nn.Sequential(
+        nn.Conv1d(3, 6, 3, padding=1), nn.BatchNorm1d(6), nn.ReLU(), nn.MaxPool1d(2),
+        nn.Conv1d(6, 6, 3, padding=2, dilation=2, groups=6), nn.AvgPool1d(2), nn.Flatten(), nn.Linear(18, 5)),
+        (2, 3, 12), 17),
+    "conv_transpose_2d": (lambda: nn.Sequential(
+        nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
+        nn.ConvTranspose2d(4, 2, 2, stride=2)),
+        (2, 3, 4, 5), 17),
+    "conv_transpose_1d_kernel_below_stride": (lambda: nn.Sequential(
+        nn.ConvTranspose1d(3, 4, 4, stride=3, padding=1), nn.ConvTranspose1d(4, 2, 2, stride=3)), (2, 3, 5), 17),
+    "upsample_nearest_concat": (UpsampleConcat, (2, 3, 6, 8), 17),
+    "upsample_bilinear": (lambda: nn.Sequential(nn.Conv2d(3, 4, 1), nn.Upsample(scale_factor=2, mode="bilinear")),
+                          (2, 3, 4, 5), 17),
+    "upsample_1d_nearest": (lambda: nn.Sequential(nn.Conv1d(3, 4, 1), nn.Upsample(scale_factor=3)), (2, 3, 5), 17),
+    "average_pools": (lambda: nn.Sequential(
+        nn.AvgPool2d(3, 1, 1), nn.AvgPool2d(3, 2, 1, count_include_pad=False), nn.AvgPool2d(2)), (2, 3, 9, 7), 17),
+    "zero_pad_2d": (lambda: nn.Sequential(nn.ZeroPad2d((1, 2, 0, 1)), nn.Conv2d(3, 4, 2)), (2, 3, 4, 3), 17),
+    "zero_pad_1d": (lambda: nn.Sequential(nn.Conv1d(3, 4, 1), nn.ConstantPad1d((2, 1), 0.0), nn.Conv1d(4, 2, 3)),
+                    (2, 3, 5), 17),
+    "sequence_pad_on_time_axis": (lambda: FunctionModule(lambda m, x: m.linear(nn.functional.pad(x, (0, 0, 1, 2))),
+                                                 linear=nn.Linear(4, 3)), (2, 5, 4), 17),
+    "arithmetic_with_constants": (Arithmetic, (2, 3, 5, 3), 17),
+    "squeeze_excite_hardswish": (SqueezeExcite, (2, 3, 5, 4), 17),
+    "layernorm_gelu_mlp": (TransformerMlp, (2, 5, 8), 17),
+    "layernorm_decomposed_below_opset_17": (lambda: nn.LayerNorm(8), (2, 5, 8), 16),
+    "layernorm_and_gelu_by_hand": (lambda: FunctionModule(_layer_norm_by_hand), (2, 5, 8), 17),
+    "layernorm_over_channels_last_axes": (lambda: nn.Sequential(nn.Conv1d(3, 4, 1), nn.LayerNorm([4, 6])), (2, 3, 6), 17),
+    "gelu_tanh_approximation": (lambda: nn.Sequential(nn.Linear(4, 6), nn.GELU(approximate="tanh")), (2, 4), 17),
+    "max_pool_1d_to_one": (lambda: nn.Sequential(nn.Conv1d(3, 4, 3), nn.AdaptiveMaxPool1d(1), nn.Flatten()), (2, 3, 7), 17),
+    "conv_3d_and_pools": (lambda: nn.Sequential(nn.Conv3d(2, 3, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2, padding=1),
+                                                nn.AvgPool3d(2)), (2, 2, 4, 3, 4), 17),
+}
+
+
+def _randomized(module: nn.Module) -> nn.Module:
+    """Non-trivial normalisation statistics and affine parameters, so that a dropped or misplaced one shows."""
+    generator = torch.Generator().manual_seed(1)
+    for child in module.modules():
+        if isinstance(child, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            child.running_mean.uniform_(-0.5, 0.5, generator=generator)
+            child.running_var.uniform_(0.05, 0.5, generator=generator)  # amplifies: past ReLU6
+        if isinstance(child, (nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm)):
+            with torch.no_grad():
+                child.weight.uniform_(0.5, 1.5, generator=generator)
+                child.bias.uniform_(-0.5, 0.5, generator=generator)
+    return module.eval()
+
+
+def _export(module: nn.Module, shape: tuple, opset: int, folder):
+    """The module through rosetta's own torch -> ONNX export (BatchNorm kept, as for the keras target)."""
+    import onnx
+
+    from rosetta.convert.onnx.from_torch import TorchSource, convert
+    from rosetta.models.registry import TensorSpec
+
+    source = TorchSource(module, (TensorSpec("x", (None,) + shape[1:], "float32"),),
+                         (TensorSpec("y", (None,), "float32"),), {})
+    convert(source, folder, {"training": "preserve", "opset": opset})
+    return onnx.load(str(folder / "model.onnx"))
+
+
+def _to_keras(onnx_model, folder):
+    """Mapped, saved, and loaded back in safe mode: what a user of the artifact gets."""
+    from rosetta.convert.onnx.to_keras import onnx_to_keras_model
+    from rosetta.frameworks.keras import import_keras
+
+    keras = import_keras()
+    onnx_to_keras_model(onnx_model, keras).save(str(folder / "model.keras"))
+    return keras.saving.load_model(str(folder / "model.keras"), safe_mode=True)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_mapped_model_computes_what_torch_computes(case, tmp_path):
+    factory, shape, opset = CASES[case]
+    torch.manual_seed(0)
+    module = _randomized(factory())
+    x = torch.randn(shape) * 3  # beyond ReLU6's and Hardtanh's bounds, negative for the ReLUs
+    with torch.no_grad():
+        expected = module(x).numpy()
+    model = _to_keras(_export(module, shape, opset, tmp_path), tmp_path)
+    got = np.asarray(model([x.numpy()], training=False))
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5 * max(1.0, np.abs(expected).max()))
+    trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    assert trainable == sum(p.numel() for p in module.parameters())
+
+
+def _node_graph(nodes: list, shape: list, opset: int, initializers=()):
+    """A hand-built graph from input x to output y (for ops and forms torch's exporter does not write)."""
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def _int64s(name: str, values: list):
+    return helper.make_tensor(name, TensorProto.INT64, [len(values)], values)
+
+
+HAND_BUILT = {
+    "global_max_pool": ([helper.make_node("GlobalMaxPool", ["x"], ["y"])], 17, ()),
+    "upsample_opset_9": ([helper.make_node("Upsample", ["x", "scales"], ["y"], mode="nearest")], 9,
+                         [helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 3, 2])]),
+    "resize_by_sizes_of_axes_half_pixel": ([helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest",
+                                                             axes=[2, 3], coordinate_transformation_mode="half_pixel")],
+                                           18, [_int64s("sizes", [8, 15])]),
+    "gelu_op_opset_20": ([helper.make_node("Gelu", ["x"], ["y"])], 20, ()),
+    "pad_axes_input_opset_18": ([helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"])], 18,
+                                [_int64s("pads", [1, 0, 2, 3]), _int64s("axes", [2, 3])]),
+    "reduce_mean_axes_input_opset_18": ([helper.make_node("ReduceMean", ["x", "axes"], ["y"], keepdims=1)], 18,
+                                        [_int64s("axes", [1, 3])]),
+}
+
+
+@pytest.mark.parametrize("case", list(HAND_BUILT))
+def test_hand_built_graph_computes_what_onnxruntime_computes(case, tmp_path):
+    import onnxruntime
+
+    nodes, opset, initializers = HAND_BUILT[case]
+    onnx_model = _node_graph(nodes, ["N", 3, 4, 5], opset, initializers)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    session = onnxruntime.InferenceSession(onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, {"x": x})[0]
+    got = np.asarray(_to_keras(onnx_model, tmp_path)([x], training=False))
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+# ---- what the mapper cannot do exactly is refused, naming the op ------------------------------------------
+
+class ConstantConcat(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("extra", torch.ones(2, 1, 4))
+
+    def forward(self, x):
+        return torch.cat([x, self.extra], dim=1)
+
+
+UNSUPPORTED = {
+    "pad_reflect": (lambda: nn.ReflectionPad2d(1), (2, 3, 4, 4), "Pad mode='reflect'"),
+    "resize_cubic": (lambda: nn.Upsample(scale_factor=2, mode="bicubic"), (2, 3, 4, 4), "Resize mode='cubic'"),
+    "resize_fractional": (lambda: nn.Upsample(scale_factor=1.5), (2, 3, 4, 4), "Resize is supported by integer factors"),
+    "clip_other_bounds": (lambda: FunctionModule(lambda m, x: x.clamp(-2, 3)), (2, 3), r"Clip\(min=-2.0, max=3.0\)"),
+    "div_of_two_tensors": (lambda: FunctionModule(lambda m, x: x / torch.sigmoid(x)), (2, 3), "Div of two tensors"),
+    "pow_square_root": (lambda: FunctionModule(lambda m, x: torch.sigmoid(x) ** 0.5), (2, 3), "Pow is supported with"),
+    "erf_outside_gelu": (lambda: FunctionModule(lambda m, x: torch.erf(x)), (2, 3), "Erf is supported only inside GELU"),
+    "sqrt_outside_layernorm": (lambda: FunctionModule(lambda m, x: torch.sqrt(torch.sigmoid(x))), (2, 3),
+                               "Sqrt is supported only inside a LayerNorm"),
+    "concat_with_constant": (ConstantConcat, (2, 3, 4), "Concat with a constant input"),
+    "conv_strides_and_dilations": (lambda: nn.Conv2d(3, 4, 3, stride=2, dilation=2), (2, 3, 9, 9),
+                                   "Conv with both strides and dilations"),
+    "conv_transpose_grouped": (lambda: nn.ConvTranspose2d(4, 4, 3, groups=2), (2, 4, 4, 4),
+                               "ConvTranspose is supported with group=1"),
+    "average_pool_ceil_mode": (lambda: nn.AvgPool2d(2, ceil_mode=True), (2, 3, 5, 5), "AveragePool with ceil_mode"),
+    "average_pool_pads_not_same": (lambda: nn.AvgPool2d(3, 2, 1, count_include_pad=False), (2, 3, 8, 8),
+                                   "AveragePool with count_include_pad=0"),
+    "max_pool_1d_ceil_mode": (lambda: nn.MaxPool1d(2, ceil_mode=True), (2, 3, 5), "MaxPool with ceil_mode"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNSUPPORTED))
+def test_unsupported_attribute_is_a_clear_error_naming_the_op(case, tmp_path):
+    from rosetta.convert.onnx.to_keras import onnx_to_keras_model
+    from rosetta.frameworks.keras import import_keras
+
+    factory, shape, message = UNSUPPORTED[case]
+    onnx_model = _export(factory().eval(), shape, 17, tmp_path)
+    with pytest.raises(RosettaError, match=message):
+        onnx_to_keras_model(onnx_model, import_keras())
+
+
+@pytest.mark.parametrize("nodes, opset, message", [
+    ([helper.make_node("Gelu", ["x"], ["y"], approximate="tanh")], 20, "Gelu with approximate='tanh'"),
+    ([helper.make_node("LayerNormalization", ["x", "scale"], ["normalized", "mean"]),
+      helper.make_node("Add", ["normalized", "mean"], ["y"])], 17, "LayerNormalization's Mean and InvStdDev outputs"),
+    ([helper.make_node("Upsample", ["x"], ["y"], mode="linear", scales=[1.0, 1.0, 2.0, 2.0])], 7,
+     "Upsample mode='linear'"),
+    ([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest", nearest_mode="ceil",
+                       coordinate_transformation_mode="asymmetric")], 13, "Resize mode='nearest' .* nearest_mode='ceil'"),
+])
+def test_unsupported_attribute_of_ops_torch_does_not_write(nodes, opset, message):
+    from rosetta.convert.onnx.to_keras import onnx_to_keras_model
+    from rosetta.frameworks.keras import import_keras
+
+    initializers = [helper.make_tensor("scale", TensorProto.FLOAT, [5], [1.0] * 5),
+                    helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])]
+    with pytest.raises(RosettaError, match=message):
+        onnx_to_keras_model(_node_graph(nodes, ["N", 3, 4, 5], opset, initializers), import_keras())

@@ -1,26 +1,40 @@
 """ONNX -> Keras 3: rosetta's own layer mapper, producing a trainable `.keras` file of built-in layers only.
 
 Why our own: onnx2tf's output holds its weights as constants (untrainable by design), onnx2keras has no GRU
-and mishandles Dropout, nobuco is tied to Keras 2. The mapper covers the ops of the reference models
-(Conv, Relu, MaxPool, Flatten/Reshape, Gemm/MatMul, Add, GlobalAveragePool/ReduceMean, BatchNormalization,
-Gather as embedding or as a time-step pick, GRU with linear_before_reset=1, Transpose, Squeeze/Unsqueeze,
-Dropout, Identity, Sigmoid/Tanh/Softmax); any other op is an error naming it.
+and mishandles Dropout, nobuco is tied to Keras 2. The mapper covers the ops of the reference models and of
+common users' CNNs and MLP blocks: Conv (1-, 2-, 3-D; grouped, depthwise), ConvTranspose, MaxPool,
+AveragePool, GlobalAveragePool/GlobalMaxPool/ReduceMean, BatchNormalization, LayerNormalization, Pad (zeros),
+Resize/Upsample (integer scales), Concat, Flatten/Reshape, Gemm/MatMul, Add/Sub/Mul/Div, Pow, Clip (ReLU6),
+Relu, Sigmoid, Tanh, Softmax, HardSigmoid, HardSwish, Gelu, Gather as embedding or as a time-step pick, GRU
+with linear_before_reset=1, Transpose, Squeeze/Unsqueeze, Dropout, Identity. Any other op, or an attribute
+the mapper cannot honour exactly, is an error naming the op.
+
+Before mapping, nodes whose inputs are all constants are evaluated (ONNX's reference evaluator), and the
+multi-node forms exporters write are fused into one node each: LayerNorm spelled as ReduceMean/Sub/Pow/Sqrt/Div
+(torch below opset 17, or written out by hand), GELU spelled with Erf (Keras has no erf or sqrt layer to map them one by one),
+and MatMul + Add of a constant vector (torch's Linear on 3-D inputs), so that each becomes one layer whose
+weights stay trainable.
 
 Layouts. Keras on CPU convolves channels-last, and Keras tensors always keep the batch on axis 0. Each ONNX
 tensor is tracked as a Keras tensor plus `axes`: for each ONNX (logical) axis, the Keras axis that holds
 it, or None for a size-1 axis that has no Keras axis. So an NCHW tensor lives as NHWC with axes (0, 3, 1, 2),
-a Transpose only rewrites `axes` (no layer), and a Permute layer is inserted only where an op needs a
-particular order. Flattening a channels-last tensor gives features in (h, w, c) order where the ONNX graph
-has (c, h, w): when only Dense layers read the flat tensor, their kernel rows are permuted instead of the
-data (`feature_order`), otherwise the tensor is permuted back before flattening.
+an NCW one as NWC with (0, 2, 1), a Transpose only rewrites `axes` (no layer), and a Permute layer is
+inserted only where an op needs a particular order. Flattening a channels-last tensor gives features in
+(h, w, c) order where the ONNX graph has (c, h, w): when only Dense layers read the flat tensor, their kernel
+rows are permuted instead of the data (`feature_order`), otherwise the tensor is permuted back before flattening.
 
-Weights: Conv kernels OIHW -> HWIO, with explicit ZeroPadding2D when ONNX pads are not what "same" means;
-Gemm kernels transposed as transB says; GRU kernels (z, r, h in both ONNX and Keras) transposed, input and
-recurrent biases stacked as Keras' reset_after=True expects. BatchNorm's ONNX momentum is Keras' momentum.
+Weights: Conv kernels OI(spatial) -> (spatial)IO, with explicit ZeroPadding when ONNX pads are not what
+"same" means; depthwise kernels (C*m, 1, spatial) -> (spatial, C, m); ConvTranspose kernels (I, O, spatial)
+-> (spatial, O, I), its pads cropped after a "valid" transposed convolution; Gemm kernels transposed as
+transB says; GRU kernels (z, r, h in both ONNX and Keras) transposed, input and recurrent biases stacked as
+Keras' reset_after=True expects. BatchNorm's ONNX momentum is Keras' momentum. A constant operand of an
+elementwise op (x * c, x + c, x / c, c - x) is held by a Rescaling layer (x * scale + offset), so it is a
+constant in Keras too, not a trainable weight.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +60,62 @@ def _identity(rank: int) -> tuple:
     return tuple(range(rank))
 
 
-NCHW_AS_NHWC = (0, 3, 1, 2)
+def _channels_last(rank: int) -> tuple:
+    """The axes of an ONNX (N, C, spatial...) tensor held as Keras (N, spatial..., C)."""
+    return (0, rank - 1) + tuple(range(1, rank - 1))
+
+
+NCHW_AS_NHWC = _channels_last(4)
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _pairs(begins, ends):
+    """(begin, end) per spatial axis as Keras' ZeroPadding/Cropping layers take it (a bare pair in 1-D)."""
+    pairs = tuple((int(b), int(e)) for b, e in zip(begins, ends))
+    return pairs[0] if len(pairs) == 1 else pairs
+
+
+def _nearest_is_repeat(coordinate_mode: str, nearest_mode: str, factor: int, length: int | None) -> bool:
+    """Whether ONNX's nearest Resize by an integer factor picks input i // factor for output i, which is what
+    UpSampling (repeat) does: checked on the spec's formulas rather than assumed per mode."""
+    if length is None:
+        if coordinate_mode == "align_corners":
+            return False
+        length = 8  # the other transforms do not depend on the length, except for the clamp at the edges
+    resized = np.arange(length * factor, dtype=np.float64)
+    transforms = {
+        "asymmetric": resized / factor,
+        "half_pixel": (resized + 0.5) / factor - 0.5,
+        "pytorch_half_pixel": (resized + 0.5) / factor - 0.5 if length * factor > 1 else 0 * resized,
+        "tf_half_pixel_for_nn": (resized + 0.5) / factor,
+        "align_corners": resized * (length - 1) / (length * factor - 1) if length * factor > 1 else 0 * resized,
+    }
+    rounders = {"floor": np.floor, "ceil": np.ceil,
+                "round_prefer_floor": lambda v: np.ceil(v - 0.5), "round_prefer_ceil": lambda v: np.floor(v + 0.5)}
+    if coordinate_mode not in transforms or nearest_mode not in rounders:
+        return False
+    picked = np.clip(rounders[nearest_mode](transforms[coordinate_mode]), 0, length - 1)
+    return np.array_equal(picked, resized // factor)
+
+
+def _same_pads(sizes: list, kernel: list, strides: list) -> list:
+    """The pads [begin..., end...] that TensorFlow's (and so Keras') padding='same' uses."""
+    totals = [max((math.ceil(n / s) - 1) * s + k - n, 0) for n, k, s in zip(sizes, kernel, strides)]
+    return [t // 2 for t in totals] + [t - t // 2 for t in totals]
+
+
+def _as_parameter(value: np.ndarray, shape: list):
+    """A constant broadcast to `shape` (leading size-1 axes dropped), or None when it does not broadcast so."""
+    value = np.asarray(value)
+    while value.ndim > len(shape) and value.shape[0] == 1:
+        value = value[0]
+    try:
+        return np.broadcast_to(value, shape).astype(np.float32)
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -63,6 +132,12 @@ class KerasGraphBuilder:
     def name(self, op: str) -> str:
         self.counter += 1
         return f"{op.lower()}_{self.counter}"
+
+    def spatial_layer(self, kind: str, spatial: int, short_name: str, *args, **kwargs):
+        """keras.layers.<kind> for 1, 2 or 3 spatial axes: ('Conv{}D', 2) is Conv2D."""
+        if spatial not in (1, 2, 3):
+            raise RosettaError(f"keras mapper: {kind.format('N')} over {spatial} spatial axes is not supported")
+        return getattr(self.keras.layers, kind.format(spatial))(*args, name=self.name(short_name), **kwargs)
 
     def materialize(self, mapped: Mapped, wanted: tuple) -> Mapped:
         """The same ONNX tensor with its Keras axes in the order `wanted` (same virtual axes)."""
@@ -91,6 +166,30 @@ class KerasGraphBuilder:
             raise RosettaError(f"keras mapper: {what} ({name!r}) must be a constant or initializer")
         return self.constants[name]
 
+    def optional_constant(self, node, index: int, what: str):
+        return self.constant(node.input[index], what) if len(node.input) > index and node.input[index] else None
+
+    def keras_constant(self, x: Mapped, x_name: str, value: np.ndarray, op: str):
+        """A constant operand of an elementwise op with `x`, laid out to broadcast against x's Keras tensor
+        (batch axis dropped); a float when it is one number."""
+        value = np.asarray(value, dtype=np.float32)
+        if value.size == 1:
+            return float(value.reshape(()))
+        rank = len(x.axes)
+        if value.ndim > rank:
+            raise RosettaError(f"keras mapper: {op} with a constant of higher rank than its tensor operand")
+        value = value.reshape((1,) * (rank - value.ndim) + value.shape)
+        sizes = self.shapes.get(x_name) or [None] * rank
+        for axis, (size, tensor_size) in enumerate(zip(value.shape, sizes)):
+            if size != 1 and (axis == 0 or x.axes[axis] is None or size != tensor_size):
+                raise RosettaError(f"keras mapper: {op}'s constant operand must broadcast to the shape of its "
+                                   f"tensor operand without enlarging it or varying over the batch")
+        real = [axis for axis, k in enumerate(x.axes) if k is not None]
+        value = value.reshape([value.shape[axis] for axis in real]).transpose(np.argsort([x.axes[a] for a in real]))
+        if x.feature_order is not None:
+            value = value[:, x.feature_order]  # follow the Keras feature order of a channels-last flatten
+        return value[0]
+
     # ---- ops -----------------------------------------------------------------------------------------
     def op_Identity(self, node, a):
         return [self.values[node.input[0]]]
@@ -106,6 +205,24 @@ class KerasGraphBuilder:
         x = self.values[node.input[0]]
         return [Mapped(self.keras.layers.ReLU(name=self.name("relu"))(x.tensor), x.axes, x.feature_order, True)]
 
+    def op_Clip(self, node, a):
+        low, high = a.get("min"), a.get("max")  # attributes before opset 11, inputs since
+        if len(node.input) > 1 and node.input[1]:
+            low = float(self.constant(node.input[1], "Clip min"))
+        if len(node.input) > 2 and node.input[2]:
+            high = float(self.constant(node.input[2], "Clip max"))
+        x = self.values[node.input[0]]
+        if low is None and high is None:
+            return [x]
+        if low == 0 and (high is None or high >= 0):  # ReLU, ReLU6
+            tensor = self.keras.layers.ReLU(max_value=high, name=self.name("relu"))(x.tensor)
+            return [Mapped(tensor, x.axes, x.feature_order, True)]
+        if (low, high) == (-1, 1):
+            tensor = self.keras.layers.Activation("hard_tanh", name=self.name("hard_tanh"))(x.tensor)
+            return [Mapped(tensor, x.axes, x.feature_order)]
+        raise RosettaError(f"keras mapper: Clip(min={low}, max={high}) is not supported: only Clip(0, max) "
+                           f"(ReLU, ReLU6) and Clip(-1, 1) are built-in Keras layers")
+
     def _activation(self, node, function: str):
         x = self.values[node.input[0]]
         return [Mapped(self.keras.layers.Activation(function, name=self.name(function))(x.tensor), x.axes, x.feature_order)]
@@ -116,64 +233,246 @@ class KerasGraphBuilder:
     def op_Tanh(self, node, a):
         return self._activation(node, "tanh")
 
+    def op_HardSigmoid(self, node, a):
+        # ONNX: max(0, min(1, alpha * x + beta)), computed in that order by a Rescaling and a ReLU capped at 1
+        x = self.values[node.input[0]]
+        scaled = self.keras.layers.Rescaling(a.get("alpha", 0.2), a.get("beta", 0.5), name=self.name("rescale"))(x.tensor)
+        tensor = self.keras.layers.ReLU(max_value=1.0, name=self.name("relu"))(scaled)
+        return [Mapped(tensor, x.axes, x.feature_order, True)]
+
+    def op_HardSwish(self, node, a):
+        return self._activation(node, "hard_silu")  # x * relu6(x + 3) / 6, ONNX's x * HardSigmoid(1/6, 0.5)(x)
+
+    def op_Gelu(self, node, a):
+        if _text(a.get("approximate", "none")) != "none":
+            raise RosettaError("keras mapper: Gelu with approximate='tanh' is not supported (Keras' 'gelu' "
+                               "activation is the exact one)")
+        return self._activation(node, "gelu")
+
+    def op_Erf(self, node, a):
+        raise RosettaError("keras mapper: Erf is supported only inside GELU, x * 0.5 * (1 + erf(x / sqrt(2))): "
+                           "Keras has no built-in erf layer")
+
+    def op_Sqrt(self, node, a):
+        raise RosettaError("keras mapper: Sqrt is supported only inside a LayerNorm pattern "
+                           "((x - mean) / sqrt(variance + eps)): Keras has no built-in sqrt layer")
+
     def op_Softmax(self, node, a):
         x = self.values[node.input[0]]
         axis = x.axes[a.get("axis", -1)]
         return [Mapped(self.keras.layers.Softmax(axis=axis, name=self.name("softmax"))(x.tensor), x.axes)]
 
-    def op_Add(self, node, a):
-        if any(name in self.constants for name in node.input):
-            raise RosettaError("keras mapper: Add with a constant operand is not supported")
-        first = self.values[node.input[0]]
-        second = self.materialize(self.values[node.input[1]], first.axes)
-        tensor = self.keras.layers.Add(name=self.name("add"))([first.tensor, second.tensor])
-        return [Mapped(tensor, first.axes, None, first.nonnegative and second.nonnegative)]
+    def _elementwise(self, node, op: str):
+        """Add/Sub/Mul (Div only by a constant): Keras' merge layers for two tensors, a Rescaling
+        (x * scale + offset) for a constant operand, which gives x + c, x - c, c - x and x * c exactly."""
+        first_name, second_name = node.input[:2]
+        if first_name in self.constants or second_name in self.constants:
+            constant_first = first_name in self.constants
+            x_name = second_name if constant_first else first_name
+            x = self.values[x_name]
+            c = self.keras_constant(x, x_name, self.constants[first_name if constant_first else second_name], op)
+            if op == "Div" and (constant_first or np.any(np.asarray(c) == 0)):
+                raise RosettaError("keras mapper: Div of a constant by a tensor, or by a constant holding zeros, is "
+                                   "not supported (Keras has no built-in reciprocal layer)")
+            scale, offset = {"Add": (1.0, c), "Sub": (-1.0, c) if constant_first else (1.0, -c),
+                             "Mul": (c, 0.0), "Div": (1 / c, 0.0)}[op]  # x / c as x * (1 / c): within an ulp
+            tensor = self.keras.layers.Rescaling(scale, offset, name=self.name("rescale"))(x.tensor)
+            keeps_sign = op in ("Mul", "Div", "Add") and bool(np.all(np.asarray(c) >= 0))
+            return [Mapped(tensor, x.axes, x.feature_order, x.nonnegative and keeps_sign)]
+        if op == "Div":
+            raise RosettaError("keras mapper: Div of two tensors is not supported (Keras has no built-in divide "
+                               "layer); only Div by a constant")
+        first = self.values[first_name]
+        second = self.values[second_name]
+        if first.feature_order is not None or second.feature_order is not None:
+            if not (first.axes == second.axes and np.array_equal(first.feature_order, second.feature_order)):
+                raise RosettaError(f"keras mapper: {op} of flattened tensors in different feature orders")
+        second = self.materialize(second, first.axes)
+        layer = {"Add": self.keras.layers.Add, "Sub": self.keras.layers.Subtract,
+                 "Mul": self.keras.layers.Multiply}[op](name=self.name(op))
+        tensor = layer([first.tensor, second.tensor])
+        return [Mapped(tensor, first.axes, first.feature_order,
+                       op != "Sub" and first.nonnegative and second.nonnegative)]
 
-    def _explicit_padding(self, x: Mapped, pads: list, kernel: list, strides: list) -> tuple[Mapped, str]:
-        """ONNX pads [top, left, bottom, right] -> 'same' where equal, else ZeroPadding2D + 'valid'."""
-        top, left, bottom, right = pads
+    def op_Add(self, node, a):
+        return self._elementwise(node, "Add")
+
+    def op_Sub(self, node, a):
+        return self._elementwise(node, "Sub")
+
+    def op_Mul(self, node, a):
+        return self._elementwise(node, "Mul")
+
+    def op_Div(self, node, a):
+        return self._elementwise(node, "Div")
+
+    def op_Pow(self, node, a):
+        exponent = self.constant(node.input[1], "Pow exponent")
+        if exponent.size != 1 or float(exponent.reshape(())) not in (1.0, 2.0, 3.0):
+            raise RosettaError("keras mapper: Pow is supported with a constant exponent of 1, 2 or 3 only (Keras "
+                               "has no built-in power layer; sqrt is mapped inside LayerNorm patterns)")
+        x = self.values[node.input[0]]
+        times = int(exponent.reshape(()))
+        if times == 1:
+            return [x]
+        tensor = self.keras.layers.Multiply(name=self.name("pow"))([x.tensor] * times)
+        return [Mapped(tensor, x.axes, x.feature_order, times % 2 == 0 or x.nonnegative)]
+
+    def op_Concat(self, node, a):
+        if any(name in self.constants for name in node.input):
+            raise RosettaError("keras mapper: Concat with a constant input is not supported")
+        parts = [self.values[name] for name in node.input]
+        first = parts[0]
+        axis = a["axis"] % len(first.axes)
+        if axis == 0 or first.axes[axis] is None or any(p.feature_order is not None for p in parts):
+            raise RosettaError("keras mapper: Concat along the batch or a virtual axis, or of channels-last "
+                               "flattened tensors, is not supported")
+        if len(parts) == 1:
+            return [first]
+        tensors = [first.tensor] + [self.materialize(p, first.axes).tensor for p in parts[1:]]
+        tensor = self.keras.layers.Concatenate(axis=first.axes[axis], name=self.name("concat"))(tensors)
+        return [Mapped(tensor, first.axes, None, all(p.nonnegative for p in parts))]
+
+    def _zero_padding(self, x: Mapped, pads: list) -> Mapped:
+        """ZeroPaddingND of a channels-last tensor by ONNX spatial pads [begin..., end...]."""
+        spatial = len(pads) // 2
+        layer = self.spatial_layer("ZeroPadding{}D", spatial, "pad", _pairs(pads[:spatial], pads[spatial:]))
+        return Mapped(layer(x.tensor), x.axes, None, x.nonnegative)
+
+    def _explicit_padding(self, x: Mapped, pads: list, kernel: list, strides: list, dilations=None) -> tuple[Mapped, str]:
+        """ONNX pads [begin..., end...] -> 'same' where that is what they mean, else ZeroPadding + 'valid'."""
         if not any(pads):
             return x, "valid"
-        same = all(s == 1 for s in strides) and all(k % 2 == 1 for k in kernel) and \
-            top == bottom == kernel[0] // 2 and left == right == kernel[1] // 2
+        spatial = len(kernel)
+        effective = [(k - 1) * d + 1 for k, d in zip(kernel, dilations or [1] * spatial)]
+        same = all(s == 1 for s in strides) and all(
+            e % 2 == 1 and begin == end == e // 2 for e, begin, end in zip(effective, pads[:spatial], pads[spatial:]))
         if same:
             return x, "same"
-        tensor = self.keras.layers.ZeroPadding2D(((top, bottom), (left, right)), name=self.name("pad"))(x.tensor)
-        return Mapped(tensor, x.axes, None, x.nonnegative), "valid"
+        return self._zero_padding(x, pads), "valid"
+
+    def op_Pad(self, node, a):
+        x = self.values[node.input[0]]
+        rank = len(x.axes)
+        mode = _text(a.get("mode", "constant"))
+        pads = [int(v) for v in self.constant(node.input[1], "Pad pads")] if len(node.input) > 1 and node.input[1] \
+            else list(a.get("pads", []))  # an attribute before opset 11
+        value = a.get("value", 0.0)
+        if len(node.input) > 2 and node.input[2]:
+            value = float(self.constant(node.input[2], "Pad constant_value").reshape(()))
+        axes = list(range(rank))
+        if len(node.input) > 3 and node.input[3]:
+            axes = [int(v) % rank for v in self.constant(node.input[3], "Pad axes")]
+        if mode != "constant" or value != 0:
+            raise RosettaError(f"keras mapper: Pad mode={mode!r} value={value} is not supported: only zero padding "
+                               f"(Keras has no built-in reflect or edge padding layer)")
+        begins, ends = [0] * rank, [0] * rank
+        for index, axis in enumerate(axes):
+            begins[axis], ends[axis] = pads[index], pads[len(axes) + index]
+        padded = [axis for axis in range(rank) if begins[axis] or ends[axis]]
+        if not padded:
+            return [x]
+        if any(p < 0 for p in begins + ends) or 0 in padded or any(x.axes[axis] is None for axis in padded):
+            raise RosettaError("keras mapper: Pad with negative pads, or of the batch or a virtual axis, is not "
+                               "supported")
+        keras_rank = sum(k is not None for k in x.axes)
+        if x.axes.index(keras_rank - 1) in padded:  # ZeroPaddingND pads Keras axes 1..-2: keep the last unpadded
+            if 1 in padded or None in x.axes:
+                raise RosettaError("keras mapper: Pad of every non-batch axis is not supported")
+            x = self.materialize(x, _channels_last(rank))
+        by_keras_axis = {k: (begins[axis], ends[axis]) for axis, k in enumerate(x.axes) if k is not None}
+        middle = [by_keras_axis[k] for k in range(1, keras_rank - 1)]
+        layer = self.spatial_layer("ZeroPadding{}D", keras_rank - 2, "pad", _pairs(*zip(*middle)))
+        return [Mapped(layer(x.tensor), x.axes, None, x.nonnegative)]
 
     def op_Conv(self, node, a):
-        x = self.materialize(self.values[node.input[0]], NCHW_AS_NHWC)
         weight = self.constant(node.input[1], "Conv weight")
-        bias = self.constant(node.input[2], "Conv bias") if len(node.input) > 2 and node.input[2] else None
-        if weight.ndim != 4 or a.get("group", 1) != 1:
-            raise RosettaError("keras mapper: only 2-D convolutions with group=1 are supported")
-        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        bias = self.optional_constant(node, 2, "Conv bias")
+        spatial = weight.ndim - 2
+        if _text(a.get("auto_pad", "NOTSET")) != "NOTSET":
             raise RosettaError("keras mapper: Conv auto_pad is not supported (export with explicit pads)")
+        strides, dilations = list(a.get("strides", [1] * spatial)), list(a.get("dilations", [1] * spatial))
+        if max(strides) > 1 and max(dilations) > 1:
+            raise RosettaError("keras mapper: Conv with both strides and dilations > 1 is not supported by Keras")
+        x = self.materialize(self.values[node.input[0]], _channels_last(spatial + 2))
+        group = a.get("group", 1)
         kernel = list(weight.shape[2:])
-        strides = a.get("strides", [1, 1])
-        x, padding = self._explicit_padding(x, a.get("pads", [0, 0, 0, 0]), kernel, strides)
-        layer = self.keras.layers.Conv2D(weight.shape[0], kernel, strides=strides, padding=padding,
-                                         dilation_rate=a.get("dilations", [1, 1]), use_bias=bias is not None,
-                                         name=self.name("conv"))
+        x, padding = self._explicit_padding(x, list(a.get("pads", [0] * 2 * spatial)), kernel, strides, dilations)
+        spatial_axes = list(range(2, 2 + spatial))
+        common = dict(strides=strides, padding=padding, dilation_rate=dilations, use_bias=bias is not None)
+        if group > 1 and weight.shape[1] == 1 and spatial < 3:  # one group per input channel: depthwise
+            multiplier = weight.shape[0] // group
+            layer = self.spatial_layer("DepthwiseConv{}D", spatial, "depthwise", kernel, depth_multiplier=multiplier,
+                                       **common)
+            # ONNX output channel c * m + j reads input channel c, as Keras' depthwise kernel [..., c, j] does
+            kernel_weights = weight.reshape((group, multiplier) + tuple(kernel)).transpose(spatial_axes + [0, 1])
+        else:
+            layer = self.spatial_layer("Conv{}D", spatial, "conv", weight.shape[0], kernel, groups=group, **common)
+            kernel_weights = weight.transpose(spatial_axes + [1, 0])  # O I spatial -> spatial I O
         tensor = layer(x.tensor)
-        layer.set_weights([weight.transpose(2, 3, 1, 0)] + ([bias] if bias is not None else []))  # OIHW -> HWIO
-        return [Mapped(tensor, NCHW_AS_NHWC)]
+        layer.set_weights([kernel_weights] + ([bias] if bias is not None else []))
+        return [Mapped(tensor, _channels_last(spatial + 2))]
+
+    def op_ConvTranspose(self, node, a):
+        weight = self.constant(node.input[1], "ConvTranspose weight")
+        bias = self.optional_constant(node, 2, "ConvTranspose bias")
+        spatial = weight.ndim - 2
+        if a.get("group", 1) != 1 or "output_shape" in a or _text(a.get("auto_pad", "NOTSET")) != "NOTSET":
+            raise RosettaError("keras mapper: ConvTranspose is supported with group=1 and explicit pads only "
+                               "(no output_shape, no auto_pad)")
+        strides, dilations = list(a.get("strides", [1] * spatial)), list(a.get("dilations", [1] * spatial))
+        output_padding = list(a.get("output_padding", [0] * spatial))
+        if (max(strides) > 1 and max(dilations) > 1) or any(p >= s for p, s in zip(output_padding, strides) if p):
+            raise RosettaError("keras mapper: ConvTranspose with both strides and dilations > 1, or output_padding "
+                               ">= strides, is not supported by Keras")
+        x = self.materialize(self.values[node.input[0]], _channels_last(spatial + 2))
+        # 'valid' is the full transposed convolution, output_padding adding rows at the end as in ONNX;
+        # ONNX's pads then remove rows at both ends
+        layer = self.spatial_layer("Conv{}DTranspose", spatial, "conv_transpose", weight.shape[1], list(weight.shape[2:]),
+                                   strides=strides, padding="valid", output_padding=output_padding,
+                                   dilation_rate=dilations, use_bias=bias is not None)
+        tensor = layer(x.tensor)
+        layer.set_weights([weight.transpose(list(range(2, 2 + spatial)) + [1, 0])]  # I O spatial -> spatial O I
+                          + ([bias] if bias is not None else []))
+        pads = list(a.get("pads", [0] * 2 * spatial))
+        if any(pads):
+            tensor = self.spatial_layer("Cropping{}D", spatial, "crop", _pairs(pads[:spatial], pads[spatial:]))(tensor)
+        return [Mapped(tensor, _channels_last(spatial + 2))]
+
+    def _pool_attributes(self, node, a) -> tuple[list, list, list]:
+        kernel = list(a["kernel_shape"])
+        spatial = len(kernel)
+        if a.get("ceil_mode", 0) or any(d != 1 for d in a.get("dilations", [1] * spatial)) \
+                or _text(a.get("auto_pad", "NOTSET")) != "NOTSET" or (len(node.output) > 1 and node.output[1]):
+            raise RosettaError(f"keras mapper: {node.op_type} with ceil_mode, dilations, auto_pad or indices is not "
+                               f"supported")
+        return kernel, list(a.get("strides", [1] * spatial)), list(a.get("pads", [0] * 2 * spatial))
 
     def op_MaxPool(self, node, a):
-        x = self.materialize(self.values[node.input[0]], NCHW_AS_NHWC)
-        kernel, strides = a["kernel_shape"], a.get("strides", [1, 1])
-        if a.get("ceil_mode", 0) or any(d != 1 for d in a.get("dilations", [1, 1])):
-            raise RosettaError("keras mapper: MaxPool with ceil_mode or dilations is not supported")
-        pads = a.get("pads", [0, 0, 0, 0])
-        if any(pads) and not x.nonnegative:
-            # ONNX pads MaxPool with -inf; ZeroPadding2D pads with 0, equal only for inputs known to be >= 0.
-            raise RosettaError("keras mapper: padded MaxPool on an input not known to be non-negative")
-        x, padding = self._explicit_padding(x, pads, kernel, strides)
-        if padding == "same":  # Keras' 'same' pooling pads only bottom/right for stride 1; be explicit
-            x, padding = Mapped(self.keras.layers.ZeroPadding2D(((pads[0], pads[2]), (pads[1], pads[3])),
-                                                                name=self.name("pad"))(x.tensor), x.axes, None, True), "valid"
-        tensor = self.keras.layers.MaxPooling2D(kernel, strides=strides, padding=padding, name=self.name("maxpool"))(x.tensor)
-        return [Mapped(tensor, NCHW_AS_NHWC, None, x.nonnegative)]
+        kernel, strides, pads = self._pool_attributes(node, a)
+        x = self.materialize(self.values[node.input[0]], _channels_last(len(kernel) + 2))
+        if any(pads):
+            if not x.nonnegative:
+                # ONNX pads MaxPool with -inf; ZeroPadding pads with 0, equal only for inputs known to be >= 0.
+                raise RosettaError("keras mapper: padded MaxPool on an input not known to be non-negative")
+            x = self._zero_padding(x, pads)
+        layer = self.spatial_layer("MaxPooling{}D", len(kernel), "maxpool", kernel, strides=strides, padding="valid")
+        return [Mapped(layer(x.tensor), x.axes, None, x.nonnegative)]
+
+    def op_AveragePool(self, node, a):
+        kernel, strides, pads = self._pool_attributes(node, a)
+        x = self.materialize(self.values[node.input[0]], _channels_last(len(kernel) + 2))
+        padding = "valid"
+        if any(pads) and a.get("count_include_pad", 0):
+            x = self._zero_padding(x, pads)  # the padded zeros count in the average, as in ONNX
+        elif any(pads):
+            # count_include_pad=0 averages over the real elements only, as Keras' 'same' does, where the pads agree
+            if pads != _same_pads(self.static_shape(node.input[0])[2:], kernel, strides):
+                raise RosettaError("keras mapper: AveragePool with count_include_pad=0 is supported only with the "
+                                   "pads of Keras' padding='same'")
+            padding = "same"
+        layer = self.spatial_layer("AveragePooling{}D", len(kernel), "avgpool", kernel, strides=strides, padding=padding)
+        return [Mapped(layer(x.tensor), x.axes, None, x.nonnegative)]
 
     def op_BatchNormalization(self, node, a):
         x = self.values[node.input[0]]
@@ -188,22 +487,66 @@ class KerasGraphBuilder:
         layer.set_weights([scale, bias, mean, var])
         return [Mapped(tensor, x.axes)]
 
-    def _global_average(self, x: Mapped, keepdims: bool) -> list:
-        x = self.materialize(x, NCHW_AS_NHWC)
-        tensor = self.keras.layers.GlobalAveragePooling2D(keepdims=keepdims, name=self.name("gap"))(x.tensor)
-        return [Mapped(tensor, NCHW_AS_NHWC if keepdims else (0, 1), None, x.nonnegative)]
+    def op_LayerNormalization(self, node, a):
+        if any(self.consumers.get(name) for name in node.output[1:] if name):
+            raise RosettaError("keras mapper: LayerNormalization's Mean and InvStdDev outputs are not supported")
+        x = self.values[node.input[0]]
+        rank = len(x.axes)
+        normalized = list(range(a.get("axis", -1) % rank, rank))
+        if 0 in normalized or any(x.axes[axis] is None for axis in normalized) or x.feature_order is not None:
+            raise RosettaError("keras mapper: LayerNormalization over the batch or a virtual axis, or of a "
+                               "channels-last flattened tensor, is not supported")
+        shape = [self.static_shape(node.input[0])[axis] for axis in normalized]
+        keras_order = np.argsort([x.axes[axis] for axis in normalized])  # Keras keeps gamma in its axis order
+
+        def parameter(index: int, what: str):
+            value = self.optional_constant(node, index, what)
+            if value is None:
+                return None
+            broadcast = _as_parameter(value, shape) if None not in shape else None
+            if broadcast is None:
+                raise RosettaError(f"keras mapper: {what} must have the normalized shape {shape}")
+            return broadcast.transpose(keras_order)
+
+        scale = parameter(1, "LayerNormalization scale")
+        bias = parameter(2, "LayerNormalization bias")
+        layer = self.keras.layers.LayerNormalization(axis=[x.axes[axis] for axis in normalized],
+                                                     epsilon=a.get("epsilon", 1e-5), center=bias is not None,
+                                                     scale=scale is not None, name=self.name("layernorm"))
+        tensor = layer(x.tensor)
+        layer.set_weights([w for w in (scale, bias) if w is not None])
+        return [Mapped(tensor, x.axes)]
+
+    def _global_pool(self, node, x: Mapped, reduced: list, keepdims: bool, kind: str) -> list:
+        """Average/max over every axis but the batch and one kept axis: GlobalAveragePoolingND or
+        GlobalMaxPoolingND with the kept axis last (channels for NCHW, features for (N, T, D))."""
+        rank = len(x.axes)
+        kept = [axis for axis in range(1, rank) if axis not in reduced]
+        if 0 in reduced or len(kept) != 1 or None in x.axes or not 3 <= rank <= 5:
+            raise RosettaError(f"keras mapper: {node.op_type} is supported over all axes but the batch and one "
+                               f"other of a 3- to 5-D tensor only")
+        if x.axes[kept[0]] != rank - 1:
+            others = iter(range(1, rank - 1))
+            x = self.materialize(x, tuple(0 if axis == 0 else rank - 1 if axis == kept[0] else next(others)
+                                          for axis in range(rank)))
+        layer = self.spatial_layer(f"Global{kind}Pooling{{}}D", rank - 2, f"global_{kind.lower()}", keepdims=keepdims)
+        return [Mapped(layer(x.tensor), x.axes if keepdims else (0, 1), None, x.nonnegative)]
 
     def op_GlobalAveragePool(self, node, a):
-        return self._global_average(self.values[node.input[0]], keepdims=True)
+        x = self.values[node.input[0]]
+        return self._global_pool(node, x, list(range(2, len(x.axes))), True, "Average")
+
+    def op_GlobalMaxPool(self, node, a):
+        x = self.values[node.input[0]]
+        return self._global_pool(node, x, list(range(2, len(x.axes))), True, "Max")
 
     def op_ReduceMean(self, node, a):
         axes = a.get("axes")
-        if axes is None and len(node.input) > 1:
+        if axes is None and len(node.input) > 1 and node.input[1]:
             axes = [int(v) for v in np.atleast_1d(self.constant(node.input[1], "ReduceMean axes"))]
         x = self.values[node.input[0]]
-        if len(x.axes) != 4 or sorted(ax % 4 for ax in (axes or [])) != [2, 3]:
-            raise RosettaError("keras mapper: ReduceMean is supported over the spatial axes of a 4-D tensor only")
-        return self._global_average(x, keepdims=bool(a.get("keepdims", 1)))
+        reduced = sorted(axis % len(x.axes) for axis in (axes or range(len(x.axes))))
+        return self._global_pool(node, x, reduced, bool(a.get("keepdims", 1)), "Average")
 
     def _flatten(self, node, x: Mapped) -> list:
         rank = len(x.axes)
@@ -240,15 +583,73 @@ class KerasGraphBuilder:
         tensor = self.keras.layers.Reshape(dims, name=self.name("reshape"))(x.tensor)
         return [Mapped(tensor, _identity(len(target)))]
 
+    def _upsample(self, node, x: Mapped, scales: list, mode: str, coordinate_mode: str, nearest_mode: str) -> list:
+        """Resize/Upsample by integer factors on the spatial axes: UpSamplingND (repeat, or bilinear in 2-D)."""
+        op, rank = node.op_type, len(x.axes)
+        factors = [int(round(s)) for s in scales[2:]]
+        if len(scales) != rank or list(scales[:2]) != [1, 1] or not 3 <= rank <= 5 or \
+                any(f < 1 or abs(s - f) > 1e-6 for s, f in zip(scales[2:], factors)):
+            raise RosettaError(f"keras mapper: {op} is supported by integer factors on the spatial axes of a 3- to "
+                               f"5-D tensor only (scales {list(scales)})")
+        lengths = (self.shapes.get(node.input[0]) or [None] * rank)[2:]
+        repeats = all(_nearest_is_repeat(coordinate_mode, nearest_mode, f, n) for f, n in zip(factors, lengths))
+        if mode == "nearest" and repeats:
+            interpolation = "nearest"
+        elif mode == "linear" and rank == 4 and coordinate_mode in ("half_pixel", "pytorch_half_pixel"):
+            interpolation = "bilinear"  # Keras' bilinear samples at half-pixel centres, as these modes do
+        else:
+            raise RosettaError(f"keras mapper: {op} mode={mode!r} with coordinate_transformation_mode="
+                               f"{coordinate_mode!r} and nearest_mode={nearest_mode!r} is not supported: only "
+                               f"nearest that repeats, or linear with half_pixel in 2-D")
+        x = self.materialize(x, _channels_last(rank))
+        options = {"interpolation": interpolation} if rank == 4 else {}
+        layer = self.spatial_layer("UpSampling{}D", rank - 2, "upsample", factors if rank > 3 else factors[0], **options)
+        return [Mapped(layer(x.tensor), x.axes, None, x.nonnegative)]
+
+    def op_Resize(self, node, a):
+        x = self.values[node.input[0]]
+        rank = len(x.axes)
+        scale_index = 1 if len(node.input) == 2 else 2  # opset 10: (X, scales); since 11: (X, roi, scales, sizes)
+        scales = self.optional_constant(node, scale_index, "Resize scales")
+        sizes = self.optional_constant(node, 3, "Resize sizes")
+        axes = [int(axis) % rank for axis in a.get("axes", range(rank))]
+        if scales is None or scales.size == 0:
+            if sizes is None or _text(a.get("keep_aspect_ratio_policy", "stretch")) != "stretch":
+                raise RosettaError("keras mapper: Resize needs constant scales, or constant sizes with "
+                                   "keep_aspect_ratio_policy='stretch'")
+            source = self.static_shape(node.input[0])
+            if any(source[axis] is None for axis in axes):
+                raise RosettaError("keras mapper: Resize by sizes of an input of unknown size")
+            scales = [size / source[axis] for size, axis in zip(sizes, axes)]
+        full = [1.0] * rank
+        for axis, scale in zip(axes, np.ravel(scales)):
+            full[axis] = float(scale)
+        if scale_index == 1:  # Resize-10 is Upsample-9 renamed: asymmetric sampling, nearest by floor
+            return self._upsample(node, x, full, _text(a.get("mode", "nearest")), "asymmetric", "floor")
+        return self._upsample(node, x, full, _text(a.get("mode", "nearest")),
+                              _text(a.get("coordinate_transformation_mode", "half_pixel")),
+                              _text(a.get("nearest_mode", "round_prefer_floor")))
+
+    def op_Upsample(self, node, a):
+        scales = a.get("scales")  # an attribute in opset 7, an input in opset 9
+        if scales is None:
+            scales = self.constant(node.input[1], "Upsample scales")
+        if _text(a.get("mode", "nearest")) != "nearest":
+            raise RosettaError("keras mapper: Upsample mode='linear' is not supported (its asymmetric sampling is "
+                               "not Keras' bilinear)")
+        return self._upsample(node, self.values[node.input[0]], [float(s) for s in np.ravel(scales)], "nearest",
+                              "asymmetric", "floor")
+
     def _dense(self, x: Mapped, kernel: np.ndarray, bias) -> Mapped:
-        if x.axes not in ((0, 1),):
-            raise RosettaError("keras mapper: Gemm/MatMul input must be 2-D (batch, features)")
+        """Dense acts on the Keras last axis: it must hold the ONNX last axis (features)."""
+        if x.axes[-1] != max(k for k in x.axes if k is not None) or x.axes[0] != 0:
+            x = self.materialize(x, _identity(len(x.axes)))
         if x.feature_order is not None:
             kernel = kernel[x.feature_order]  # rows follow the Keras feature order of a channels-last flatten
         layer = self.keras.layers.Dense(kernel.shape[1], use_bias=bias is not None, name=self.name("dense"))
         tensor = layer(x.tensor)
         layer.set_weights([kernel] + ([bias] if bias is not None else []))
-        return Mapped(tensor, (0, 1))
+        return Mapped(tensor, x.axes)
 
     def op_Gemm(self, node, a):
         if a.get("transA", 0):
@@ -261,7 +662,10 @@ class KerasGraphBuilder:
         return [self._dense(self.values[node.input[0]], kernel.astype(np.float32), bias)]
 
     def op_MatMul(self, node, a):
-        return [self._dense(self.values[node.input[0]], self.constant(node.input[1], "MatMul B"), None)]
+        if node.input[1] not in self.constants or self.constants[node.input[1]].ndim != 2:
+            raise RosettaError("keras mapper: MatMul is supported by a constant 2-D weight only (a Dense layer)")
+        bias = self.optional_constant(node, 2, "MatMul bias")  # a third input only from _fuse_matmul_bias
+        return [self._dense(self.values[node.input[0]], self.constants[node.input[1]], bias)]
 
     def op_Gather(self, node, a):
         axis = a.get("axis", 0)
@@ -351,14 +755,18 @@ class KerasGraphBuilder:
             dims = value.type.tensor_type.shape.dim
             self.shapes[value.name] = [d.dim_value if d.HasField("dim_value") else None for d in dims]
         self.constants = {init.name: numpy_helper.to_array(init) for init in self.model.graph.initializer}
-        unsupported = sorted({node.op_type for node in self.model.graph.node
-                              if node.op_type != "Constant" and not hasattr(self, f"op_{node.op_type}")})
+        opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in self.model.opset_import}
+        nodes = _fold_constants(list(self.model.graph.node), self.constants, opsets)
+        nodes = _fuse_patterns(nodes, self.constants, self.shapes, {value.name for value in self.model.graph.output})
+        unsupported = sorted({node.op_type for node in nodes if not hasattr(self, f"op_{node.op_type}")})
         if unsupported:
             raise RosettaError(f"ONNX op {', '.join(unsupported)} cannot be converted to keras: rosetta's Keras "
                                f"mapper has no converter for {'it' if len(unsupported) == 1 else 'them'}")
-        for node in self.model.graph.node:
+        for node in nodes:
             for name in node.input:
                 self.consumers.setdefault(name, []).append(node.op_type)
+        for value in self.model.graph.output:
+            self.consumers.setdefault(value.name, []).append("graph output")
         inputs = []
         for value in self.model.graph.input:
             if value.name in self.constants:
@@ -368,14 +776,8 @@ class KerasGraphBuilder:
             tensor = keras.Input(shape=tuple(shape[1:]), dtype=dtype, name=value.name)
             inputs.append(tensor)
             self.values[value.name] = Mapped(tensor, _identity(len(shape)))
-        for node in self.model.graph.node:
+        for node in nodes:
             attributes = {attr.name: onnx.helper.get_attribute_value(attr) for attr in node.attribute}
-            if node.op_type == "Constant":
-                self.constants[node.output[0]] = numpy_helper.to_array(attributes["value"])
-                continue
-            if node.op_type == "Identity" and node.input[0] in self.constants:  # e.g. a shared BatchNorm weight
-                self.constants[node.output[0]] = self.constants[node.input[0]]
-                continue
             handler = getattr(self, f"op_{node.op_type}")
             for name, mapped in zip(node.output, handler(node, attributes)):
                 if name:
@@ -387,6 +789,222 @@ class KerasGraphBuilder:
                 raise RosettaError(f"keras mapper: output {value.name!r} would need a reshape the mapper does not make")
             outputs.append(self.materialize(mapped, _identity(len(mapped.axes))).tensor)
         return keras.Model(inputs=inputs, outputs=outputs if len(outputs) > 1 else outputs[0], name="rosetta")
+
+
+_RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli"}
+
+
+def _fold_constants(nodes: list, constants: dict, opsets: dict) -> list:
+    """Evaluate every node whose inputs are all constants, adding its outputs to `constants` (e.g. a shared
+    BatchNorm weight's Identity, or Pad's pads, which torch's exporter leaves as a ConstantOfShape/Concat/
+    Slice/Cast chain); returns the nodes left to map."""
+    from onnx import numpy_helper
+
+    remaining = []
+    for node in nodes:
+        inputs = [name for name in node.input if name]
+        if node.op_type in _RANDOM_OPS or not all(name in constants for name in inputs) or \
+                (not inputs and node.op_type != "Constant"):
+            remaining.append(node)
+            continue
+        if node.op_type == "Identity":
+            results = [constants[inputs[0]]]
+        elif node.op_type == "Constant" and node.attribute[0].name == "value":
+            results = [numpy_helper.to_array(node.attribute[0].t)]
+        else:
+            from onnx.reference import ReferenceEvaluator
+
+            try:
+                results = ReferenceEvaluator(node, opsets=opsets).run(None, {name: constants[name] for name in inputs})
+            except Exception:  # an op the reference evaluator lacks: left for the mapper to name
+                remaining.append(node)
+                continue
+        for name, value in zip(node.output, results):
+            if name:
+                constants[name] = np.asarray(value)
+    return remaining
+
+
+@dataclass
+class _GraphView:
+    """Who makes and who reads each tensor, for recognising the multi-node patterns exporters write."""
+
+    nodes: list
+    constants: dict
+    shapes: dict
+    graph_outputs: set
+
+    def __post_init__(self):
+        self.producer = {name: node for node in self.nodes for name in node.output if name}
+        self.readers = {}
+        for node in self.nodes:
+            for name in dict.fromkeys(node.input):
+                if name:
+                    self.readers.setdefault(name, []).append(node)
+
+    def made_by(self, name: str, op_type: str):
+        node = self.producer.get(name)
+        return node if node is not None and node.op_type == op_type else None
+
+    def sole_reader(self, name: str, op_type: str):
+        """The one node reading `name`, if it is an `op_type` and `name` is not also a graph output."""
+        readers = self.readers.get(name, [])
+        if len(readers) == 1 and readers[0].op_type == op_type and name not in self.graph_outputs:
+            return readers[0]
+        return None
+
+    def scalar(self, name: str):
+        value = self.constants.get(name)
+        return float(value.reshape(())) if value is not None and value.size == 1 else None
+
+    @staticmethod
+    def other_input(node, name: str):
+        """The other operand of a binary node reading `name`."""
+        if node is None or len(node.input) != 2 or name not in node.input:
+            return None
+        return node.input[1] if node.input[0] == name else node.input[0]
+
+
+def _reduce_mean_axes(view: _GraphView, node):
+    """The (sorted, non-negative) axes of a keepdims ReduceMean, or None."""
+    import onnx
+
+    attributes = {attr.name: onnx.helper.get_attribute_value(attr) for attr in node.attribute}
+    rank = len(view.shapes.get(node.input[0]) or [])
+    axes = attributes.get("axes")
+    if axes is None and len(node.input) > 1 and node.input[1] in view.constants:
+        axes = [int(v) for v in np.atleast_1d(view.constants[node.input[1]])]
+    if not attributes.get("keepdims", 1) or not axes or not rank:
+        return None
+    return sorted(axis % rank for axis in axes)
+
+
+def _match_layer_normalization(view: _GraphView, sqrt):
+    """(x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* scale] [+ bias], with the means over the trailing
+    axes: torch's LayerNorm below opset 17, and the usual hand-written form."""
+    import onnx
+
+    if sqrt.op_type != "Sqrt":
+        return None
+    epsilon, variance, add_epsilon = 0.0, sqrt.input[0], view.made_by(sqrt.input[0], "Add")
+    if add_epsilon is not None:
+        for first, second in (add_epsilon.input, add_epsilon.input[::-1]):
+            if view.scalar(second) is not None and view.sole_reader(first, "Add") is add_epsilon:
+                epsilon, variance = view.scalar(second), first
+        if variance == sqrt.input[0]:
+            return None
+    reduce_variance = view.made_by(variance, "ReduceMean")
+    if reduce_variance is None or view.sole_reader(variance, "Add" if add_epsilon else "Sqrt") is None \
+            or view.sole_reader(sqrt.input[0], "Sqrt") is not sqrt:
+        return None
+    square = view.producer.get(reduce_variance.input[0])
+    if square is None or view.sole_reader(reduce_variance.input[0], "ReduceMean") is not reduce_variance or not (
+            square.op_type == "Mul" and square.input[0] == square.input[1]
+            or square.op_type == "Pow" and view.scalar(square.input[1]) == 2.0):
+        return None
+    centered = square.input[0]
+    subtract = view.made_by(centered, "Sub")
+    reduce_mean = view.made_by(subtract.input[1], "ReduceMean") if subtract is not None else None
+    divide = view.sole_reader(sqrt.output[0], "Div")
+    if reduce_mean is None or reduce_mean.input[0] != subtract.input[0] or divide is None \
+            or list(divide.input) != [centered, sqrt.output[0]] \
+            or view.sole_reader(subtract.input[1], "Sub") is not subtract or centered in view.graph_outputs \
+            or {id(n) for n in view.readers.get(centered, [])} != {id(square), id(divide)}:
+        return None
+    x = subtract.input[0]
+    shape = view.shapes.get(x) or []
+    axes = _reduce_mean_axes(view, reduce_mean)
+    trailing = list(range(len(shape) - len(axes or []), len(shape)))
+    if not axes or axes != _reduce_mean_axes(view, reduce_variance) or axes != trailing:
+        return None
+    matched = [reduce_mean, subtract, square, reduce_variance] + ([add_epsilon] if add_epsilon else []) + [sqrt, divide]
+    output, inputs = divide.output[0], [x, "", ""]
+    normalized_shape = shape[axes[0]:]
+    for slot, op_type in ((1, "Mul"), (2, "Add")):  # the affine part, when its parameters are constants
+        affine = view.sole_reader(output, op_type)
+        value = view.constants.get(view.other_input(affine, output)) if affine is not None else None
+        parameter = _as_parameter(value, normalized_shape) if value is not None and None not in normalized_shape else None
+        if parameter is None:
+            continue
+        name = f"{affine.output[0]}/{'scale' if slot == 1 else 'bias'}"
+        view.constants[name] = parameter
+        inputs[slot], output = name, affine.output[0]
+        matched.append(affine)
+    return matched, onnx.helper.make_node("LayerNormalization", inputs, [output], axis=axes[0], epsilon=epsilon)
+
+
+def _match_gelu(view: _GraphView, erf):
+    """x * 0.5 * (1 + erf(x / sqrt(2))), multiplied in any of the orders exporters write (torch: Div, Erf,
+    Add, Mul by x, Mul by 0.5)."""
+    import onnx
+
+    if erf.op_type != "Erf" or view.sole_reader(erf.input[0], "Erf") is not erf:
+        return None
+    scaled, x = view.producer.get(erf.input[0]), None
+    if scaled is not None and scaled.op_type == "Div" and \
+            math.isclose(view.scalar(scaled.input[1]) or 0, math.sqrt(2), rel_tol=1e-6):
+        x = scaled.input[0]
+    elif scaled is not None and scaled.op_type == "Mul":
+        for first, second in (scaled.input, scaled.input[::-1]):
+            if math.isclose(view.scalar(second) or 0, math.sqrt(0.5), rel_tol=1e-6):
+                x = first
+    plus_one = view.sole_reader(erf.output[0], "Add")
+    if x is None or plus_one is None or view.scalar(view.other_input(plus_one, erf.output[0])) != 1.0:
+        return None
+    product = view.sole_reader(plus_one.output[0], "Mul")
+    factor = view.other_input(product, plus_one.output[0])
+    matched = [scaled, erf, plus_one, product]
+    if factor is None:
+        return None
+    if factor == x or view.scalar(factor) == 0.5:  # (1 + erf) * x then * 0.5, or (1 + erf) * 0.5 then * x
+        last = view.sole_reader(product.output[0], "Mul")
+        other = view.other_input(last, product.output[0])
+        if other is None or (view.scalar(other) != 0.5 if factor == x else other != x):
+            return None
+        matched.append(last)
+    else:  # (x * 0.5) * (1 + erf)
+        half = view.made_by(factor, "Mul")
+        if half is None or view.sole_reader(factor, "Mul") is not product or \
+                view.scalar(view.other_input(half, x) or "") != 0.5:
+            return None
+        matched.insert(0, half)
+    return matched, onnx.helper.make_node("Gelu", [x], [matched[-1].output[0]])
+
+
+def _match_matmul_bias(view: _GraphView, matmul):
+    """MatMul by a constant matrix then Add of a constant vector (torch's Linear on inputs of rank > 2):
+    one Dense with a trainable bias, given to MatMul as a third input."""
+    import onnx
+
+    if matmul.op_type != "MatMul" or matmul.input[1] not in view.constants or view.constants[matmul.input[1]].ndim != 2:
+        return None
+    add = view.sole_reader(matmul.output[0], "Add")
+    bias = view.constants.get(view.other_input(add, matmul.output[0])) if add is not None else None
+    units = view.constants[matmul.input[1]].shape[1]
+    if bias is None or bias.size != units or bias.shape[-1] != units:
+        return None
+    name = f"{add.output[0]}/bias"
+    view.constants[name] = bias.reshape(units).astype(np.float32)
+    return [matmul, add], onnx.helper.make_node("MatMul", [matmul.input[0], matmul.input[1], name], [add.output[0]])
+
+
+def _fuse_patterns(nodes: list, constants: dict, shapes: dict, graph_outputs: set) -> list:
+    """Replace each LayerNorm, GELU and MatMul + bias pattern by one node, placed where its last node was
+    (its inputs are made before its first node; only its last node's output is read outside it)."""
+    for match in (_match_layer_normalization, _match_gelu, _match_matmul_bias):
+        view = _GraphView(nodes, constants, shapes, graph_outputs)
+        position = {id(node): index for index, node in enumerate(nodes)}
+        dropped, replacements = set(), {}
+        for node in nodes:
+            found = None if id(node) in dropped else match(view, node)
+            if found is None or any(id(m) in dropped for m in found[0]):
+                continue
+            matched, replacement = found
+            dropped.update(id(m) for m in matched)
+            replacements[id(max(matched, key=lambda m: position[id(m)]))] = replacement
+        nodes = [replacements.get(id(node), node) for node in nodes
+                 if id(node) in replacements or id(node) not in dropped]
+    return nodes
 
 
 def onnx_to_keras_model(model, keras):
