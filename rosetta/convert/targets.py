@@ -37,12 +37,14 @@ TARGETS: Registry[Target] = Registry("target", key=lambda target: (target.route,
 register_target = TARGETS.register
 
 
-def load_verify_runner(framework: str, folder: Path, threads: int = 0, trust_code: bool = False):
+def load_verify_runner(framework: str, folder: Path, threads: int = 0, trust_code: bool = False,
+                       precision: str = "float32"):
     """The runner for an artifact as verification runs it: with the verify options of the targets its framework
-    runs (ONNX Runtime with its optimiser off, see there), and trust_code where the framework reads code."""
+    runs (ONNX Runtime with its optimiser off, see there), and trust_code where the framework reads code;
+    `precision` float64 for a reference run in float64 (sources.model.FLOAT64_FORMATS)."""
     from rosetta.frameworks import load_runner, reads_code
 
-    options = {"threads": threads}
+    options = {"threads": threads, **({"precision": precision} if precision != "float32" else {})}
     options.update(next((dict(t.verify_options) for t in TARGETS if t.runner == framework), {}))
     if reads_code(framework):
         options["trust_code"] = trust_code
@@ -79,9 +81,9 @@ register_target(Target("keras", "onnx", ("torch", "onnx", "keras"), "keras",
                        "rosetta's ONNX -> Keras 3 layer mapper (trainable), run in Keras",
                        export=(("training", "preserve"),)))
 register_target(Target("torch", "onnx", ("torch", "onnx", "torch"), "torch",
-                       "onnx2torch (+ rosetta's GRU converter), run in PyTorch", export=(("training", "preserve"),)))
+                       "onnx2torch (+ rosetta's GRU and LSTM converters), run in PyTorch", export=(("training", "preserve"),)))
 register_target(Target("mxnet", "onnx", ("torch", "onnx", "mxnet"), "mxnet",
-                       "MXNet's ONNX importer (+ rosetta's graph fixes and GRU converter), run in Gluon",
+                       "MXNet's ONNX importer (+ rosetta's graph fixes and GRU and Slice converters), run in Gluon",
                        export=(("training", "preserve"),)))
 
 

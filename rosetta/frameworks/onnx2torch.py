@@ -8,9 +8,13 @@ extension points:
    torchvision::nms does not exist"). While onnx2torch imports, a stand-in `torchvision` whose `ops`
    functions raise a clear error is put in sys.modules, then removed: only a model with NMS/RoiAlign is
    affected, and it gets that error.
-2. onnx2torch has no GRU converter. `OnnxGRU` maps ONNX GRU (linear_before_reset=1, the cuDNN/PyTorch
-   formulation) onto torch.nn.GRU, registered with onnx2torch's `add_converter` for opsets 7 and 14:
-   ONNX gates are ordered z, r, h; torch's r, z, n. ONNX B is [Wb; Rb]; torch has bias_ih and bias_hh.
+2. onnx2torch has no GRU or LSTM converter. `OnnxGRU` and `OnnxLSTM` map them onto torch.nn.GRU/LSTM,
+   registered with onnx2torch's `add_converter` for opsets 7 and 14, one converter shared by both: ONNX
+   stacks the gates z, r, h (GRU) and i, o, f, c (LSTM), torch r, z, n and i, f, g, o; ONNX B is [Wb; Rb],
+   torch has bias_ih and bias_hh; ONNX's layout=1 and its Y (T, D, N, H) are transposes of torch's.
+   Refused with the reason, being what torch's modules do not compute: GRU linear_before_reset=0 (torch's is
+   linear_before_reset=1), LSTM peepholes (input P, unless all zeros) and input_forget, and for both clip,
+   activations other than the defaults, sequence_lens and direction=reverse (a reverse-only RNN).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ def _torchvision_stand_in() -> dict[str, types.ModuleType]:
 
 
 def import_onnx2torch():
-    """onnx2torch, imported once, with rosetta's GRU converter registered."""
+    """onnx2torch, imported once, with rosetta's GRU and LSTM converters registered."""
     global _LOADED
     if _LOADED is not None:
         return _LOADED
@@ -55,78 +59,132 @@ def import_onnx2torch():
         stand_in = _torchvision_stand_in()
     with stand_in_modules(stand_in):
         onnx2torch = importlib.import_module("onnx2torch")
-    _register_gru()
+    _register_recurrent()
     _LOADED = onnx2torch
     return onnx2torch
 
 
-def _register_gru() -> None:
+def _register_recurrent() -> None:
+    """Registers `OnnxGRU` and `OnnxLSTM` with onnx2torch; their shared parts are the helpers below."""
     import torch
     from onnx2torch.node_converters.registry import add_converter
     from onnx2torch.utils.common import OnnxMapping, OnnxToTorchModule, OperationConverterResult
 
-    class OnnxGRU(torch.nn.Module, OnnxToTorchModule):
-        """ONNX GRU on torch.nn.GRU: X (T, N, I) [or (N, T, I) with layout=1] -> Y (T, D, N, H), Y_h (D, N, H)."""
+    class OnnxRecurrent(torch.nn.Module, OnnxToTorchModule):
+        """A torch RNN (time-major, as torch keeps its states) behind ONNX's layouts: X (T, N, I) and states
+        (D, N, H), or with layout=1 X (N, T, I) and states (N, D, H); Y is (T, D, N, H), or (N, T, D, H)."""
+
+        def __init__(self, batch_first: bool) -> None:
+            super().__init__()
+            self.batch_first = batch_first
+
+        def time_major(self, tensor):  # layout=1 puts the batch first on X and on the states
+            return tensor.transpose(0, 1) if self.batch_first and tensor is not None else tensor
+
+        def onnx_outputs(self, rnn, y, *states):
+            steps, batch, _ = y.shape
+            y = y.view(steps, batch, 2 if rnn.bidirectional else 1, rnn.hidden_size)
+            return (y.transpose(0, 1) if self.batch_first else y.transpose(1, 2),
+                    *(self.time_major(state) for state in states))
+
+    class OnnxGRU(OnnxRecurrent):
+        """ONNX GRU on torch.nn.GRU: X, [initial_h] -> Y, Y_h."""
 
         def __init__(self, gru: torch.nn.GRU, batch_first: bool) -> None:
-            super().__init__()
-            self.gru, self.batch_first = gru, batch_first
+            super().__init__(batch_first)
+            self.gru = gru
 
         def forward(self, x, initial_h=None):
-            if self.batch_first:
-                x = x.transpose(0, 1)
-                initial_h = None if initial_h is None else initial_h.transpose(0, 1)
-            y, h = self.gru(x, initial_h)
-            steps, batch, _ = y.shape
-            directions = 2 if self.gru.bidirectional else 1
-            y = y.view(steps, batch, directions, self.gru.hidden_size).transpose(1, 2)
-            if self.batch_first:
-                return y.permute(2, 0, 1, 3), h.transpose(0, 1)
-            return y, h
+            y, h = self.gru(self.time_major(x), self.time_major(initial_h))
+            return self.onnx_outputs(self.gru, y, h)
 
-    def reorder(gates):  # ONNX z, r, h -> torch r, z, n along the first axis
-        z, r, h = gates.chunk(3, dim=0)
-        return torch.cat([r, z, h], dim=0)
+    class OnnxLSTM(OnnxRecurrent):
+        """ONNX LSTM on torch.nn.LSTM: X, [initial_h], [initial_c] -> Y, Y_h, Y_c. ONNX lets either initial
+        state be omitted (zeros); torch takes both or neither."""
 
-    def convert(node, graph) -> OperationConverterResult:
-        attributes = node.attributes
-        names = list(node.input_values) + [""] * (6 - len(node.input_values))
-        x_name, w_name, r_name, b_name, lengths_name, initial_name = names[:6]
+        def __init__(self, lstm: torch.nn.LSTM, batch_first: bool) -> None:
+            super().__init__(batch_first)
+            self.lstm = lstm
+
+        def forward(self, x, initial_h=None, initial_c=None):
+            h, c = self.time_major(initial_h), self.time_major(initial_c)
+            if (h is None) != (c is None):
+                h, c = (torch.zeros_like(c) if h is None else h), (torch.zeros_like(h) if c is None else c)
+            y, (h, c) = self.lstm(self.time_major(x), None if h is None else (h, c))
+            return self.onnx_outputs(self.lstm, y, h, c)
+
+    def converter(rnn_class, module_class, onnx_gates: str, torch_gates: str, default_activations: list[str],
+                  unsupported):
+        """An onnx2torch converter for ONNX GRU or LSTM. The two share their inputs (X, W, R, B, sequence_lens,
+        initial_h, [initial_c, P]), B = [Wb; Rb] (torch's bias_ih, bias_hh) and W, R, B with their gates
+        stacked along the rows, in another order than torch's; `unsupported(node, inputs, graph)` lists what
+        else of the op torch cannot express."""
+        order = [onnx_gates.index(gate) for gate in torch_gates]
+
+        def reorder(stacked):
+            gates = stacked.chunk(len(order), dim=0)
+            return torch.cat([gates[index] for index in order], dim=0)
+
+        def convert(node, graph) -> OperationConverterResult:
+            attributes, op = node.attributes, node.operation_type
+            inputs = list(node.input_values) + [""] * (8 - len(node.input_values))
+            x_name, w_name, r_name, b_name, lengths_name = inputs[:5]
+            problems = unsupported(node, inputs, graph)
+            if attributes.get("direction", "forward") == "reverse":
+                problems.append("direction=reverse")
+            if attributes.get("clip") is not None:
+                problems.append("clip")
+            activations = [a.lower() for a in attributes.get("activations", [])]
+            if activations not in ([], default_activations, default_activations * 2):
+                problems.append(f"activations {attributes.get('activations')}")
+            if lengths_name:
+                problems.append("sequence_lens")
+            if any(name and name not in graph.initializers for name in (w_name, r_name, b_name)):
+                problems.append("weights that are not initializers")
+            if problems:
+                raise RosettaError(f"{op} node {node.name!r}: rosetta's onnx2torch {op} converter does not support "
+                                   + ", ".join(problems))
+            w = graph.initializers[w_name].to_torch()
+            r = graph.initializers[r_name].to_torch()
+            directions, gate_rows, input_size = w.shape
+            b = graph.initializers[b_name].to_torch() if b_name else torch.zeros(directions, 2 * gate_rows)
+            rnn = rnn_class(input_size, gate_rows // len(order), bidirectional=directions == 2)
+            with torch.no_grad():
+                for d, suffix in enumerate(["", "_reverse"][:directions]):
+                    getattr(rnn, f"weight_ih_l0{suffix}").copy_(reorder(w[d]))
+                    getattr(rnn, f"weight_hh_l0{suffix}").copy_(reorder(r[d]))
+                    getattr(rnn, f"bias_ih_l0{suffix}").copy_(reorder(b[d, :gate_rows]))
+                    getattr(rnn, f"bias_hh_l0{suffix}").copy_(reorder(b[d, gate_rows:]))
+            states = inputs[5:7] if op == "LSTM" else inputs[5:6]
+            while states and not states[-1]:  # an omitted state is "", for which onnx2torch passes None
+                states.pop()
+            module = module_class(rnn, batch_first=attributes.get("layout", 0) == 1)
+            return OperationConverterResult(torch_module=module,
+                                            onnx_mapping=OnnxMapping(inputs=(x_name, *states), outputs=node.output_values))
+
+        return convert
+
+    def gru_unsupported(node, inputs, graph) -> list[str]:
+        if node.attributes.get("linear_before_reset", 0) != 1:
+            return ["linear_before_reset=0 (torch.nn.GRU computes linear_before_reset=1)"]
+        return []
+
+    def lstm_unsupported(node, inputs, graph) -> list[str]:
         problems = []
-        if attributes.get("linear_before_reset", 0) != 1:
-            problems.append("linear_before_reset=0 (torch.nn.GRU computes linear_before_reset=1)")
-        if attributes.get("direction", "forward") == "reverse":
-            problems.append("direction=reverse")
-        if attributes.get("clip") is not None:
-            problems.append("clip")
-        if [a.lower() for a in attributes.get("activations", [])] not in ([], ["sigmoid", "tanh"], ["sigmoid", "tanh"] * 2):
-            problems.append(f"activations {attributes.get('activations')}")
-        if lengths_name:
-            problems.append("sequence_lens")
-        if any(name not in graph.initializers for name in (w_name, r_name)) or (b_name and b_name not in graph.initializers):
-            problems.append("weights that are not initializers")
-        if problems:
-            raise RosettaError(f"GRU node {node.name!r}: rosetta's onnx2torch GRU converter does not support "
-                               + ", ".join(problems))
-        w = graph.initializers[w_name].to_torch()
-        r = graph.initializers[r_name].to_torch()
-        directions, hidden3, input_size = w.shape
-        hidden = hidden3 // 3
-        b = graph.initializers[b_name].to_torch() if b_name else torch.zeros(directions, 6 * hidden)
-        gru = torch.nn.GRU(input_size, hidden, bidirectional=directions == 2)
-        with torch.no_grad():
-            for d, suffix in enumerate(["", "_reverse"][:directions]):
-                getattr(gru, f"weight_ih_l0{suffix}").copy_(reorder(w[d]))
-                getattr(gru, f"weight_hh_l0{suffix}").copy_(reorder(r[d]))
-                getattr(gru, f"bias_ih_l0{suffix}").copy_(reorder(b[d, :hidden3]))
-                getattr(gru, f"bias_hh_l0{suffix}").copy_(reorder(b[d, hidden3:]))
-        inputs = (x_name,) + ((initial_name,) if initial_name else ())
-        module = OnnxGRU(gru, batch_first=attributes.get("layout", 0) == 1)
-        return OperationConverterResult(torch_module=module,
-                                        onnx_mapping=OnnxMapping(inputs=inputs, outputs=node.output_values))
+        peepholes = inputs[7]  # all zeros is the same as none
+        if peepholes and (peepholes not in graph.initializers or graph.initializers[peepholes].to_torch().any()):
+            problems.append("peepholes (input P)")
+        if node.attributes.get("input_forget", 0):
+            problems.append("input_forget")
+        return problems
 
-    for version in (7, 14):
-        add_converter(operation_type="GRU", version=version)(convert)
+    # gates: ONNX GRU z, r, h and LSTM i, o, f, c; torch's GRU r, z, n (= h) and LSTM i, f, g (= c), o
+    for op, convert in (
+        ("GRU", converter(torch.nn.GRU, OnnxGRU, "zrh", "rzh", ["sigmoid", "tanh"], gru_unsupported)),
+        ("LSTM", converter(torch.nn.LSTM, OnnxLSTM, "iofc", "ifco", ["sigmoid", "tanh", "tanh"], lstm_unsupported)),
+    ):
+        for version in (7, 14):
+            add_converter(operation_type=op, version=version)(convert)
 
 
 def build_module(graph_path: Path):

@@ -1,4 +1,5 @@
-"""The graph rewrites are semantics-preserving: the rewritten graph computes the same outputs in ONNX Runtime."""
+"""The graph rewrites are semantics-preserving: the rewritten graph computes the same outputs in ONNX Runtime.
+Graphs MXNet's importer failed on convert with them, and compute the same in MXNet."""
 
 from __future__ import annotations
 
@@ -6,9 +7,15 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
 
 from rosetta.convert.onnx import rewrites as rw
+from rosetta.convert.store import run_conversion
 from rosetta.convert.targets import get_target
+from rosetta.frameworks import load_runner
+from rosetta.frameworks.onnx_graph import graph_inputs, value_info_signature
+from rosetta.manifest import Manifest, sha256_of
 from rosetta.models import get_model, list_models
 from rosetta.models.inputs import generate_inputs
 
@@ -18,13 +25,17 @@ REWRITES = [rw.drop_zero_initial_states, rw.constants_to_initializers, rw.positi
             rw.drop_default_training_mode, rw.initializers_as_inputs]
 
 
-def _run(model, feeds):
+def _run_all(model, feeds) -> list[np.ndarray]:
     # Optimisations off on both sides: ORT's optimiser treats initializers listed as inputs as overridable
     # and so fuses differently, which changes float rounding, not the function.
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)[0]
+    return session.run(None, feeds)
+
+
+def _run(model, feeds):
+    return _run_all(model, feeds)[0]
 
 
 @pytest.mark.parametrize("rewrite", REWRITES, ids=lambda f: f.__name__)
@@ -64,3 +75,153 @@ def test_squeeze_axes_move_to_the_attribute(store):
     squeeze = next(n for n in model.graph.node if n.op_type == "Squeeze")
     assert len(squeeze.input) == 1
     assert [list(a.ints) for a in squeeze.attribute if a.name == "axes"] == [[1]]
+
+
+# Graphs MXNet's importer failed on before a rewrite (LayerNormalization, ConstantOfShape, Slice): each rewritten
+# graph computes in ONNX Runtime what the original does, and the original converts to MXNet through rosetta's
+# path (rewrite_for_mxnet, then its importer) and computes the same there.
+
+
+def _exported(module, x, tmp_path):
+    """`module` exported as rosetta exports (TorchScript exporter, opset 17, constant folding), batch fixed."""
+    path = tmp_path / "exported.onnx"
+    torch.onnx.export(module.eval(), (torch.from_numpy(x),), str(path), dynamo=False, opset_version=17,
+                      input_names=["x"], output_names=["y"], do_constant_folding=True)
+    return onnx.load(str(path))
+
+
+def _graph(nodes, inputs, outputs, initializers=(), opset=17):
+    """A float graph: inputs and outputs as (name, shape) pairs, initializers as (name, array) pairs."""
+    def values(pairs):
+        return [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape) for name, shape in pairs]
+
+    graph = helper.make_graph(nodes, "g", values(inputs), values(outputs),
+                              [numpy_helper.from_array(value, name) for name, value in initializers])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def _mxnet_outputs(model, feeds, tmp_path) -> list[np.ndarray]:
+    """`model` converted to MXNet by rosetta's onnx -> mxnet path and run there (in MXNet's worker)."""
+    source = tmp_path / "onnx"
+    source.mkdir()
+    onnx.save(model, str(source / "model.onnx"))
+    Manifest(artifact="model.onnx", format="onnx", source={"path": "test"}, converter={"name": "test"},
+             inputs=value_info_signature(graph_inputs(model)), outputs=value_info_signature(model.graph.output),
+             sha256=sha256_of(source / "model.onnx"), opset=model.opset_import[0].version).write(source)
+    run_conversion(source, ("onnx", "mxnet"), tmp_path / "mxnet")
+    outputs = load_runner("mxnet", tmp_path / "mxnet").predict(feeds)
+    return [outputs[value.name] for value in model.graph.output]
+
+
+def _check_rewrite(rewrite, model, feeds, tmp_path):
+    """The rewritten graph computes the original's outputs in ONNX Runtime, and MXNet computes them too."""
+    expected = _run_all(model, feeds)
+    rewritten = rewrite(onnx.load_from_string(model.SerializeToString()))
+    onnx.checker.check_model(rewritten)
+    for got, want in zip(_run_all(rewritten, feeds), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for got, want in zip(_mxnet_outputs(model, feeds, tmp_path), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    return rewritten
+
+
+def test_layer_normalization_becomes_primitives_mxnet_reads(tmp_path):
+    norm = torch.nn.LayerNorm((4, 6))
+    with torch.no_grad():
+        norm.weight.normal_()
+        norm.bias.normal_()
+    x = np.random.default_rng(0).normal(size=(2, 3, 4, 6)).astype(np.float32)
+    model = _exported(norm, x, tmp_path)
+    assert [n.op_type for n in model.graph.node] == ["LayerNormalization"]
+    rewritten = _check_rewrite(rw.decompose_layer_normalization, model, {"x": x}, tmp_path)
+    assert "LayerNormalization" not in {n.op_type for n in rewritten.graph.node}
+
+
+@pytest.mark.parametrize("opset, dtype", [(17, np.float32), (18, np.float32), (17, np.float16)])
+def test_layer_normalization_keeps_its_outputs_opset_and_stash_type(opset, dtype):
+    # float16 is normalised in float32 (stash_type=1): Mean and InvStdDev are float32, Y float16
+    rng = np.random.default_rng(1)
+    x_type = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    node = helper.make_node("LayerNormalization", ["x", "scale"], ["y", "mean", "inv_std"], axis=1, epsilon=1e-3)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", x_type, [2, 3, 5])],
+        [helper.make_tensor_value_info("y", x_type, [2, 3, 5]),
+         helper.make_tensor_value_info("mean", TensorProto.FLOAT, [2, 1, 1]),
+         helper.make_tensor_value_info("inv_std", TensorProto.FLOAT, [2, 1, 1])],
+        [numpy_helper.from_array(rng.normal(size=(3, 5)).astype(dtype), "scale")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    feeds = {"x": rng.normal(size=(2, 3, 5)).astype(dtype)}
+    rewritten = rw.decompose_layer_normalization(onnx.load_from_string(model.SerializeToString()))
+    onnx.checker.check_model(rewritten, full_check=True)
+    assert "LayerNormalization" not in {n.op_type for n in rewritten.graph.node}
+    for got, want in zip(_run_all(rewritten, feeds), _run_all(model, feeds)):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-3, atol=1e-6)
+
+
+def test_static_constant_of_shape_becomes_an_initializer(tmp_path):
+    # ConstantOfShape(Shape(x)) with x of static shape, as torch writes `x + torch.full(x.shape, 2.5)` unfolded
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("ConstantOfShape", ["shape"], ["filled"],
+                              value=numpy_helper.from_array(np.array([2.5], np.float32))),
+             helper.make_node("Add", ["x", "filled"], ["y"])]
+    model = _graph(nodes, [("x", [2, 3])], [("y", [2, 3])])
+    feeds = {"x": np.random.default_rng(2).normal(size=(2, 3)).astype(np.float32)}
+    rewritten = _check_rewrite(rw.constant_of_shape_as_initializers, model, feeds, tmp_path)
+    assert [n.op_type for n in rewritten.graph.node] == ["Add"]
+
+
+def test_constant_of_shape_of_a_dynamic_shape_is_left_alone(store):
+    folder = store.get(get_model("gru"), 0, ("torch", "onnx"))  # its zero initial state: Shape -> ConstantOfShape
+    model = rw.constant_of_shape_as_initializers(onnx.load(str(folder / "model.onnx")))
+    assert "ConstantOfShape" in {n.op_type for n in model.graph.node}
+
+
+class _Slices(torch.nn.Module):
+    def forward(self, x):
+        return x[:, 1:] + x[:, :-1] * x[:, 1:5:2].sum(dim=1, keepdim=True)
+
+
+def test_slice_to_the_end_is_bounded_and_read_by_mxnet(tmp_path):
+    x = np.random.default_rng(3).normal(size=(2, 6)).astype(np.float32)
+    model = _exported(_Slices(), x, tmp_path)
+    constants = rw._constants(model)
+    ends = [int(constants[n.input[2]].ravel()[0]) for n in model.graph.node if n.op_type == "Slice"]
+    assert np.iinfo(np.int64).max in ends  # x[:, 1:]: the end MXNet's own converter reads as 'nan'
+    _check_rewrite(rw.bounded_slices, model, {"x": x}, tmp_path)
+
+
+SLICES = [  # starts, ends, axes, steps, and the output's shape from x (5, 7)
+    ([-2**63], [2**63 - 1], [-1], [1], [5, 7]),  # everything, on a negative axis
+    ([-1], [-2**63], [1], [-1], [5, 7]),  # reversed, through the first element
+    ([100, 1], [-100, 4], [-1, 0], [-2, 1], [3, 4]),  # backward from past the end, two axes
+    ([-100], [3], [1], [1], [5, 3]),  # from before the first element (MXNet refuses that start)
+    ([5], [1], [1], [-2], [5, 2]),
+    ([-3], [100], [1], [2], [5, 2]),
+]
+
+
+def test_slice_bounds_keep_the_function(tmp_path):
+    # one graph, one Slice of x per case: one conversion to MXNet for all
+    nodes, parameters = [], []
+    for case, values in enumerate(SLICES):
+        names = [f"{role}_{case}" for role in ("starts", "ends", "axes", "steps")]
+        parameters += [(name, np.array(value)) for name, value in zip(names, values)]
+        nodes.append(helper.make_node("Slice", ["x", *names], [f"y_{case}"]))
+    outputs = [(f"y_{case}", values[-1]) for case, values in enumerate(SLICES)]
+    model = _graph(nodes, [("x", [5, 7])], outputs, parameters)
+    feeds = {"x": np.random.default_rng(4).normal(size=(5, 7)).astype(np.float32)}
+    _check_rewrite(rw.bounded_slices, model, feeds, tmp_path)
+
+
+def test_slice_on_an_axis_of_unknown_size_is_bounded_within_int32(tmp_path):
+    parameters = [("starts", np.array([-2**63, 1])), ("ends", np.array([2**63 - 1, -1]))]
+    model = _graph([helper.make_node("Slice", ["x", "starts", "ends"], ["y"])], [("x", ["n", "m"])], [("y", None)],
+                   parameters)
+    rewritten = rw.bounded_slices(onnx.load_from_string(model.SerializeToString()))
+    starts, ends = (numpy_helper.to_array(next(i for i in rewritten.graph.initializer if i.name == name)).tolist()
+                    for name in rewritten.graph.node[0].input[1:3])
+    assert starts == [0, 1] and ends == [rw.SLICE_BOUND, -1]
+    feeds = {"x": np.random.default_rng(5).normal(size=(4, 6)).astype(np.float32)}
+    np.testing.assert_array_equal(_run(rewritten, feeds), feeds["x"][:, 1:-1])
+    np.testing.assert_array_equal(_mxnet_outputs(model, feeds, tmp_path)[0], feeds["x"][:, 1:-1])

@@ -49,3 +49,77 @@ def test_gru_converter_matches_onnxruntime(tmp_path):
 def test_gru_converter_refuses_linear_before_reset_0_with_the_reason(tmp_path):
     with pytest.raises(RosettaError, match="GRU node 'gru'.*linear_before_reset=0"):
         build_module(_gru_model(tmp_path, 0))
+
+
+class _TwoLayerBidirectionalLSTM(torch.nn.Module):
+    def __init__(self, batch_first: bool) -> None:
+        super().__init__()
+        self.lstm = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=batch_first)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        return y, h, c
+
+
+@pytest.mark.parametrize("batch_first", [False, True], ids=["time_major", "batch_first"])
+def test_lstm_exported_by_rosetta_matches_the_torch_module(tmp_path, batch_first):
+    from rosetta.convert.onnx.from_torch import TorchSource
+    from rosetta.convert.store import run_conversion
+    from rosetta.frameworks import load_runner
+    from rosetta.models.registry import TensorSpec
+
+    torch.manual_seed(0)
+    module = _TwoLayerBidirectionalLSTM(batch_first).eval()
+    # rosetta's export makes axis 0 dynamic: the batch, or the time steps of a time-major input
+    x = np.random.default_rng(2).normal(size=(2, 5, 3) if batch_first else (5, 2, 3)).astype(np.float32)
+    inputs = (TensorSpec("x", (None, *x.shape[1:]), "float32"),)
+    outputs = tuple(TensorSpec(name, (None,), "float32") for name in ("y", "h", "c"))
+    folder = tmp_path / "torch"
+    run_conversion(TorchSource(module, inputs, outputs, {"model": "lstm"}), ("torch", "onnx", "torch"), folder)
+    assert [n.op_type for n in onnx.load(str(folder / "model" / "model.onnx")).graph.node].count("LSTM") == 2
+
+    actual = load_runner("torch", folder).predict({"x": x})
+    with torch.no_grad():
+        expected = module(torch.from_numpy(x))
+    for name, want in zip(("y", "h", "c"), expected):
+        np.testing.assert_allclose(actual[name], want.numpy(), atol=1e-5)
+
+
+def _lstm_model(tmp_path, layout: int, peepholes: bool = False):
+    """A bidirectional ONNX LSTM given initial_h only (its initial_c omitted: zeros), graph outputs Y, Y_h, Y_c."""
+    hidden, inputs, steps, batch = 4, 3, 5, 2
+    rng = np.random.default_rng(0)
+    shapes = {"W": [2, 4 * hidden, inputs], "R": [2, 4 * hidden, hidden], "B": [2, 8 * hidden], "P": [2, 3 * hidden]}
+    names = ["W", "R", "B", "P"] if peepholes else ["W", "R", "B"]
+    weights = [helper.make_tensor(name, TensorProto.FLOAT, shapes[name],
+                                  rng.normal(size=shapes[name]).astype(np.float32).ravel()) for name in names]
+    node = helper.make_node("LSTM", ["X", "W", "R", "B", "", "H0", "", "P" if peepholes else ""], ["Y", "Y_h", "Y_c"],
+                            hidden_size=hidden, direction="bidirectional", layout=layout, name="lstm")
+    nodes = [node] + [helper.make_node("Identity", [name], [f"{name}_out"]) for name in ("Y", "Y_h", "Y_c")]
+    x, h0 = ([batch, steps, inputs], [batch, 2, hidden]) if layout else ([steps, batch, inputs], [2, batch, hidden])
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x),
+                                           helper.make_tensor_value_info("H0", TensorProto.FLOAT, h0)],
+                              [helper.make_tensor_value_info(f"{name}_out", TensorProto.FLOAT, None)
+                               for name in ("Y", "Y_h", "Y_c")], weights)
+    path = tmp_path / f"lstm-{layout}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8), str(path))
+    return path
+
+
+def test_lstm_converter_reads_layout_1_and_a_missing_initial_c(tmp_path):
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(1)
+    x, h0 = rng.normal(size=(2, 5, 3)).astype(np.float32), rng.normal(size=(2, 2, 4)).astype(np.float32)
+    # ONNX Runtime has no layout=1 LSTM: the reference is the same LSTM with layout=0 on transposed tensors
+    session = ort.InferenceSession(str(_lstm_model(tmp_path, 0)), providers=["CPUExecutionProvider"])
+    y, y_h, y_c = session.run(None, {"X": x.transpose(1, 0, 2), "H0": h0.transpose(1, 0, 2)})
+    with torch.no_grad():
+        actual = build_module(_lstm_model(tmp_path, 1))(torch.from_numpy(x), torch.from_numpy(h0))
+    for got, want in zip(actual, (y.transpose(2, 0, 1, 3), y_h.transpose(1, 0, 2), y_c.transpose(1, 0, 2))):
+        np.testing.assert_allclose(got.numpy(), want, atol=1e-5)
+
+
+def test_lstm_converter_refuses_peepholes_with_the_reason(tmp_path):
+    with pytest.raises(RosettaError, match="LSTM node 'lstm'.*peepholes"):
+        build_module(_lstm_model(tmp_path, 0, peepholes=True))

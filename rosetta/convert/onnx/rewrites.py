@@ -22,6 +22,35 @@ def _constants(model) -> dict[str, np.ndarray]:
     return values
 
 
+def _static_shapes(model, data_prop: bool = False) -> dict[str, list]:
+    """Each tensor's shape after ONNX shape inference, None for an axis of unknown size; tensors of unknown
+    rank are absent. `data_prop` also follows small shape tensors (Shape -> Gather -> Concat ...)."""
+    from onnx import shape_inference
+
+    inferred = shape_inference.infer_shapes(model, data_prop=data_prop)
+    shapes = {}
+    for value in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        if value.type.tensor_type.HasField("shape"):
+            shapes[value.name] = [d.dim_value if d.HasField("dim_value") else None
+                                  for d in value.type.tensor_type.shape.dim]
+    return shapes
+
+
+def _elem_types(model) -> dict[str, int]:
+    """Each tensor's onnx.TensorProto element type, where shape inference knows it."""
+    from onnx import shape_inference
+
+    inferred = shape_inference.infer_shapes(model)
+    values = list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output)
+    types = {value.name: value.type.tensor_type.elem_type for value in values if value.type.tensor_type.elem_type}
+    types.update({init.name: init.data_type for init in model.graph.initializer})
+    return types
+
+
+def _opset(model) -> int:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+
+
 def remove_dead_nodes(model):
     """Drop nodes whose outputs nothing uses (graph outputs count as used), and unused initializers."""
     needed = {output.name for output in model.graph.output}
@@ -130,13 +159,9 @@ def axes_inputs_to_attributes(model):
 def positive_gather_indices(model):
     """Negative constant Gather indices made positive from the static size of the gathered axis. MXNet maps
     Gather to `take`, whose default mode clips -1 to 0: silently the first time step instead of the last."""
-    from onnx import numpy_helper, shape_inference
+    from onnx import numpy_helper
 
-    inferred = shape_inference.infer_shapes(model)
-    shapes = {}
-    for value in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
-        dims = value.type.tensor_type.shape.dim
-        shapes[value.name] = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+    shapes = _static_shapes(model)
     constants = _constants(model)
     for node in model.graph.node:
         if node.op_type != "Gather" or node.input[1] not in constants:
@@ -176,12 +201,7 @@ def constant_reshape_shapes(model):
     import onnx
     from onnx import numpy_helper
 
-    inferred = onnx.shape_inference.infer_shapes(model)
-    static = {}
-    for value in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
-        if value.type.tensor_type.HasField("shape"):
-            static[value.name] = [d.dim_value if d.HasField("dim_value") else None
-                                  for d in value.type.tensor_type.shape.dim]
+    static = _static_shapes(model)
     producers = {output: node for node in model.graph.node for output in node.output}
     constants = _constants(model)
     attributes = lambda node: {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}  # noqa: E731
@@ -242,4 +262,148 @@ def constant_reshape_shapes(model):
         name = f"{node.output[0]}_constant_shape"
         model.graph.initializer.append(numpy_helper.from_array(np.array(fixed, dtype=np.int64), name))
         node.input[1] = name
+    return remove_dead_nodes(model)
+
+
+def decompose_layer_normalization(model):
+    """MXNet: LayerNormalization (opset 17), which its importer lacks, written as the function the ONNX spec
+    defines it by, in primitives the importer reads: over the axes from `axis` on, computed in `stash_type`,
+    Y = (X - mean) / sqrt(mean((X - mean)^2) + epsilon) * Scale + B; its optional Mean and InvStdDev outputs
+    kept. Left as it is where `axis` >= 0 and the rank of X is unknown."""
+    from onnx import TensorProto, helper
+
+    shapes, types = _static_shapes(model), _elem_types(model)
+    nodes = []
+    for node in model.graph.node:
+        if node.op_type != "LayerNormalization":
+            nodes.append(node)
+            continue
+        axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), -1)
+        rank = len(shapes[node.input[0]]) if node.input[0] in shapes else None
+        if axis >= 0 and rank is None:
+            nodes.append(node)
+            continue
+        axes = list(range(axis, 0)) if axis < 0 else list(range(axis, rank))
+        primitives, initializers = _layer_normalization_primitives(
+            node, axes, types.get(node.input[0], TensorProto.FLOAT), axes_as_input=_opset(model) >= 18)
+        nodes.extend(primitives)
+        model.graph.initializer.extend(initializers)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return model
+
+
+def _layer_normalization_primitives(node, axes: list[int], x_type: int, axes_as_input: bool):
+    """The nodes and initializers one LayerNormalization is written as (decompose_layer_normalization).
+    ReduceMean's keepdims=1 is written out: MXNet's importer passes on only the attributes given, and
+    MXNet's default is 0. `axes_as_input`: ReduceMean takes its axes as an input from opset 18."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    x, scale, bias = (list(node.input) + [""])[:3]
+    y, mean_output, inverse_deviation_output = (list(node.output) + ["", ""])[:3]
+    stash_type = attributes.get("stash_type", TensorProto.FLOAT)
+    epsilon = np.array(attributes.get("epsilon", 1e-5), helper.tensor_dtype_to_np_dtype(stash_type))
+    initializers = [numpy_helper.from_array(epsilon, f"{y}_epsilon")]
+    if axes_as_input:
+        initializers.append(numpy_helper.from_array(np.array(axes, np.int64), f"{y}_axes"))
+    nodes = []
+
+    def add(op, inputs, output, **attrs):
+        nodes.append(helper.make_node(op, inputs, [output], **attrs))
+        return output
+
+    def reduce_mean(tensor, output):
+        if axes_as_input:
+            return add("ReduceMean", [tensor, f"{y}_axes"], output, keepdims=1)
+        return add("ReduceMean", [tensor], output, axes=axes, keepdims=1)
+
+    if x_type != stash_type:
+        x = add("Cast", [x], f"{y}_stashed", to=stash_type)
+    centred = add("Sub", [x, reduce_mean(x, mean_output or f"{y}_mean")], f"{y}_centred")
+    variance = reduce_mean(add("Mul", [centred, centred], f"{y}_squared"), f"{y}_variance")
+    deviation = add("Sqrt", [add("Add", [variance, f"{y}_epsilon"], f"{y}_variance_epsilon")], f"{y}_deviation")
+    if inverse_deviation_output:
+        add("Reciprocal", [deviation], inverse_deviation_output)
+    normalised = add("Div", [centred, deviation], f"{y}_normalised")
+    if x_type != stash_type:
+        normalised = add("Cast", [normalised], f"{y}_normalised_cast", to=x_type)
+    if bias:
+        add("Add", [add("Mul", [normalised, scale], f"{y}_scaled"), bias], y)
+    else:
+        add("Mul", [normalised, scale], y)
+    return nodes, initializers
+
+
+def constant_of_shape_as_initializers(model):
+    """MXNet: ConstantOfShape, which its importer lacks, becomes the constant it makes where its output shape
+    is static (a constant shape, or the Shape of a tensor of static shape): an initializer. Run after
+    drop_zero_initial_states, which removes the zero initial states it builds with the batch size."""
+    from onnx import numpy_helper
+
+    shapes = _static_shapes(model, data_prop=True)
+    kept = []
+    for node in model.graph.node:
+        shape = shapes.get(node.output[0])
+        if node.op_type != "ConstantOfShape" or shape is None or None in shape:
+            kept.append(node)
+            continue
+        fill = next((numpy_helper.to_array(a.t) for a in node.attribute if a.name == "value"), np.zeros(1, np.float32))
+        constant = np.full(shape, fill.ravel()[0], fill.dtype)
+        model.graph.initializer.append(numpy_helper.from_array(constant, node.output[0]))
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    return remove_dead_nodes(model)
+
+
+SLICE_BOUND = 2**30  # beyond any real axis; an int32 (MXNet's slice) that float32 holds exactly (its importer)
+
+
+def _clamped_slice_index(value: int, size: int, step: int, is_end: bool) -> int:
+    """The index ONNX's Slice clamps a start or end to on an axis of `size`; -size-1 (which ONNX clamps to
+    -1) for the end of a backward slice that runs through the first element."""
+    value = value + size if value < 0 else value
+    if step > 0:
+        return min(max(value, 0), size)
+    value = min(max(value, -1 if is_end else 0), size - 1)
+    return -size - 1 if value == -1 else value
+
+
+def _bounded_slice_index(value: int, step: int, is_end: bool) -> int:
+    """A start or end on an axis of unknown size, within +-SLICE_BOUND; a forward slice from before the
+    first element starts at 0 (MXNet's slice refuses a start before the first element)."""
+    value = min(max(value, -SLICE_BOUND), SLICE_BOUND)
+    return 0 if step > 0 and not is_end and value == -SLICE_BOUND else value
+
+
+def bounded_slices(model):
+    """MXNet: the constant starts and ends of Slice brought within the axis, so that the Slice converter of
+    to_mxnet can pass them to MXNet's `slice` as int32: "to the end" is INT64_MAX. Each becomes the index
+    ONNX clamps it to where the axis' size is static, else a value within +-SLICE_BOUND; negative axes
+    become positive where the rank is known. Every parameter is written out, steps included."""
+    from onnx import numpy_helper
+
+    shapes, constants = _static_shapes(model), _constants(model)
+    for node in model.graph.node:
+        parameters = list(node.input) + [""] * (5 - len(node.input))
+        if node.op_type != "Slice" or len(node.input) < 3:  # before opset 10 its parameters were attributes
+            continue
+        if not all(name in constants for name in parameters[1:] if name):
+            continue
+        starts, ends = (constants[name].astype(np.int64).ravel() for name in parameters[1:3])
+        axes = constants[parameters[3]].astype(np.int64).ravel() if parameters[3] else np.arange(len(starts))
+        steps = constants[parameters[4]].astype(np.int64).ravel() if parameters[4] else np.ones(len(starts), np.int64)
+        shape = shapes.get(node.input[0])
+        if shape is not None:
+            axes = np.where(axes < 0, axes + len(shape), axes)
+        for index, (axis, step) in enumerate(zip(axes, steps)):
+            size = shape[axis] if shape is not None else None
+            for bounds, is_end in ((starts, False), (ends, True)):
+                bounds[index] = (_bounded_slice_index(bounds[index], step, is_end) if size is None
+                                 else _clamped_slice_index(bounds[index], size, step, is_end))
+        for position, (role, values) in enumerate(zip(("starts", "ends", "axes", "steps"), (starts, ends, axes, steps)), 1):
+            parameters[position] = f"{node.output[0]}_{role}"
+            model.graph.initializer.append(numpy_helper.from_array(np.asarray(values, np.int64), parameters[position]))
+        del node.input[:]
+        node.input.extend(parameters)
     return remove_dead_nodes(model)

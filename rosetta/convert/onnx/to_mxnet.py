@@ -5,7 +5,13 @@ time are omitted (MXNet cannot express the Shape -> ConstantOfShape chain); Cons
 initializers and every initializer is also a graph input (the importer's expectations); Squeeze/Unsqueeze
 axes move back from inputs to attributes and BatchNormalization's default training_mode=0 attribute is
 dropped (it reads opset-11 style and passes unknown attributes on); negative constant Gather indices become
-positive (it maps Gather to `take`, whose clip mode would read -1 as 0: silently the wrong time step).
+positive (it maps Gather to `take`, whose clip mode would read -1 as 0: silently the wrong time step);
+LayerNormalization and ConstantOfShape, which it lacks, become the primitives LayerNormalization is defined by
+and (for a static shape) the constant ConstantOfShape makes; Slice bounds are brought within the axis.
+
+Slice: the importer's own converter fails on every opset-10+ Slice (it reads starts and ends as float32 and
+writes "1.0", or "nan" for an end past the axis, into slice_axis), so `_slice` replaces it in the operator
+table: the bounds, made int32 by the rewrite, go to MXNet's `slice`, which clamps them as ONNX does.
 
 GRU: the importer has none. `_gru` is added to the importer's operator table (`_convert_map`, its extension
 point): the ONNX weights are packed into the flat parameter vector of MXNet's fused RNN operator, gates
@@ -60,15 +66,39 @@ def _gru(attrs, inputs, importer):
     return mx.sym.Group([mx.sym.expand_dims(rnn[0], axis=1), rnn[1]]), attrs, inputs
 
 
+def _slice(attrs, inputs, importer):
+    """ONNX Slice (opset 10+, constant parameters within int32, as rewrites.bounded_slices leaves them) ->
+    mx.sym.slice, in place of MXNet's own converter, which no opset-10+ Slice passes (module docstring)."""
+    from rosetta.frameworks.mxnet import import_mxnet
+
+    mx = import_mxnet()
+    from mxnet.contrib.onnx.onnx2mx import _op_translations
+
+    if importer.opset_version < 10:  # parameters as int attributes, which MXNet's own converter reads
+        return _op_translations._slice(attrs, inputs, importer)
+    if len(inputs) != 5 or any(parameter.name not in importer._params for parameter in inputs[1:]):
+        raise RosettaError("Slice with starts, ends, axes or steps computed at run time cannot be converted to mxnet")
+    starts, ends, axes, steps = ([int(v) for v in importer._params[p.name].asnumpy().ravel()] for p in inputs[1:])
+    if min(axes) < 0:
+        raise RosettaError("Slice on a negative axis of a tensor of unknown rank cannot be converted to mxnet")
+    begin, end, step = ([None] * (max(axes) + 1) for _ in range(3))
+    for axis, start, stop, stride in zip(axes, starts, ends, steps):
+        begin[axis], end[axis], step[axis] = start, stop, stride
+    return mx.sym.slice(inputs[0], begin=tuple(begin), end=tuple(end), step=tuple(step)), attrs, inputs
+
+
 FLOAT_TYPES = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 
 def rewrite_for_mxnet(model):
     from rosetta.convert.onnx import rewrites as rw
 
-    for rewrite in (rw.constant_reshape_shapes, rw.drop_zero_initial_states, rw.positive_gather_indices, rw.axes_inputs_to_attributes,
-                    rw.drop_default_training_mode, rw.bypass_identity_of_initializers, rw.constants_to_initializers,
-                    rw.initializers_as_inputs):
+    # ConstantOfShape after the zero initial states (built with it) are dropped; LayerNormalization before
+    # the axes move to attributes (its ReduceMeans take them as inputs from opset 18)
+    for rewrite in (rw.constant_reshape_shapes, rw.drop_zero_initial_states, rw.constant_of_shape_as_initializers,
+                    rw.decompose_layer_normalization, rw.positive_gather_indices, rw.bounded_slices,
+                    rw.axes_inputs_to_attributes, rw.drop_default_training_mode, rw.bypass_identity_of_initializers,
+                    rw.constants_to_initializers, rw.initializers_as_inputs):
         model = rewrite(model)
     return model
 
@@ -83,6 +113,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     from mxnet.contrib.onnx.onnx2mx import _import_helper
 
     _import_helper._convert_map.setdefault("GRU", _gru)
+    _import_helper._convert_map["Slice"] = _slice  # replaces MXNet's own, see _slice
     previous = Manifest.read(source)
     model = onnx.load(str(previous.artifact_path(source)))
     weights = {i.name for i in model.graph.initializer if i.data_type in FLOAT_TYPES}
@@ -111,7 +142,8 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     return Manifest(
         artifact=ARTIFACT, format="mxnet", source=previous.source,
         converter={"name": "mxnet.contrib.onnx.import_model", "version": mx.__version__, "framework_version": mx.__version__,
-                   "options": {"rewrites": "rosetta.convert.onnx.to_mxnet.rewrite_for_mxnet", "gru": "rosetta"},
+                   "options": {"rewrites": "rosetta.convert.onnx.to_mxnet.rewrite_for_mxnet", "gru": "rosetta",
+                               "slice": "rosetta"},
                    "constant_parameters": constants},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(artifact), opset=previous.opset,
     )

@@ -1,4 +1,4 @@
-"""ONNX -> PyTorch with onnx2torch (plus rosetta's GRU converter, see rosetta.frameworks.onnx2torch).
+"""ONNX -> PyTorch with onnx2torch (plus rosetta's GRU and LSTM converters, see rosetta.frameworks.onnx2torch).
 
 The artifact is the ONNX graph onnx2torch converts plus the converted module's state_dict (loaded with
 torch.load(weights_only=True): no pickled code). Loading rebuilds the module with onnx2torch, which is
@@ -30,6 +30,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     return Manifest(
         artifact=ARTIFACT, format="torch", source=previous.source,
         converter={"name": "onnx2torch", "version": version("onnx2torch"), "framework_version": torch.__version__,
-                   "options": {"gru": "rosetta.frameworks.onnx2torch.OnnxGRU"}},
+                   "options": {"gru": "rosetta.frameworks.onnx2torch.OnnxGRU",
+                               "lstm": "rosetta.frameworks.onnx2torch.OnnxLSTM"}},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(artifact), opset=previous.opset,
     )
