@@ -22,7 +22,9 @@ def test_version_and_help():
     for command in ("models", "convert", "verify", "bench"):
         out = run(command, "--help")
         assert out.returncode == 0 and ("example: rosetta" in out.stdout or "examples:\n  rosetta" in out.stdout)
-    assert "exit status: 0 all PASS, 1 some FAIL, 2 usage or input error" in run("--help").stdout
+    usage = " ".join(run("--help").stdout.split())
+    assert "exit status: 0 no FAIL or ERROR, 1 some FAIL (with --strict: anything but PASS), 2 usage or input " \
+           "error, 3 some ERROR and no FAIL" in usage and "CANNOT (a converter refused the model" in usage
 
 
 def test_models_lists_shapes_and_parameter_counts(tmp_path, capsys):
@@ -76,6 +78,7 @@ def test_verify_exit_status_is_1_when_a_verdict_fails(tmp_path):
     (["bench", "--device", "tpu"], "invalid choice: 'tpu'"),
     (["bench", "--steps", "2", "--epochs", "1"], "not allowed with argument"),
     (["bench", "--data", "/nonexistent-data"], "--data /nonexistent-data: no such folder"),
+    (["verify", "--model", "cnn", "--executor", "ray", "--jobs", "2"], "--jobs is for --executor local"),
 ])
 def test_user_errors_are_one_line_and_exit_2(argv, message):
     out = run(*argv)
@@ -103,6 +106,7 @@ def test_bench_writes_table_json_and_chart(tmp_path):
     data = json.loads((tmp_path / "b.json").read_text())
     assert [(r["target"], r["status"]) for r in data["results"]] == [("torch (reference)", "ok"), ("torch", "ok")]
     assert "s/epoch" in out.stdout and "takes" in out.stdout
+    assert "benchmark cells one at a time, never side by side" in data["executor"] and "executor: local" in out.stdout
     assert (tmp_path / "charts" / "gru-train.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

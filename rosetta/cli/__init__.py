@@ -3,7 +3,8 @@
 One module per command (`models`, `convert`, `verify`, `bench`), each with `add_parser(commands, common)` and
 `run(args) -> int`; `options` holds what they share.
 
-Exit status: 0 when every verdict is PASS, 1 when any is FAIL, 2 on a usage or input error.
+Exit status (rosetta.verify.results.exit_status): 0 when no verdict is FAIL or ERROR, 1 when any is FAIL (with
+--strict: any is not PASS), 2 on a usage or input error, 3 when any is ERROR and none is FAIL.
 """
 
 from __future__ import annotations

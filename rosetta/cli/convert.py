@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from rosetta.cli.options import (EPILOG_EXIT, EXIT_FAIL, EXIT_PASS, add_executor_options, add_export_options,
+from rosetta.cli.options import (EPILOG_EXIT, EXIT_PASS, add_executor_options, exit_for, add_export_options,
                                  add_model_options, executor,
                                  add_tolerance_options, add_user_model_options, check_writable_file, export_options,
                                  print_results, progress, target_names)
@@ -21,7 +21,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
         description="Convert a model to other formats and verify each conversion against the original on "
                     "generated inputs. MODEL is " + FORMATS_HELP + ". Each target is written to OUTPUT/TARGET/ "
                     "(artifact + manifest.json), atomically: nothing is left behind on an error. A target that "
-                    "cannot be converted is a FAIL row with its reason; the others still run.",
+                    "cannot be converted is a CANNOT row with its reason; the others still run.",
         epilog="examples:\n"
                "  rosetta convert model.onnx --to all -o out/\n"
                "  rosetta convert model.keras --to onnx,torch,mxnet -o out/\n"
@@ -78,7 +78,6 @@ def run(args) -> int:
 def _convert_file(args) -> int:
     """`rosetta convert MODEL --to ...`: each target converted, verified against MODEL, written to -o."""
     from rosetta.verify.files import convert_and_verify_file
-    from rosetta.verify.results import FAIL
 
     done = convert_and_verify_file(args.path, args.to, args.via, args.output, force=args.force,
                                    export_options=export_options(args), inputs=args.input,
@@ -97,4 +96,4 @@ def _convert_file(args) -> int:
         write_results_json(done.results, args.json, {"model": done.model_file, "output": str(args.output),
                                                      "tolerance": done.policy.to_json(),
                                                      "verified": not args.no_verify})
-    return EXIT_PASS if all(r.verdict != FAIL for r in done.results) else EXIT_FAIL
+    return exit_for(done.results, args)

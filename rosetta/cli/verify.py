@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetta.cli.options import (EPILOG_EXIT, EXIT_FAIL, EXIT_PASS, add_executor_options, add_export_options,
+from rosetta.cli.options import (EPILOG_EXIT, add_executor_options, exit_for, add_export_options,
                                  add_tolerance_options, executor,
                                  add_user_model_options, export_options, positive_int, print_results, progress,
                                  seed_list, target_names)
@@ -86,7 +86,7 @@ def run(args) -> int:
     print_results(done.results, f"rosetta verify ({done.policy.describe()})", args.verbose)
     if args.json:
         write_results_json(done.results, args.json, {"tolerance": done.policy.to_json()})
-    return EXIT_PASS if all(r.passed for r in done.results) else EXIT_FAIL
+    return exit_for(done.results, args)
 
 
 def _verify_files(args) -> int:
@@ -107,4 +107,4 @@ def _verify_files(args) -> int:
         from rosetta.verify.results import write_results_json
 
         write_results_json(done.results, args.json, {"reference": done.reference, "tolerance": done.policy.to_json()})
-    return EXIT_PASS if all(r.passed for r in done.results) else EXIT_FAIL
+    return exit_for(done.results, args)

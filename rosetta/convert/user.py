@@ -1,5 +1,5 @@
 """Conversion of a user's model file to the targets asked for, each target its own cell: one that fails is a
-FAIL row with its reason and the others go on. The converted artifacts land in the output folder
+CANNOT (or ERROR) row with its reason and the others go on. The converted artifacts land in the output folder
 atomically, one sub-folder per target; nothing is written when the command fails as a whole."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rosetta.convert.targets import Target, get_target, list_targets
-from rosetta.errors import RosettaError, one_line
+from rosetta.errors import RosettaError, WorkerDied, one_line
 from rosetta.output import atomic_folder
 from rosetta.progress import progress_bar
 
@@ -25,6 +25,8 @@ class Converted:
     target: str  # the row's name: a target, or the artifact's path
     folder: str = ""  # the artifact folder; empty when `failure` says why there is none
     failure: str = ""
+    failed_stage: str = "conversion"  # where `failure` happened ("reading": the file itself could not be read)
+    crashed: bool = False  # the failure was a crash or a hang (verdict ERROR), not the converter giving up (CANNOT)
     route: str = "onnx"
     threads: int = 0
     trust_code: bool = False
@@ -61,11 +63,12 @@ def convert_user_model(model, targets: list[tuple[str, Target]], store, options:
                 trusted = model.trust_code or dict(target.verify_options).get("trust_code", False)
                 cells.append(Converted(model.label, name, str(folder), route=target.route, threads=threads,
                                           trust_code=trusted))
-            except Exception as error:  # a conversion that fails is a FAIL row, never a missing one
+            except Exception as error:  # a conversion that fails is a CANNOT/ERROR row, never a missing one
                 reason = str(error) if isinstance(error, RosettaError) else one_line(error)
                 if not reason.startswith("conversion"):
                     reason = f"conversion failed: {reason}"
-                cells.append(Converted(model.label, name, failure=reason, route=target.route))
+                cells.append(Converted(model.label, name, failure=reason, route=target.route,
+                                       crashed=isinstance(error, WorkerDied)))
         advance(None)
     return cells
 

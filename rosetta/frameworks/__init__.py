@@ -67,9 +67,9 @@ def trainable_frameworks() -> list[str]:
 def trainer_class(framework: str):
     entry = FRAMEWORKS.get(framework, label=f"{framework!r}").trainer
     if not entry:
-        from rosetta.errors import RosettaError
+        from rosetta.errors import Unsupported
 
-        raise RosettaError(f"{framework} artifacts are inference-only; trainable: {', '.join(trainable_frameworks())}")
+        raise Unsupported(f"{framework} artifacts are inference-only; trainable: {', '.join(trainable_frameworks())}")
     return load_entry(entry)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from rosetta.verify.results import FAIL, PASS, VerifyResult
+from rosetta.verify.results import CANNOT, ERROR, FAIL, INCONCLUSIVE, PASS, VerifyResult
 
 
 def _fmt(value: float, digits: int = 2) -> str:
@@ -22,25 +22,31 @@ def verify_table(results: list[VerifyResult], title: str = "rosetta verify"):
                             ("err/floor", "right"), ("cosine", "right"), ("in tol", "right"), ("verdict", "center")):
         table.add_column(column, justify=justify, no_wrap=column != "output")
     for result in results:
-        if not result.outputs:  # the path failed before producing outputs: the row still shows, with FAIL
+        if not result.outputs:  # the path failed before producing outputs: the row still shows, with its verdict
             table.add_row(result.model, result.route, result.target, "-", "-", "-", "-", "-", "-", "-",
-                          _verdict(result.passed) if result.verdict in (PASS, FAIL) else result.verdict)
+                          _verdict(result.verdict))
         for output in result.outputs:
             ratio = "-" if math.isnan(output.error_ratio) else f"{output.error_ratio:.2f}"
             cosine = "-" if math.isnan(output.cosine) else f"{output.cosine:.8f}"
             table.add_row(result.model, result.route, result.target, output.name,
                           _fmt(output.max_abs_error), _fmt(output.scaled_error), _fmt(output.noise_floor),
                           ratio, cosine, f"{100 * output.within_tolerance:.1f}%",
-                          _verdict(output.passed))
+                          _verdict(FAIL if not output.passed else INCONCLUSIVE if output.uninformative else PASS))
     return table
 
 
-def _verdict(passed: bool) -> str:
-    return "[green]PASS[/green]" if passed else "[red]FAIL[/red]"
+VERDICT_STYLE = {PASS: "green", FAIL: "red", ERROR: "bold red", CANNOT: "yellow", INCONCLUSIVE: "yellow"}
+
+
+def _verdict(verdict: str) -> str:
+    style = VERDICT_STYLE.get(verdict)
+    return f"[{style}]{verdict}[/{style}]" if style else verdict
 
 
 def failure_lines(results: list[VerifyResult]) -> list[str]:
-    return [f"{r.model} -> {r.target} ({r.route}): {r.reason}" for r in results if r.verdict == FAIL]
+    """One line per row that is not a PASS: its verdict (styled), the cell, and the reason."""
+    return [f"{_verdict(r.verdict)} {r.model} -> {r.target} ({r.route}): {r.reason}" for r in results
+            if r.verdict not in (PASS, "converted")]
 
 
 def _signature(tensors) -> str:

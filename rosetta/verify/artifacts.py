@@ -2,7 +2,7 @@
 `rosetta verify A B [C ...]` comparison and the check after `rosetta convert PATH`.
 
 Each ArtifactCell is self-contained (plain fields): it loads one artifact in its framework (a worker process
-for TensorFlow, Keras and MXNet, so a crash or a hang is that row's FAIL), runs it on the shared inputs and
+for TensorFlow, Keras and MXNet, so a crash or a hang is that row's ERROR), runs it on the shared inputs and
 compares it with the reference outputs. The reference runs in float64 too where rosetta can cast it (PyTorch
 models): then the calibrated noise-floor tolerance applies; otherwise FLOAT32_ONLY_MULTIPLE ulps at scale.
 """
@@ -18,7 +18,7 @@ from rosetta.convert.targets import load_verify_runner
 from rosetta.convert.user import Converted
 from rosetta.errors import RosettaError, one_line
 from rosetta.models.registry import signature_of
-from rosetta.verify.results import FAIL, VerifyResult
+from rosetta.verify.results import VerifyResult, failure_verdict
 from rosetta.verify.tolerance import TolerancePolicy
 
 # One artifact to verify: a user's model converted to a target (rosetta.convert.user), or a folder given on
@@ -46,12 +46,13 @@ class ReferenceOutputs:
 
 
 def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: TolerancePolicy) -> VerifyResult:
-    """Run one artifact on the reference's inputs and compare; a failure at any stage is a FAIL row."""
+    """Run one artifact on the reference's inputs and compare; a failure at any stage is a CANNOT or ERROR row."""
     from rosetta.frameworks import runner_for_format
     from rosetta.manifest import Manifest
     from rosetta.verify.cells import check_artifact
 
-    result = VerifyResult(model=cell.model, route=cell.route, target=cell.target, verdict=FAIL, reason=cell.failure,
+    result = VerifyResult(model=cell.model, route=cell.route, target=cell.target,
+                          verdict=failure_verdict(cell.failed_stage, cell.crashed), reason=cell.failure,
                           batch=len(next(iter(reference.feeds.values()))) if reference.feeds else 0,
                           tolerance=policy.to_json(), artifact=cell.folder)
     if cell.failure:
@@ -119,8 +120,14 @@ def reference_outputs(model, feeds: dict[str, np.ndarray], threads: int = 0) -> 
     """Run the reference model (a sources.model.UserModel) once, and in float64 too where it can."""
     try:
         float32 = model.predict(feeds, "float32", threads)
-        float64 = model.predict(feeds, "float64", threads) if model.has_float64 else None
     except Exception as error:
         message = str(error) if isinstance(error, RosettaError) else one_line(error)
         raise RosettaError(f"the reference {model.label} cannot run: {message}") from None
+    float64 = None
+    if model.has_float64:
+        try:
+            float64 = model.predict(feeds, "float64", threads)
+        except Exception as error:  # noqa: BLE001 - a layer without float64: the float32-only rule applies
+            if model.module is not None:  # torch modules always run in float64: this is the model's own error
+                raise RosettaError(f"the reference {model.label} cannot run in float64: {one_line(error)}") from None
     return ReferenceOutputs(feeds, float32, float64)

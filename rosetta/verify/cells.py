@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from rosetta.models import get_model
 from rosetta.models.inputs import generate_inputs
 from rosetta.verify.compare import compare_outputs
 from rosetta.verify.lint import artifact_problems
-from rosetta.verify.results import FAIL, VerifyResult
+from rosetta.verify.results import ERROR, FAIL, VerifyResult, failed_at
 from rosetta.verify.tolerance import TolerancePolicy
 
 DEFAULT_BATCH = 8
@@ -92,9 +91,7 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         result.seconds["convert"] = time.perf_counter() - start
         result.artifact = str(folder)
     except Exception as error:  # a failing path is a FAIL row, never a crash or a missing row
-        result.reason = f"{stage} failed: {one_line(error)}"
-        result.detail = traceback.format_exc(limit=-3)
-        return result
+        return failed_at(result, stage, error)
     load = lambda: load_runner(target.runner, folder, threads=cell.threads, **dict(target.verify_options))  # noqa: E731
     return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float64, cell.tolerance)
 
@@ -116,9 +113,7 @@ def check_artifact(result: VerifyResult, folder: Path, load, feeds: dict, refere
         result.seconds["predict"] = time.perf_counter() - start
         result.framework_version = runner.running_version()
     except Exception as error:  # a failing artifact is a FAIL row, never a crash or a missing row
-        result.reason = f"{stage} failed: {one_line(error)}"
-        result.detail = traceback.format_exc(limit=-3)
-        return result
+        return failed_at(result, stage, error)
     if by_position and set(outputs) != set(reference64) and len(outputs) == len(reference64):
         outputs = dict(zip(reference64, outputs.values()))
     result.outputs, result.verdict, result.reason = compare_outputs(outputs, reference32, reference64, policy)
@@ -152,7 +147,7 @@ def _result(task, outcome) -> VerifyResult:
     if not outcome.error:
         return VerifyResult.from_json(outcome.result)
     cell = cell_from_json(task.job.argument["cell"])  # its process died under it (a Ray worker, say)
-    return VerifyResult(model=cell.model, route=cell.route, target=cell.target, verdict=FAIL,
+    return VerifyResult(model=cell.model, route=cell.route, target=cell.target, verdict=ERROR,
                         reason=f"task failed: {outcome.error}", seed=cell.seed, batch=cell.batch,
                         tolerance=cell.tolerance.to_json())
 
@@ -220,14 +215,20 @@ def _store(root: str) -> ArtifactStore:
 
 
 def cell_to_json(cell) -> dict:
-    return {"kind": type(cell).__name__, **asdict(cell)}
+    return {"kind": f"{type(cell).__module__}:{type(cell).__name__}", **asdict(cell)}
 
 
 def cell_from_json(data: dict):
-    """The cell `cell_to_json` wrote: its class by name among VerifyCell's subclasses, tuples made tuples."""
+    """The cell `cell_to_json` wrote: its class by entry name (a VerifyCell or a subclass, imported here if
+    this process has not yet: a slot worker), tuples made tuples."""
+    from rosetta.errors import RosettaError
+    from rosetta.registry import load_entry
+
     data = dict(data)
-    kinds = {kind.__name__: kind for kind in (VerifyCell, *VerifyCell.__subclasses__())}
-    kind = kinds[data.pop("kind")]
+    name = data.pop("kind")
+    kind = load_entry(name) if name.startswith("rosetta.") else None
+    if not (isinstance(kind, type) and issubclass(kind, VerifyCell)):
+        raise RosettaError(f"not a verification cell: {name!r}")
     data["tolerance"] = TolerancePolicy.from_json(data["tolerance"])
     for name, value in data.items():
         if isinstance(value, list):

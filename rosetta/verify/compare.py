@@ -7,7 +7,7 @@ from dataclasses import asdict
 import numpy as np
 
 from rosetta.verify.metrics import error_stats, non_finite_counts
-from rosetta.verify.results import FAIL, PASS, OutputComparison
+from rosetta.verify.results import FAIL, INCONCLUSIVE, PASS, OutputComparison
 from rosetta.verify.tolerance import TolerancePolicy, noise_floor
 
 
@@ -60,6 +60,24 @@ def compare_output(name: str, target: np.ndarray | None, reference32: np.ndarray
     )
 
 
+CONSTANT_SPREAD = 1e-6  # spread across the batch, relative to the output's largest value, below which it is constant
+
+
+def uninformative(reference: np.ndarray) -> str:
+    """Why a target that matches this reference output has proved nothing, or "": an output that is all
+    zeros, or the same for every input of the batch (e.g. random weights whose activations saturate, a
+    softmax that is uniform), would be matched by a conversion that ignores its input."""
+    reference = np.asarray(reference, dtype=np.float64)
+    scale = float(np.max(np.abs(reference))) if reference.size else 0.0
+    if reference.size and scale == 0.0:
+        return "all zeros"
+    if reference.ndim and reference.shape[0] >= 2:
+        spread = float(np.max(np.ptp(reference, axis=0)))
+        if spread <= CONSTANT_SPREAD * scale:
+            return f"the same for all {reference.shape[0]} inputs of the batch (spread {spread:.2g}, largest value {scale:.2g})"
+    return ""
+
+
 def _failed(name: str, shape: list[int], floor: float, reason: str) -> OutputComparison:
     nan = float("nan")
     return OutputComparison(name=name, shape=shape, passed=False, reason=reason, max_abs_error=nan,
@@ -69,11 +87,22 @@ def _failed(name: str, shape: list[int], floor: float, reason: str) -> OutputCom
 
 def compare_outputs(target: dict[str, np.ndarray], reference32: dict[str, np.ndarray],
                     reference64: dict[str, np.ndarray], policy: TolerancePolicy) -> tuple[list[OutputComparison], str, str]:
-    """Per-output comparisons plus the overall (verdict, reason): PASS only when every output passes."""
+    """Per-output comparisons plus the overall (verdict, reason): PASS only when every output passes, and at
+    least one of them could have failed (else INCONCLUSIVE; an output that could not is named in the reason)."""
     outputs = [compare_output(name, target.get(name), reference32[name], reference64[name], policy)
                for name in reference64]
     extra = sorted(set(target) - set(reference64))
     reasons = [o.reason for o in outputs if not o.passed]
     if extra:
         reasons.append(f"unexpected outputs {extra}")
-    return outputs, (PASS if not reasons else FAIL), "; ".join(reasons)
+    if reasons:
+        return outputs, FAIL, "; ".join(reasons)
+    for output in outputs:
+        output.uninformative = uninformative(reference64[output.name])
+    vacuous = [f"{o.name} is {o.uninformative}" for o in outputs if o.uninformative]
+    if not vacuous:
+        return outputs, PASS, ""
+    if len(vacuous) == len(outputs):
+        return outputs, INCONCLUSIVE, ("; ".join(vacuous) + ": a conversion that ignored its input would match "
+                                       "too; give weights or inputs that make the output vary")
+    return outputs, PASS, "note: " + "; ".join(vacuous)

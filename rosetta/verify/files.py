@@ -19,7 +19,7 @@ from rosetta.verify.tolerance import TolerancePolicy, policy_from_options
 class ConvertedFile:
     """What `convert_and_verify_file` did: one row per target, and the targets written to the output folder."""
 
-    results: list  # VerifyResult rows: verdicts, or "converted" (FAIL where it could not be) without verification
+    results: list  # VerifyResult rows: verdicts, or "converted" (CANNOT or ERROR where it could not be) without verification
     written: list[str]  # the targets written, each to output/<target>/
     model_label: str  # the model as the table names it
     model_file: dict  # sources.files.ModelFile.to_json() of the model
@@ -92,11 +92,12 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
 
 
 def conversion_row(cell):
-    """The result row of a conversion that was not verified: "converted", or FAIL with its reason."""
-    from rosetta.verify.results import FAIL, VerifyResult
+    """The result row of a conversion that was not verified: "converted", or CANNOT/ERROR with its reason."""
+    from rosetta.verify.results import VerifyResult, failure_verdict
 
     return VerifyResult(model=cell.model, route=cell.route, target=cell.target,
-                        verdict=FAIL if cell.failure else "converted", reason=cell.failure, artifact=cell.folder)
+                        verdict=failure_verdict(cell.failed_stage, cell.crashed) if cell.failure else "converted",
+                        reason=cell.failure, artifact=cell.folder)
 
 
 def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: Path | None = None,
@@ -112,7 +113,7 @@ def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: P
     `inputs`: parsed --input options; `inputs_file`: inputs to run (.npz; default: generated from `batch` and
     `seed`); `save_inputs`, `save_outputs`: .npz files to write the inputs and the reference's outputs to;
     `results_file`: where the caller will write the results, checked writable before any work. A model that
-    cannot be read is its row's FAIL; a path that names nothing readable is a RosettaError, before any work."""
+    cannot be read is its row's ERROR; a path that names nothing readable is a RosettaError, before any work."""
     from rosetta.sources.files import identify
     from rosetta.sources.model import open_model
     from rosetta.verify.artifacts import (ArtifactCell, ReferenceOutputs, load_inputs, reference_outputs,
@@ -154,13 +155,14 @@ def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: P
             save_npz(save_outputs, reference.float32)
         policy = reference.policy(policy, tolerance_multiple is not None)
         cells = []
-        for path in compared:  # reading a model can crash or hang its worker: that is its row's FAIL
+        for path in compared:  # a model that cannot be read (or crashes its worker) is its row's ERROR
             try:
                 model = first if path == paths[0] else open_model(path, inputs, trust_code, Path(scratch))
                 failure = "" if model.folder else "a PyTorch factory can only be the reference"
                 folder = str(model.folder or "")
             except RosettaError as error:
                 failure, folder = f"reading failed: {error}", ""
-            cells.append(ArtifactCell(label, path, folder, failure, threads=threads, trust_code=trust_code))
+            cells.append(ArtifactCell(label, path, folder, failure, failed_stage="reading", threads=threads,
+                                      trust_code=trust_code))
         results = run_artifact_cells(cells, reference, policy, progress, executor)
     return VerifiedFiles(results, label, len(feeds), list(reference.float32), policy)

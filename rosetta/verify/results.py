@@ -6,7 +6,44 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-PASS, FAIL = "PASS", "FAIL"
+# The verdicts, and what the exit status of `rosetta verify`/`convert` makes of them (see exit_status):
+# PASS          the numbers were compared and agree within the tolerance
+# FAIL          the numbers were compared and disagree (or the artifact is wrong on its face): a wrong conversion
+# CANNOT        a converter refused the model or lacks one of its ops: nothing to compare, the reason says why
+# ERROR         a crash, a hang, or a framework that failed to load or run the converted artifact
+# INCONCLUSIVE  the numbers agree but could not have disagreed: the reference output is constant across the
+#               batch, or all zeros (e.g. random weights that saturate), so the check proves nothing
+PASS, FAIL, CANNOT, ERROR, INCONCLUSIVE = "PASS", "FAIL", "CANNOT", "ERROR", "INCONCLUSIVE"
+VERDICTS = (PASS, FAIL, CANNOT, ERROR, INCONCLUSIVE)
+EXIT_FOR_VERDICT = {FAIL: 1, ERROR: 3}  # any FAIL: 1; else any ERROR: 3; else 0 (--strict: any non-PASS is 1)
+
+
+def exit_status(verdicts, strict: bool = False) -> int:
+    """0 when nothing is wrong (PASS, and CANNOT/INCONCLUSIVE rows, which the table reports), 1 on any FAIL,
+    3 on any ERROR without a FAIL; `strict`: 1 on anything but PASS (and "converted")."""
+    verdicts = set(verdicts) - {"converted"}
+    if FAIL in verdicts or (strict and verdicts - {PASS}):
+        return EXIT_FOR_VERDICT[FAIL]
+    return EXIT_FOR_VERDICT[ERROR] if ERROR in verdicts else 0
+
+
+def failure_verdict(stage: str, crashed: bool) -> str:
+    """The verdict of a cell whose `stage` failed: a converter that gives up is CANNOT; a worker that crashed
+    or hung (`crashed`), or an artifact that does not load or run, is ERROR."""
+    return CANNOT if stage == "conversion" and not crashed else ERROR
+
+
+def failed_at(result: "VerifyResult", stage: str, error: BaseException) -> "VerifyResult":
+    """Fill the row of a cell whose `stage` raised `error` (inside an `except`): its verdict, its one-line
+    reason, and for -v the worker's traceback (or this process's)."""
+    import traceback
+
+    from rosetta.errors import Unsupported, WorkerDied, one_line
+
+    result.verdict = CANNOT if isinstance(error, Unsupported) else failure_verdict(stage, isinstance(error, WorkerDied))
+    result.reason = f"{stage} failed: {one_line(error)}"
+    result.detail = getattr(error, "detail", "") or traceback.format_exc(limit=-3)
+    return result
 
 
 @dataclass
@@ -32,6 +69,7 @@ class OutputComparison:
     worst_target: float = 0.0
     worst_reference: float = 0.0
     vs_float32: dict = field(default_factory=dict)
+    uninformative: str = ""  # why agreeing on this output proves nothing (constant across the batch, all zeros)
 
 
 @dataclass
@@ -39,7 +77,7 @@ class VerifyResult:
     model: str
     route: str
     target: str
-    verdict: str  # PASS | FAIL
+    verdict: str  # one of VERDICTS
     reason: str
     outputs: list[OutputComparison] = field(default_factory=list)
     seed: int = 0

@@ -22,21 +22,19 @@ float64, see rosetta.train), so FLOAT64_RTOL of the largest reference value is f
 from __future__ import annotations
 
 import time
-import traceback
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import get_target
-from rosetta.errors import one_line
 from rosetta.models import get_model
 from rosetta.registry import Registry
 from rosetta.train.base import REFERENCE, run_training
 from rosetta.train.optim import training_batches, training_options
 from rosetta.verify.cells import VerifyCell
 from rosetta.verify.compare import compare_output
-from rosetta.verify.results import FAIL, PASS, VerifyResult
+from rosetta.verify.results import FAIL, PASS, VerifyResult, failed_at
 from rosetta.verify.tolerance import TolerancePolicy
 
 DEFAULT_STEPS = 5
@@ -121,9 +119,7 @@ def run_train_cell(cell: TrainCell, store: ArtifactStore, references: dict | Non
         result.seconds["train"] = time.perf_counter() - start
         result.framework_version = str(trained["version"])
     except Exception as error:  # noqa: BLE001 - a failing path is a FAIL row
-        result.reason = f"{stage} failed: {one_line(error)}"
-        result.detail = traceback.format_exc(limit=-3)
-        return result
+        return failed_at(result, stage, error)
     weights = np.sort(trained["parameters"])
     if weights.size != reference.weights64.size:
         weights = None  # compare_output reports the missing match

@@ -385,7 +385,8 @@ def test_generated_code_folder_needs_trust(tmp_path, capsys):
     model = tmp_path / "relu.onnx"
     save_relu(model)
     code, err = run(capsys, "verify", model, folder, "--json", tmp_path / "r.json")
-    assert code == 1, err
+    assert code == 3, err  # an ERROR row: the folder was refused, not compared
     result, = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert result["verdict"] == "ERROR"
     assert "pass --trust-code" in result["reason"]
     assert not (tmp_path / "marker").exists()

@@ -7,14 +7,14 @@ from rosetta.verify.cells import VerifyCell, plan_cells, run_cell, run_cells
 from rosetta.verify.results import write_results_json
 
 
-def test_a_path_that_fails_to_convert_is_a_fail_row_with_reason(store, references):
+def test_a_path_that_fails_to_convert_is_a_cannot_row_with_reason(store, references):
     broken = Target("no-such-format", "onnx", ("torch", "onnx", "nowhere"), "onnxruntime")
     register_target(broken)
     try:
         result = run_cell(VerifyCell("cnn", "no-such-format"), store, references)
     finally:
         TARGETS.unregister(("onnx", "no-such-format"))
-    assert result.verdict == "FAIL"
+    assert result.verdict == "CANNOT"
     assert result.reason.startswith("conversion failed:") and "unknown conversion onnx -> nowhere" in result.reason
 
 
