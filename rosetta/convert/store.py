@@ -19,7 +19,7 @@ from rosetta.convert.registry import get_conversion
 from rosetta.execution import Job, execute, runs_here
 from rosetta.manifest import MANIFEST_NAME, Manifest
 from rosetta.output import atomic_folder
-from rosetta.scratch import scratch_folder
+from rosetta.scratch import exclusive, scratch_folder
 
 
 def torch_source(spec, seed: int, module=None, origin: dict | None = None) -> TorchSource:
@@ -35,7 +35,7 @@ def run_conversion(source, chain: tuple[str, ...], destination: Path, options: d
     options = options or {}
     with atomic_folder(destination, force=force) as staging:
         with scratch_folder("rosetta-steps-", dir=staging.parent) as scratch:
-            current = source
+            current = private_copy(source, Path(scratch) / "source")
             for step, (src, dst) in enumerate(zip(chain, chain[1:])):
                 last = step == len(chain) - 2
                 out = staging if last else Path(scratch) / f"{step}-{dst}"
@@ -45,6 +45,16 @@ def run_conversion(source, chain: tuple[str, ...], destination: Path, options: d
                 manifest.write(out)
                 current = out
     return manifest
+
+
+def private_copy(source, destination: Path):
+    """An artifact folder copied for one conversion to read (another source as it is): converters may change
+    their input in place (onnx2tf simplifies the ONNX file it is given), and a verified artifact must stay
+    the file its manifest's sha256 names."""
+    if not isinstance(source, (str, Path)):
+        return source
+    shutil.copytree(source, destination)
+    return destination
 
 
 def convert_step(path, source, out: Path, options: dict) -> Manifest:
@@ -110,21 +120,28 @@ class ArtifactStore:
             source, step = self.get_from(key, make_source, chain[:-1], options, tag), chain[-2:]
         else:
             source, step = make_source(), chain
-        try:
-            run_conversion(source, step, folder, options, history=chain[: len(chain) - len(step)])
-        except Exception as error:
-            if not (folder / MANIFEST_NAME).is_file():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with exclusive(folder.parent / f".{folder.name}.lock"):
+            if (folder / MANIFEST_NAME).is_file():  # another process made it while this one waited
+                return folder
+            try:
+                run_conversion(source, step, folder, options, history=chain[: len(chain) - len(step)])
+            except Exception as error:
                 self.failures[folder] = error
                 raise
-            # another job finished the same artifact first; its folder is complete
         return folder
 
     def derived(self, folder: Path, tag: str, edit) -> Path:
         """A copy of an artifact folder with `edit(artifact_path)` applied (e.g. a deliberately corrupted
         conversion), written atomically beside it, with the manifest's sha256 and source updated."""
         target = Path(folder).with_name(f"{Path(folder).name}-{tag}")
-        if (target / MANIFEST_NAME).is_file():
-            return target
+        with exclusive(target.parent / f".{target.name}.lock"):
+            if not (target / MANIFEST_NAME).is_file():
+                self._write_derived(folder, target, tag, edit)
+        return target
+
+    @staticmethod
+    def _write_derived(folder: Path, target: Path, tag: str, edit) -> None:
         with atomic_folder(target) as staging:
             shutil.copytree(folder, staging, dirs_exist_ok=True)
             manifest = Manifest.read(staging)
@@ -132,7 +149,6 @@ class ArtifactStore:
             manifest.sha256 = manifest.digest(staging)
             manifest.source = {**manifest.source, "variant": tag}
             manifest.write(staging)
-        return target
 
     def clear(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

@@ -104,3 +104,8 @@ def weights_dict(folder: Path, name: str) -> dict:
             layer, name = key.rsplit("/", 1)
             nested.setdefault(layer, {})[name] = archive[key]
     return nested
+
+
+def in_float(array: np.ndarray, precision: str) -> np.ndarray:
+    """A float input in the runner's `precision` (a float64 run of a model); other dtypes as they are."""
+    return array.astype(precision, copy=False) if array.dtype.kind == "f" else array

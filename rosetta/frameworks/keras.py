@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from rosetta.errors import RosettaError
-from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, to_layouts
+from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, in_float, to_layouts
 
 
 def import_keras():
@@ -57,6 +57,34 @@ def load_keras_model(path: Path, trust_code: bool):
                                "only built-in layers can be read") from None
         first = text.strip().splitlines()[0][:200] if text.strip() else type(error).__name__
         raise RosettaError(f"{path.name} is not a readable Keras model ({first})") from None
+
+
+def _set_float_dtype(config, dtype: str):
+    """Every floating dtype policy and float input in a (nested) Keras config, set to `dtype`."""
+    if isinstance(config, dict):
+        out = {}
+        for key, value in config.items():
+            if key == "dtype" and isinstance(value, str) and value.startswith("float"):
+                out[key] = dtype
+            elif key == "dtype" and isinstance(value, dict) and value.get("class_name") == "DTypePolicy":
+                out[key] = {**value, "config": {**value["config"], "name": dtype}}
+            else:
+                out[key] = _set_float_dtype(value, dtype)
+        return out
+    if isinstance(config, list):
+        return [_set_float_dtype(item, dtype) for item in config]
+    return config
+
+
+def in_precision(model, precision: str):
+    """The model itself in float32; else rebuilt from its config with every layer's float dtype set to
+    `precision` (a saved model pins float32 per layer) and its weights copied across."""
+    if precision == "float32":
+        return model
+    rebuilt = model.__class__.from_config(_set_float_dtype(model.get_config(), precision))
+    rebuilt.set_weights([np.asarray(w, dtype=precision) if np.asarray(w).dtype.kind == "f" else w
+                         for w in model.get_weights()])
+    return rebuilt
 
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -107,14 +135,16 @@ def edit_keras_weights(path: Path, edit) -> None:
 class KerasRunner(Runner):
     framework = "keras"
 
-    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu", trust_code: bool = False) -> None:
+    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu", trust_code: bool = False,
+                 precision: str = "float32") -> None:
         keras = import_keras()
         if threads and keras.backend.backend() == "tensorflow":
             from rosetta.frameworks.tensorflow import set_threads
 
             set_threads(threads)
         self.keras, self.manifest, self.layouts = keras, manifest, manifest.converter.get("layouts", {})
-        self.model = load_keras_model(artifact_file(folder, manifest), trust_code)
+        self.model = in_precision(load_keras_model(artifact_file(folder, manifest), trust_code), precision)
+        self.precision = precision
         self.output_names = [entry["name"] for entry in manifest.outputs]
 
     @classmethod
@@ -125,7 +155,7 @@ class KerasRunner(Runner):
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_feeds(feeds, self.manifest.inputs)
         feeds = to_layouts(feeds, self.layouts)
-        arrays = [feeds[entry["name"]] for entry in self.manifest.inputs]
+        arrays = [in_float(feeds[entry["name"]], self.precision) for entry in self.manifest.inputs]
         # predict_on_batch runs Keras' compiled predict step (tf.function / jax.jit), as Keras users infer;
         # calling the model eagerly is several times slower (a GRU steps through Python).
         result = self.model.predict_on_batch(arrays if len(arrays) > 1 else arrays[0])

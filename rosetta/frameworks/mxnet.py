@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, to_layouts
+from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, in_float, to_layouts
 
 _REMOVED_NUMPY_ALIASES = {"bool": bool, "int": int, "float": float, "complex": complex, "object": object, "str": str}
 
@@ -61,7 +61,7 @@ def install_onnx_mapping() -> None:
 class MXNetRunner(Runner):
     framework = "mxnet"
 
-    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu") -> None:
+    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu", precision: str = "float32") -> None:
         mx = import_mxnet(threads)
         self.manifest, self.layouts = manifest, manifest.converter.get("layouts", {})
         artifact = artifact_file(folder, manifest)
@@ -70,6 +70,9 @@ class MXNetRunner(Runner):
         names = manifest.converter.get("input_names") or [entry["name"] for entry in manifest.inputs]
         self.block = mx.gluon.SymbolBlock.imports(str(artifact / SYMBOL_FILE), names, str(artifact / PARAMS_FILE),
                                                   ctx=self.context)
+        if precision != "float32":  # a float64 run of the model: the calibrated tolerance's reference
+            self.block.cast(precision)
+        self.precision = precision
         self.output_names = [entry["name"] for entry in manifest.outputs]
 
     @classmethod
@@ -82,7 +85,8 @@ class MXNetRunner(Runner):
         feeds = to_layouts(feeds, self.layouts)
         # MXNet's legacy operators read indices (Gather -> take) as float32; token ids < 2**24 stay exact.
         arrays = [mx.nd.array(feeds[e["name"]], ctx=self.context,
-                              dtype=np.float32 if np.issubdtype(feeds[e["name"]].dtype, np.integer) else feeds[e["name"]].dtype)
+                              dtype=self.precision if np.issubdtype(feeds[e["name"]].dtype, np.integer)
+                              else in_float(feeds[e["name"]], self.precision).dtype)
                   for e in self.manifest.inputs]
         result = self.block(*arrays)
         result = result if isinstance(result, (list, tuple)) else [result]

@@ -22,6 +22,37 @@ def value_info_signature(values) -> list[dict]:
     return signature
 
 
+_PASS_THROUGH = {"Cast", "Identity", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Transpose"}
+
+
+def index_ranges(model) -> dict[str, int]:
+    """{integer graph input: the rows of the smallest table it indexes}: an input that reaches a Gather's
+    indices (an Embedding) through reshapes and casts only. Inputs drawn from [0, rows) then visit the table
+    instead of its first rows, which would leave most of the embedding unchecked."""
+    tables = {init.name: list(init.dims) for init in model.graph.initializer}
+    producers = {output: node for node in model.graph.node for output in node.output}
+
+    def source_input(name: str, inputs: set) -> str | None:
+        while name not in inputs:
+            node = producers.get(name)
+            if node is None or node.op_type not in _PASS_THROUGH or not node.input:
+                return None
+            name = node.input[0]
+        return name
+
+    inputs = {value.name for value in graph_inputs(model)}
+    ranges: dict[str, int] = {}
+    for node in model.graph.node:
+        if node.op_type != "Gather" or len(node.input) < 2 or node.input[0] not in tables:
+            continue
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+        dims = tables[node.input[0]]
+        name = source_input(node.input[1], inputs)
+        if name is not None and -len(dims) <= axis < len(dims) and dims[axis] > 0:
+            ranges[name] = min(ranges.get(name, dims[axis]), dims[axis])
+    return ranges
+
+
 def graph_inputs(model) -> list:
     """True inputs: graph inputs that are not also initializers (old exporters list weights as inputs)."""
     initializers = {init.name for init in model.graph.initializer}

@@ -16,6 +16,21 @@ def _signature(tensors, names) -> list[dict]:
              "dtype": str(getattr(tensor.dtype, "name", tensor.dtype))} for tensor, name in zip(tensors, names)]
 
 
+def embedding_rows(model) -> dict[int, int]:
+    """{id(model input tensor): rows of the smallest Embedding that reads it directly}."""
+    import keras
+
+    rows: dict[int, int] = {}
+    for layer in model.layers:
+        if not isinstance(layer, keras.layers.Embedding):
+            continue
+        for node in layer._inbound_nodes:
+            for tensor in node.input_tensors:
+                if any(tensor is model_input for model_input in model.inputs):
+                    rows[id(tensor)] = min(rows.get(id(tensor), layer.input_dim), layer.input_dim)
+    return rows
+
+
 def read(argument: dict) -> dict:
     path = Path(argument["model"]["path"])
     model = load_keras_model(path, argument["trust_code"])
@@ -23,5 +38,10 @@ def read(argument: dict) -> dict:
     shutil.copyfile(path, Path(argument["staging"]) / artifact)
     input_names = [tensor.name for tensor in model.inputs]
     output_names = list(model.output_names)
-    return write_manifest(argument, artifact, "keras", _signature(model.inputs, input_names),
+    inputs = _signature(model.inputs, input_names)
+    ranges = embedding_rows(model)
+    for entry, tensor in zip(inputs, model.inputs):  # integer inputs that index an Embedding: all its rows
+        if id(tensor) in ranges:
+            entry["high"] = ranges[id(tensor)]
+    return write_manifest(argument, artifact, "keras", inputs,
                           _signature(model.outputs, output_names))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,9 @@ from rosetta.sources.signature import resolve_inputs
 # rosetta.convert.registry take it on from there); torch models are exported from memory.
 CHAIN_START = {"torch-factory": "torch", "torch-export": "torch", "onnx": "onnx", "keras": "keras",
                "tensorflow": "tensorflow", "mxnet": "mxnet"}
-FLOAT64_FORMATS = ("torch-factory", "torch-export")  # formats rosetta can also run in float64 (calibrated tolerance)
+# Formats rosetta can also run in float64 (then the calibrated tolerance applies): a torch module, a Keras model
+# rebuilt with float64 layers, an MXNet block cast to float64. ONNX files and SavedModels stay float32.
+FLOAT64_FORMATS = ("torch-factory", "torch-export", "keras", "mxnet")
 
 
 @dataclass
@@ -43,7 +45,7 @@ class UserModel:
 
     @property
     def has_float64(self) -> bool:
-        return self.module is not None
+        return self.module is not None or self.runner in FLOAT64_FORMATS
 
     def chain_for(self, target) -> tuple[str, ...]:
         """The formats from this model to `target`'s artifact: into the route's hub format (chain[1]: onnx,
@@ -77,7 +79,18 @@ class UserModel:
             from rosetta.frameworks.torch import TorchModuleRunner
 
             return TorchModuleRunner(self.module, [o.name for o in self.outputs], precision, threads).predict(feeds)
-        return load_verify_runner(self.runner, self.folder, threads, self.trust_code).predict(feeds)
+        return load_verify_runner(self.runner, self.folder, threads, self.trust_code, precision).predict(feeds)
+
+
+def with_embedding_range(spec: TensorSpec, module) -> TensorSpec:
+    """An integer input without a given range, of a module with embeddings: drawn from the rows of the smallest
+    (the usual case: one input of token ids, one table), not from [0, 2)."""
+    import torch
+
+    rows = [m.num_embeddings for m in module.modules() if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag))]
+    if rows and np.dtype(spec.dtype).kind in "iu" and spec.low is None and spec.high is None:
+        return replace(spec, high=min(rows))
+    return spec
 
 
 def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch: Path) -> UserModel:
@@ -92,7 +105,7 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
         if not overrides:
             raise RosettaError(f"{text}: a PyTorch factory has no declared inputs; give each with --input "
                                "name:SHAPE:DTYPE, e.g. --input image:Nx3x32x32:float32")
-        inputs = tuple(overrides)
+        inputs = tuple(with_embedding_range(spec, module) for spec in overrides)
         return UserModel(model_file, "torch-factory", inputs, _torch_outputs(module, inputs, text), module=module,
                          trust_code=trust_code, key="factory-" + hashlib.sha256(text.encode()).hexdigest()[:12])
     if model_file.format == "artifact":

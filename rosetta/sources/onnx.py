@@ -9,12 +9,18 @@ ARTIFACT = "model.onnx"
 
 
 def read(argument: dict) -> dict:
-    from rosetta.frameworks.onnx_graph import copy_onnx, graph_inputs, load_checked, value_info_signature
+    from rosetta.frameworks.onnx_graph import (copy_onnx, graph_inputs, index_ranges, load_checked,
+                                               value_info_signature)
     from rosetta.sources.readers import write_manifest
 
     path = Path(argument["model"]["path"])
     model = load_checked(path, argument["model"]["text"])
     data_files = copy_onnx(path, Path(argument["staging"]) / ARTIFACT)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
-    return write_manifest(argument, ARTIFACT, "onnx", value_info_signature(graph_inputs(model)),
+    inputs = value_info_signature(graph_inputs(model))
+    ranges = index_ranges(model)
+    for entry in inputs:  # integer inputs that index an embedding: drawn from all its rows
+        if entry["name"] in ranges:
+            entry["high"] = ranges[entry["name"]]
+    return write_manifest(argument, ARTIFACT, "onnx", inputs,
                           value_info_signature(model.graph.output), opset=opset, extra_files=data_files)

@@ -3,6 +3,8 @@ dtypes and value ranges, from the model's own signature and the user's --input o
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from rosetta.errors import RosettaError
@@ -65,6 +67,8 @@ def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: st
             if np.dtype(override.dtype) != np.dtype(dtype):
                 raise RosettaError(f"--input {name}: dtype {override.dtype} does not match the model, which "
                                    f"expects {dtype}")
+            if override.low is None and override.high is None and entry.get("high"):
+                override = replace(override, high=entry["high"])  # the model's index range, where it has one
             resolved.append(override)
             continue
         shape = []
@@ -76,5 +80,5 @@ def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: st
             else:
                 raise RosettaError(f"input {name!r} of {label} has a free axis {axis} ({dim or '?'}); give its size "
                                    f"with --input {name}:{_shape_text([None] + [d if isinstance(d, int) and d > 0 else 'SIZE' for d in dims[1:]])}:{dtype}")
-        resolved.append(TensorSpec(name, tuple(shape), dtype))
+        resolved.append(TensorSpec(name, tuple(shape), dtype, high=entry.get("high")))  # high: an index range
     return tuple(resolved)

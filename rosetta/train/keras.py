@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.frameworks.base import artifact_file
-from rosetta.frameworks.keras import import_keras
+from rosetta.frameworks.keras import import_keras, in_precision
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
 
@@ -83,23 +83,6 @@ def keras_loss(keras, name: str, dtype: str):
     return keras.losses.MeanSquaredError(dtype=dtype)
 
 
-def _set_float_dtype(config, dtype: str):
-    """Every floating dtype policy and float input in a (nested) Keras config, set to `dtype`."""
-    if isinstance(config, dict):
-        out = {}
-        for key, value in config.items():
-            if key == "dtype" and isinstance(value, str) and value.startswith("float"):
-                out[key] = dtype
-            elif key == "dtype" and isinstance(value, dict) and value.get("class_name") == "DTypePolicy":
-                out[key] = {**value, "config": {**value["config"], "name": dtype}}
-            else:
-                out[key] = _set_float_dtype(value, dtype)
-        return out
-    if isinstance(config, list):
-        return [_set_float_dtype(item, dtype) for item in config]
-    return config
-
-
 class KerasTrainer(Trainer):
     framework = "keras"
 
@@ -125,10 +108,7 @@ class KerasTrainer(Trainer):
                 raise RosettaError("--device cuda: TensorFlow sees no GPU (install tensorflow[and-cuda])")
         self.keras, self.manifest, self.precision = keras, manifest, precision
         model = keras.saving.load_model(str(artifact_file(folder, manifest)), compile=False, safe_mode=True)
-        if precision != "float32":
-            rebuilt = model.__class__.from_config(_set_float_dtype(model.get_config(), precision))
-            rebuilt.set_weights([np.asarray(w, dtype=precision) for w in model.get_weights()])
-            model = rebuilt
+        model = in_precision(model, precision)
         floatx = keras.config.floatx()
         keras.config.set_floatx(precision)  # the optimiser's learning-rate variable in `precision`, not float32
         try:
