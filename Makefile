@@ -5,6 +5,8 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 PINS   := requirements/pins.txt
 STAMP  := $(VENV)/.installed
+# test processes (pytest-xdist): one per core of the 2-core machines CI runs on
+JOBS   ?= 2
 
 .PHONY: demo test install clean
 
@@ -30,7 +32,7 @@ demo: $(STAMP)
 	$(VENV)/bin/rosetta bench --workload all --targets all --work-dir .rosetta-work --json demo-bench.json --plot-dir demo-charts
 
 test: $(STAMP)
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(JOBS) --dist loadgroup $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache demo-results.json demo-bench.json demo-charts .rosetta-work

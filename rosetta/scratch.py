@@ -51,6 +51,19 @@ def scratch_folder(prefix: str, dir: str | Path | None = None, unlocked_after: f
             os.close(lock)  # only now: the folder is gone
 
 
+@contextlib.contextmanager
+def exclusive(lock_path: str | Path) -> Iterator[None]:
+    """Block until this process holds the lock file `lock_path` (made if missing), for the life of the block:
+    processes that share a folder (test workers, Ray tasks) make a shared artifact once, not concurrently.
+    The kernel drops the lock if the holder dies, so a killed holder never blocks the next one."""
+    descriptor = os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
 def remove_stale(dir: str | Path, prefix: str, unlocked_after: float | None = None) -> list[Path]:
     """Remove the scratch folders PREFIX* in `dir` whose owner is dead (their lock can be taken); with
     `unlocked_after` (seconds), also those without a lock file that are older than that. Returns those removed."""

@@ -1,16 +1,22 @@
 """Shared fixtures: one artifact store and one reference cache per test session, so each heavy artifact
-(e.g. the ResNet-50 ONNX export) is converted once and shared by every test that needs it."""
+(e.g. the ResNet-50 ONNX export) is converted once and shared by every test that needs it.
+
+`make test` runs the tests in two pytest-xdist processes; they share one store folder (the store locks each
+artifact while it makes it), so an artifact is still converted once per run, not once per process."""
 
 from __future__ import annotations
 
 import pytest
 
 from rosetta.convert.store import ArtifactStore
+from tests.shared import run_folder
 
 
 @pytest.fixture(scope="session")
 def store(tmp_path_factory) -> ArtifactStore:
-    return ArtifactStore(tmp_path_factory.mktemp("artifacts"))
+    root = run_folder(tmp_path_factory) / "artifacts"
+    root.mkdir(exist_ok=True)
+    return ArtifactStore(root)
 
 
 @pytest.fixture(scope="session")

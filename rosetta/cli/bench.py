@@ -49,12 +49,14 @@ def run(args) -> int:
     from rosetta.report.plots import bench_chart
     from rosetta.report.tables import bench_lines, bench_table
 
+    runs_on = executor(args)
     done = bench_workloads(args.workload, args.targets, device=args.device, steps=args.steps, epochs=args.epochs,
                            data=args.data, threads=args.threads, overhead=not args.no_overhead,
                            work_dir=args.work_dir, progress=progress(args), results_file=args.json,
-                           plot_dir=args.plot_dir, executor=executor(args))
+                           plot_dir=args.plot_dir, executor=runs_on)
     out = console()
     out.print(bench_table(done.results, title=f"rosetta bench ({args.device})"))
+    out.print(f"executor: {runs_on.describe()}", highlight=False)
     for line in bench_lines(done.results, done.overheads) + done.notes:
         out.print(line, highlight=False)
     if args.plot_dir is not None:
@@ -64,6 +66,7 @@ def run(args) -> int:
         from rosetta import __version__
 
         payload = {"rosetta_version": __version__, "device": args.device, "threads": args.threads,
+                   "executor": runs_on.describe(),
                    "workloads": [w.__dict__ for w in done.workloads], "results": [r.to_json() for r in done.results],
                    "overhead": done.overheads, "notes": done.notes}
         args.json.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n")

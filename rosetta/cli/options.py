@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from rosetta.errors import RosettaError
 from rosetta.execution import DEFAULT_TIMEOUT_S
 from rosetta.verify.files import check_writable_file
 
-__all__ = ["EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE", "EPILOG_EXIT", "Parser", "positive_int", "seed_list",
+__all__ = ["EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE", "EXIT_ERROR", "EPILOG_EXIT", "exit_for", "Parser", "positive_int", "seed_list",
            "target_names", "workload_names", "add_model_options", "add_user_model_options", "add_tolerance_options",
            "add_export_options", "export_options", "check_writable_file", "progress", "console", "print_results"]
 
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
 
-EPILOG_EXIT = "exit status: 0 all PASS, 1 some FAIL, 2 usage or input error"
+EPILOG_EXIT = ("verdicts: PASS (numbers agree), FAIL (numbers differ: a wrong conversion), CANNOT (a converter "
+               "refused the model or lacks an op), ERROR (a crash, a hang, or an artifact that does not run), "
+               "INCONCLUSIVE (numbers agree, but the reference output is constant, so they could not differ). "
+               "exit status: 0 no FAIL or ERROR, 1 some FAIL (with --strict: anything but PASS), 2 usage or "
+               "input error, 3 some ERROR and no FAIL")
 
 
 class Parser(argparse.ArgumentParser):
@@ -126,6 +131,15 @@ def add_tolerance_options(parser: argparse.ArgumentParser) -> None:
                         help="relative tolerance instead of the calibrated one, for all outputs or one; repeatable")
     parser.add_argument("--tolerance-multiple", type=_non_negative_float, default=None,
                         help="calibrated tolerance: allowed multiple of the noise floor (default: see README)")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 unless every row is PASS (CANNOT and INCONCLUSIVE rows included)")
+
+
+def exit_for(results, args) -> int:
+    """The exit status the verdicts of `results` give (rosetta.verify.results.exit_status)."""
+    from rosetta.verify.results import exit_status
+
+    return exit_status([r.verdict for r in results], args.strict)
 
 
 def add_export_options(parser: argparse.ArgumentParser) -> None:
@@ -145,18 +159,31 @@ def export_options(args) -> dict:
 
 def add_executor_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
-                        help="where the cells run: local (default: one at a time here, frameworks in warm worker "
-                             "processes) or ray (each cell a Ray task; needs dl-rosetta[ray])")
+                        help="where the cells run: local (default: here, frameworks in warm worker processes) or "
+                             "ray (each cell a Ray task; needs dl-rosetta[ray])")
+    parser.add_argument("--jobs", type=positive_int, default=None, metavar="N",
+                        help=f"with --executor local: cells run side by side, each in a process of its own "
+                             f"(default: {default_jobs()}, this machine's cores up to {MAX_DEFAULT_JOBS}; "
+                             "benchmark cells always one at a time)")
     parser.add_argument("--address", metavar="ADDRESS",
                         help="with --executor ray: a running Ray cluster (auto, or ray://HEAD:10001); default: "
                              "start a local Ray instance. Every node needs rosetta installed and the --work-dir")
 
 
+MAX_DEFAULT_JOBS = 2  # each side-by-side cell can hold TensorFlow, MXNet and torch at once: a few GB each
+
+
+def default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, MAX_DEFAULT_JOBS))
+
+
 def executor(args):
-    """The executor --executor/--address ask for (rosetta.execution.executors)."""
+    """The executor --executor/--address/--jobs ask for (rosetta.execution.executors)."""
     from rosetta.execution.executors import get_executor
 
-    return get_executor(args.executor, args.address)
+    if args.jobs is not None and args.executor != "local":
+        raise RosettaError("--jobs is for --executor local; Ray places cells by their CPUs")
+    return get_executor(args.executor, args.address, jobs=args.jobs or default_jobs())
 
 
 def progress(args) -> bool:
@@ -176,7 +203,7 @@ def print_results(results, title: str, verbose: bool) -> None:
     out = console()
     out.print(verify_table(results, title=title))
     for line in failure_lines(results):
-        out.print(f"[red]FAIL[/red] {line}", highlight=False)
+        out.print(line, highlight=False)
     if verbose:
         for result in results:
             if result.detail:

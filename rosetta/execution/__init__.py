@@ -57,7 +57,17 @@ class Outcome:
     error: str = ""  # from an executor: why the job failed (its result is then empty)
 
 
+SLOT = "cells-"  # the workers a local executor runs whole cells in, side by side (rosetta.execution.executors)
+
+
 def in_worker() -> bool:
+    """In a framework family's worker, where every job runs inline (the worker is the isolation). A slot
+    worker is not one: like the main process, it sends framework jobs to pools of its own."""
+    family = os.environ.get(_IN_WORKER, "")
+    return bool(family) and not family.startswith(SLOT)
+
+
+def started_by_pool() -> bool:
     return bool(os.environ.get(_IN_WORKER))
 
 

@@ -6,7 +6,8 @@ have its node to itself (timing). Tasks exchange artifacts through the shared wo
 name, so any machine that mounts that folder can run any task.
 
 - `local` (the default): tasks one after another in this process, in the order given, which callers keep
-  topological; isolated frameworks run in the warm worker pools (rosetta.execution.pool).
+  topological; isolated frameworks run in the warm worker pools (rosetta.execution.pool). With `jobs` N > 1
+  (`--jobs`), up to N tasks side by side, each in a warm slot process; exclusive tasks alone.
 - `ray`: each task a Ray task with `num_cpus`/`memory` from the task, started as soon as the tasks it comes
   after are done. Exclusive tasks (benchmarks) run one at a time, so that no two are timed side by side on a
   node. `address` is a running cluster's ("ray://HEAD:10001" or "auto"); none starts a local Ray instance.
@@ -14,11 +15,14 @@ name, so any machine that mounts that folder can run any task.
 
 from __future__ import annotations
 
+import concurrent.futures
+import os
+import queue
 from dataclasses import dataclass, field
 from typing import Callable
 
 from rosetta.errors import RosettaError
-from rosetta.execution import Job, Outcome, execute
+from rosetta.execution import INLINE, SLOT, Job, Outcome, execute
 
 EXECUTORS = ("local", "ray")
 
@@ -35,21 +39,107 @@ class Task:
 
 @dataclass
 class LocalExecutor:
+    """`jobs` 1: each task in this process, in order. `jobs` N > 1: up to N tasks side by side, each in a slot
+    worker of its own (a warm process per slot, with its own framework pools: nothing in-process is shared
+    between two running tasks, so torch's exporter, which is not thread-safe, never runs twice at once)."""
+
+    jobs: int = 1
     name: str = "local"
 
     def describe(self) -> str:
-        return "local: one task at a time, frameworks in warm worker processes"
+        if self.jobs == 1:
+            return ("local: one task at a time, frameworks in warm worker processes; benchmark cells one at a "
+                    "time, never side by side")
+        return (f"local: up to {self.jobs} tasks side by side, each in a warm process of its own; benchmark "
+                "cells one at a time, never side by side")
 
     def run(self, tasks: list[Task], on_done: Callable[[str], None] | None = None) -> list[Outcome]:
-        results: list = [None] * len(tasks)
-        for index in _topological(tasks):
-            if on_done:
-                on_done(tasks[index].label)
+        if self.jobs == 1:
+            results: list = [None] * len(tasks)
+            for index in _topological(tasks):
+                if on_done:
+                    on_done(tasks[index].label)
+                results[index] = _outcome(tasks[index].job)
+            return results
+        slots: queue.Queue = queue.Queue()
+        for slot in range(self.jobs):
+            slots.put(slot)
+
+        def run_in_slot(job: Job) -> Outcome:
+            slot = slots.get()
             try:
-                results[index] = execute(tasks[index].job)
-            except Exception as error:  # noqa: BLE001 - one task's failure is its caller's FAIL row
-                results[index] = Outcome({}, "", 0.0, error=_message(error))
-        return results
+                return _outcome(in_slot(job, slot))
+            finally:
+                slots.put(slot)
+
+        with concurrent.futures.ThreadPoolExecutor(self.jobs) as threads:
+            def start(task: Task):
+                return threads.submit(run_in_slot, task.job)
+
+            def wait_one(pending):
+                done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                future = next(iter(done))
+                return future, future.result()
+
+            return _schedule(tasks, start, wait_one, on_done, capacity=self.jobs)
+
+
+def in_slot(job: Job, slot: int) -> Job:
+    """A job run in-process by default, sent to slot worker `slot` instead (its own framework jobs go on to that
+    worker's pools); a job for a framework's pool, or a fresh process, goes where it goes anyway. The slot
+    job has no time limit of its own: the framework jobs inside it keep theirs (ROSETTA_WORKER_TIMEOUT)."""
+    if job.isolation != INLINE:
+        return job
+    argument = {"job": {"entry": job.entry, "argument": job.argument, "what": job.what},
+                "worker_timeout": os.environ.get("ROSETTA_WORKER_TIMEOUT")}
+    return Job("rosetta.execution.executors:slot_job", argument, f"{SLOT}{slot}", job.what,
+               timeout=SLOT_TIMEOUT_S, settings=job.settings)
+
+
+SLOT_TIMEOUT_S = 7 * 24 * 3600.0
+
+
+def slot_job(argument: dict) -> dict:
+    """Job: in a slot worker, run a task's job as the main process would (the worker resets its environment
+    after it)."""
+    if argument["worker_timeout"]:
+        os.environ["ROSETTA_WORKER_TIMEOUT"] = argument["worker_timeout"]
+    inner = argument["job"]
+    return execute(Job(inner["entry"], inner["argument"], INLINE, inner["what"])).result
+
+
+def _outcome(job: Job) -> Outcome:
+    try:
+        return execute(job)
+    except Exception as error:  # noqa: BLE001 - one task's failure is its caller's FAIL row
+        return Outcome({}, "", 0.0, error=_message(error))
+
+
+def _schedule(tasks: list[Task], start, wait_one, on_done, capacity: int | None = None) -> list[Outcome]:
+    """Start each task once the tasks it comes after are done (at most `capacity` at once; exclusive ones
+    alone), in the given order otherwise; `start(task)` -> handle, `wait_one(handles)` -> (handle, Outcome)."""
+    results: list = [None] * len(tasks)
+    pending: dict = {}  # handle -> task index
+    waiting = list(range(len(tasks)))
+    done: set[int] = set()
+    while waiting or pending:
+        for index in list(waiting):
+            if any(tasks[i].exclusive for i in pending.values()) or (capacity and len(pending) >= capacity):
+                break  # an exclusive task has the machine or the cluster to itself
+            task = tasks[index]
+            if not set(task.after) <= done or (task.exclusive and pending):
+                continue
+            pending[start(task)] = index
+            waiting.remove(index)
+        if not pending:
+            raise RosettaError("tasks wait on each other in a circle")  # callers build DAGs; a guard only
+        handle, outcome = wait_one(list(pending))
+        index = pending.pop(handle)
+        results[index] = outcome
+        done.add(index)
+        if on_done:
+            on_done(tasks[index].label)
+    return results
 
 
 @dataclass
@@ -81,34 +171,21 @@ class RayExecutor:
     def run(self, tasks: list[Task], on_done: Callable[[str], None] | None = None) -> list[Outcome]:
         ray = self._ray()
         remote = ray.remote(max_retries=0)(_run_task)
-        results: list = [None] * len(tasks)
-        pending: dict = {}  # object ref -> task index
-        waiting = set(range(len(tasks)))
-        done: set[int] = set()
-        while waiting or pending:
-            for index in sorted(waiting):
-                if any(tasks[i].exclusive for i in pending.values()):
-                    break  # an exclusive task has the cluster to itself
-                task = tasks[index]
-                if not set(task.after) <= done or (task.exclusive and pending):
-                    continue
-                options = {"num_cpus": task.num_cpus}
-                if task.memory_mb:
-                    options["memory"] = int(task.memory_mb * 2**20)
-                pending[remote.options(**options).remote(task.job)] = index
-                waiting.discard(index)
-            if not pending:
-                raise RosettaError("tasks wait on each other in a circle")  # callers build DAGs; a guard only
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            index = pending.pop(ready[0])
+
+        def start(task: Task):
+            options = {"num_cpus": task.num_cpus}
+            if task.memory_mb:
+                options["memory"] = int(task.memory_mb * 2**20)
+            return remote.options(**options).remote(task.job)
+
+        def wait_one(pending):
+            ready, _ = ray.wait(pending, num_returns=1)
             try:
-                results[index] = ray.get(ready[0])
+                return ready[0], ray.get(ready[0])
             except Exception as error:  # noqa: BLE001 - the task raised, or its Ray worker died
-                results[index] = Outcome({}, "ray", 0.0, error=_message(getattr(error, "cause", None) or error))
-            done.add(index)
-            if on_done:
-                on_done(tasks[index].label)
-        return results
+                return ready[0], Outcome({}, "ray", 0.0, error=_message(getattr(error, "cause", None) or error))
+
+        return _schedule(tasks, start, wait_one, on_done)
 
     def shutdown(self) -> None:
         if self._started:
@@ -145,11 +222,11 @@ def _topological(tasks: list[Task]) -> list[int]:
     return order
 
 
-def get_executor(name: str = "local", address: str | None = None, num_cpus: int | None = None):
+def get_executor(name: str = "local", address: str | None = None, num_cpus: int | None = None, jobs: int = 1):
     if name == "local":
         if address:
             raise RosettaError("--address is for --executor ray")
-        return LocalExecutor()
+        return LocalExecutor(jobs)
     if name == "ray":
         return RayExecutor(address, num_cpus)
     raise RosettaError(f"unknown executor {name!r}; choose from: {', '.join(EXECUTORS)}")

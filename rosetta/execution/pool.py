@@ -1,4 +1,5 @@
-"""Warm worker processes: one per framework family, reused for many jobs.
+"""Warm worker processes: one per framework family (and one per slot of a local executor running cells side by
+side), reused for many jobs.
 
 A worker is started on the first job of its family and kept for the next ones, so TensorFlow, Keras or MXNet
 is imported once per run instead of once per call. It is reused only while everything its process was started
@@ -11,6 +12,7 @@ cannot be reset (rosetta.execution.retire_this_worker). Every worker dies with t
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import selectors
@@ -23,7 +25,7 @@ import time
 from pathlib import Path
 
 import rosetta.execution as execution
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, WorkerDied
 from rosetta.processes import die_with_parent
 from rosetta.scratch import scratch_folder
 
@@ -34,8 +36,10 @@ _TRANSIENT_VARIABLES = {"PYTEST_CURRENT_TEST", "ROSETTA_WORKER_TIMEOUT", "COLUMN
 
 
 def _fingerprint(settings: dict) -> str:
+    """What a warm worker must share with a job to run it. A setting left at its default (threads 0, none)
+    is the same as one not given: a conversion and the prediction after it share their worker."""
     environment = {k: v for k, v in os.environ.items() if k not in _TRANSIENT_VARIABLES}
-    return json.dumps([sys.executable, environment, settings], sort_keys=True)
+    return json.dumps([sys.executable, environment, {k: v for k, v in settings.items() if v}], sort_keys=True)
 
 
 class Worker:
@@ -64,9 +68,11 @@ class Worker:
             pass  # it died before the job: reported below from its exit status
         line = self._read_line(timeout)
         if line is None:  # the pool kills it
-            raise RosettaError(f"{what} timed out after {timeout:g} s (worker killed)")
+            raise WorkerDied(f"{what} timed out after {timeout:g} s (worker killed)")
         if not line:
-            raise RosettaError(f"{what} {self._death()}")
+            died = WorkerDied(f"{what} {self._death()}")
+            died.detail = self.stderr()
+            raise died
         self.jobs_done += 1
         return json.loads(line)
 
@@ -92,9 +98,16 @@ class Worker:
             name = signal.Signals(-code).name
             hint = " (killed: out of memory?)" if name == "SIGKILL" else ""
             return f"crashed: worker died with {name}{hint}"
-        self.log.seek(0)
-        lines = [line for line in self.log.read().decode(errors="replace").splitlines() if line.strip()]
+        lines = [line for line in self.stderr().splitlines() if line.strip()]
         return f"failed: worker exited with status {code}" + (f": {lines[-1].strip()}" if lines else "")
+
+    def stderr(self) -> str:
+        """What the worker wrote to stderr so far (frameworks' warnings, a crash's message): shown with -v."""
+        try:
+            self.log.seek(0)
+            return self.log.read().decode(errors="replace")
+        except (OSError, ValueError):
+            return ""
 
     def kill(self) -> None:
         if self.alive():
@@ -124,8 +137,15 @@ class Pools:
 
     def __init__(self) -> None:
         self.workers: dict[str, Worker] = {}
-        self.lock = threading.Lock()  # one job at a time per family (an executor may call from threads)
+        self.lock = threading.Lock()  # guards the dicts and the count
+        self.family_locks: dict[str, threading.Lock] = {}  # one job at a time per family (executors use threads)
         self.started = 0  # workers started, warm or fresh: what tests and benchmarks count
+
+    def _family_lock(self, isolation: str):
+        if isolation == execution.FRESH:  # a worker of its own: nothing to wait for
+            return contextlib.nullcontext()
+        with self.lock:
+            return self.family_locks.setdefault(isolation, threading.Lock())
 
     def run(self, job: execution.Job) -> execution.Outcome:
         timeout = execution.timeout_seconds(job.timeout)
@@ -136,7 +156,7 @@ class Pools:
             if arrays:
                 request["arrays"] = str(Path(scratch) / "in.npz")
                 execution.save_npz(Path(request["arrays"]), arrays)
-            with self.lock:
+            with self._family_lock(job.isolation):
                 worker = self._worker(job)
                 fresh = job.isolation == execution.FRESH
                 try:
@@ -149,7 +169,9 @@ class Pools:
                     self.workers.pop(job.isolation, None)
                     worker.stop()
             if not reply["ok"]:
-                raise RosettaError(f"{job.what or job.entry} failed: {reply['error']}")
+                failed = RosettaError(f"{job.what or job.entry} failed: {reply['error']}")
+                failed.detail = reply.get("detail", "")  # the worker's traceback, for -v
+                raise failed
             out = execution.load_npz(Path(request["out"])) if reply.get("arrays") else {}
             result = execution.unpack(reply["result"], out)
         return execution.Outcome(result, "fresh worker" if fresh else "worker", reply["seconds"], reply["peak_rss_mb"])
@@ -157,7 +179,7 @@ class Pools:
     def _worker(self, job: execution.Job) -> Worker:
         fingerprint = _fingerprint(job.settings)
         if job.isolation == execution.FRESH:
-            self.started += 1
+            self._count()
             return Worker(job.isolation, fingerprint, jobs=1)
         worker = self.workers.get(job.isolation)
         if worker is not None and (worker.fingerprint != fingerprint or not worker.alive()):
@@ -165,15 +187,19 @@ class Pools:
             worker.stop()
             worker = None
         if worker is None:
-            self.started += 1
+            self._count()
             worker = self.workers[job.isolation] = Worker(job.isolation, fingerprint)
         return worker
 
+    def _count(self) -> None:
+        with self.lock:
+            self.started += 1
+
     def shutdown(self) -> None:
         with self.lock:
-            for worker in self.workers.values():
-                worker.stop()
-            self.workers.clear()
+            workers, self.workers = list(self.workers.values()), {}
+        for worker in workers:
+            worker.stop()
 
 
 POOLS = Pools()

@@ -105,7 +105,7 @@ def serve(jobs: int) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if not execution.in_worker():
+    if not execution.started_by_pool():
         print("rosetta.execution.worker: started by rosetta's execution layer only", file=sys.stderr)
         return 2
     jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 0

@@ -20,18 +20,51 @@ def _rows(path):
             for r in json.loads(path.read_text())["results"]]
 
 
-def test_local_and_ray_give_identical_verdicts_and_errors(tmp_path):
+def test_local_side_by_side_and_ray_give_identical_verdicts_and_errors(tmp_path):
+    """One cell at a time, two side by side (each in a slot process), and Ray: the same rows. Each run has
+    its own work folder, so each converts for itself."""
     import ray  # installed by `make` (dl-rosetta[ray]), so CI runs this test
-    matrix = ["verify", "--model", "cnn,gru", "--targets", "onnxruntime,keras,mxnet", "--no-progress",
-              "--work-dir", str(tmp_path / "work")]
-    assert main(matrix + ["--json", str(tmp_path / "local.json")]) == 0
+    matrix = ["verify", "--model", "cnn,gru", "--targets", "onnxruntime,keras,mxnet", "--no-progress"]
+    for name, extra in (("one", ["--jobs", "1"]), ("two", ["--jobs", "2"])):
+        assert main(matrix + extra + ["--work-dir", str(tmp_path / name), "--json", str(tmp_path / f"{name}.json")]) == 0
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        assert main(matrix + ["--executor", "ray", "--json", str(tmp_path / "ray.json")]) == 0
+        assert main(matrix + ["--executor", "ray", "--work-dir", str(tmp_path / "ray"),
+                              "--json", str(tmp_path / "ray.json")]) == 0
     finally:
         ray.shutdown()
-    local, remote = _rows(tmp_path / "local.json"), _rows(tmp_path / "ray.json")
-    assert len(local) == 6 and local == remote
+    one, two, remote = (_rows(tmp_path / f"{name}.json") for name in ("one", "two", "ray"))
+    assert len(one) == 6 and one == two == remote
+
+
+def test_the_scheduler_keeps_order_capacity_and_exclusive_tasks_alone():
+    """_schedule with a fake clock: never more than `capacity` running, an exclusive task never beside
+    another, a task never before the ones it comes after."""
+    from rosetta.execution import Outcome
+    from rosetta.execution.executors import _schedule
+
+    tasks = [Task(Job("rosetta.a:a", {})), Task(Job("rosetta.b:b", {})), Task(Job("rosetta.c:c", {}), after=(0,)),
+             Task(Job("rosetta.d:d", {}), exclusive=True), Task(Job("rosetta.e:e", {}), exclusive=True),
+             Task(Job("rosetta.f:f", {}))]
+    running, log, finished = [], [], set()
+
+    def start(task):
+        index = tasks.index(task)
+        assert set(task.after) <= finished
+        running.append(index)
+        log.append(sorted(running))
+        return index
+
+    def wait_one(pending):
+        index = min(pending)  # finishes the oldest
+        running.remove(index)
+        finished.add(index)
+        return index, Outcome({"task": index}, "", 0.0)
+
+    results = _schedule(tasks, start, wait_one, None, capacity=2)
+    assert [r.result["task"] for r in results] == list(range(6))
+    assert max(len(now) for now in log) == 2
+    assert all(now == [i] for now in log for i in (3, 4) if i in now)  # exclusive: alone
 
 
 def test_shared_artifacts_are_made_first_once(store):

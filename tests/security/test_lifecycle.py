@@ -210,19 +210,27 @@ def _rosetta(tmp_path: Path, *argv: str) -> tuple[subprocess.Popen, Path, Path]:
 
 
 def _wait_for_workers(process: subprocess.Popen, tmp_path: Path, within: float = 300) -> list[int]:
-    """The pids of `process`'s descendants once one of them is a rosetta worker."""
+    """The pids of `process`'s descendants once one of them is a framework's worker (a worker of the
+    tensorflow or mxnet family, under the process itself or under one of its --jobs slot workers)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         assert process.poll() is None, f"rosetta ended before starting a worker: {(tmp_path / 'log.txt').read_text()}"
         try:
             children = psutil.Process(process.pid).children(recursive=True)
-            if any("rosetta.execution.worker" in child.cmdline() for child in children):
+            if any(_family(child) in ("tensorflow", "mxnet") for child in children):
                 return [child.pid for child in children]
         except psutil.NoSuchProcess:
             pass
         time.sleep(0.1)
     process.kill()
     raise AssertionError("no worker started")
+
+
+def _family(process: psutil.Process) -> str:
+    try:
+        return process.environ().get("ROSETTA_WORKER", "") if "rosetta.execution.worker" in process.cmdline() else ""
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return ""
 
 
 def _left_behind(temp: Path, work: Path) -> list[Path]:
@@ -239,7 +247,8 @@ def test_sigkill_takes_the_workers_along_and_the_next_run_removes_what_it_left(t
     left = _left_behind(temp, work)
     assert any(p.name.startswith("rosetta-") for p in left) and any(".partial-" in p.name for p in left)
 
-    process, temp, work = _rosetta(tmp_path, "--targets", "keras")  # the next run, in the same places
+    # the next run, in the same places (and the same targets: both may have been converting, side by side)
+    process, temp, work = _rosetta(tmp_path, "--targets", "keras,mxnet")
     assert process.wait(timeout=300) == 0, (tmp_path / "log.txt").read_text()
     assert _left_behind(temp, work) == []
 

@@ -21,7 +21,9 @@ from rosetta.errors import RosettaError
 from rosetta.execution import run_job
 from tests.security import one_line_refusal, run
 
-pytestmark = pytest.mark.filterwarnings("ignore")
+# one test process builds the attack models and runs them all (the --trust-code test writes a marker that the
+# others assert is absent)
+pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.xdist_group("savedmodels")]
 
 ROOT = Path(__file__).resolve().parents[2]
 PURE = ("pure", "table", "tf1", "keras_conv", "keras_dense", "keras_lstm", "keras_gru", "keras_embedding")

@@ -1,0 +1,33 @@
+"""What the test processes share: `make test` runs pytest-xdist with two processes, and a folder that costs a
+minute to build (users' model files, attack SavedModels, converted artifacts) is built once per run, by
+whichever process asks first, not once per process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from rosetta.scratch import exclusive
+
+COMPLETE = ".complete"
+
+
+def run_folder(tmp_path_factory) -> Path:
+    """The folder every process of this run can see: pytest's base temp, or under xdist its parent."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def shared_folder(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """run_folder/name, made by `build(folder)` once per run; the others wait for it, then reuse it."""
+    root = run_folder(tmp_path_factory)
+    folder = root / name
+    with exclusive(root / f".{name}.lock"):
+        if not (folder / COMPLETE).is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            (folder / COMPLETE).touch()
+    return folder
