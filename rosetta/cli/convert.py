@@ -57,19 +57,13 @@ def run(args) -> int:
         raise RosettaError("give the model to convert: a file (rosetta convert MODEL --to ...) or --model NAME")
     from dataclasses import asdict
 
-    from rosetta.output import check_output_folder
-    from rosetta.convert.store import run_conversion, torch_source
-    from rosetta.convert.targets import target_for_conversion
-    from rosetta.models import get_model
+    from rosetta.convert.store import convert_reference_model
 
-    spec = get_model(args.model)
-    target = target_for_conversion(args.to, args.via)
-    chain = target.chain
-    check_output_folder(args.output, args.force)
     check_writable_file(args.json)
-    options = target.export_options(export_options(args))
-    manifest = run_conversion(torch_source(spec, args.seed), chain, args.output, options, force=args.force)
-    print(f"{args.model} -> {' -> '.join(chain[1:])}: {args.output / manifest.artifact} (sha256 {manifest.sha256[:12]})")
+    manifest = convert_reference_model(args.model, args.to, args.via, args.output, seed=args.seed,
+                                       export=export_options(args), force=args.force)
+    print(f"{args.model} -> {' -> '.join(manifest.chain[1:])}: {args.output / manifest.artifact} "
+          f"(sha256 {manifest.sha256[:12]})")
     if args.json:
         args.json.write_text(json.dumps(asdict(manifest), indent=2) + "\n")
     return EXIT_PASS

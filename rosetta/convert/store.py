@@ -47,6 +47,21 @@ def run_conversion(source, chain: tuple[str, ...], destination: Path, options: d
     return manifest
 
 
+def convert_reference_model(name: str, to: str, route: str, output: Path, seed: int = 0,
+                            export: dict | None = None, force: bool = False) -> Manifest:
+    """`rosetta convert --model NAME --to X`: the reference model converted along the route's chain to X,
+    written atomically to `output` (refused before any work if it exists and is not empty, unless `force`)."""
+    from rosetta.convert.targets import target_for_conversion
+    from rosetta.models import get_model
+    from rosetta.output import check_output_folder
+
+    spec = get_model(name)
+    target = target_for_conversion(to, route)
+    check_output_folder(output, force)
+    return run_conversion(torch_source(spec, seed), target.chain, output, target.export_options(export or {}),
+                          force=force)
+
+
 def private_copy(source, destination: Path):
     """An artifact folder copied for one conversion to read (another source as it is): converters may change
     their input in place (onnx2tf simplifies the ONNX file it is given), and a verified artifact must stay
