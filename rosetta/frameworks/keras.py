@@ -55,8 +55,61 @@ def load_keras_model(path: Path, trust_code: bool):
         if "Unknown layer" in text or "Could not locate" in text:
             raise RosettaError(f"{path.name} uses a custom layer Keras cannot find ({text.splitlines()[0][:160]}); "
                                "only built-in layers can be read") from None
+        legacy = load_keras2_h5(path, trust_code) if path.suffix.lower() == ".h5" else None
+        if legacy is not None:
+            return legacy
         first = text.strip().splitlines()[0][:200] if text.strip() else type(error).__name__
         raise RosettaError(f"{path.name} is not a readable Keras model ({first})") from None
+
+
+# Layers whose config carries Python code (marshalled bytecode, or a TensorFlow function by name).
+CODE_LAYERS = {"Lambda", "TFOpLambda", "SlicingOpLambda"}
+
+
+def load_keras2_h5(path: Path, trust_code: bool):
+    """A Keras 2 HDF5 model that Keras 3 rejects (its configs differ: DepthwiseConv2D's `groups`, ...), read
+    with tf-keras, Keras 2 itself; None if the file holds no Keras 2 model config. tf-keras has no safe mode
+    for HDF5, so the config is checked first: only built-in classes, no Lambda, unless trust_code."""
+    import json
+
+    import h5py
+
+    with h5py.File(path, "r") as handle:
+        config, version = handle.attrs.get("model_config"), str(handle.attrs.get("keras_version", ""))
+    if config is None or version.startswith("3"):
+        return None
+    config = json.loads(config)
+    import tf_keras
+
+    if not trust_code:
+        builtin = {"Functional", "Sequential", "Model", "Policy", "DTypePolicy"}
+        for module in (tf_keras.layers, tf_keras.initializers, tf_keras.regularizers, tf_keras.constraints):
+            builtin.update(name for name in dir(module) if name[:1].isupper())
+        found = set(_class_names(config))
+        code, custom = sorted(found & CODE_LAYERS), sorted(found - builtin - CODE_LAYERS)
+        if code:
+            raise RosettaError(f"{path.name} contains Python code ({code[0]} layer) that loading it would run; "
+                               f"{TRUST_HINT}")
+        if custom:
+            raise RosettaError(f"{path.name} uses a custom class ({custom[0]}) tf-keras cannot find; only built-in "
+                               "layers can be read")
+    try:
+        return tf_keras.models.load_model(str(path), compile=False)
+    except Exception as error:  # noqa: BLE001 - one line for the user
+        raise RosettaError(f"{path.name} is not a readable Keras 2 model either (tf-keras {tf_keras.__version__}: "
+                           f"{str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__})") from None
+
+
+def _class_names(config):
+    """Every "class_name" in a nested Keras config."""
+    if isinstance(config, dict):
+        if isinstance(config.get("class_name"), str):
+            yield config["class_name"]
+        for value in config.values():
+            yield from _class_names(value)
+    elif isinstance(config, list):
+        for item in config:
+            yield from _class_names(item)
 
 
 def _set_float_dtype(config, dtype: str):

@@ -32,6 +32,22 @@ for name, flatten in (("keras2-flatten", tf_keras.layers.Flatten()), ("keras2-re
     x = flatten(tf_keras.layers.MaxPooling2D()(x))
     tf_keras.Model(inputs, tf_keras.layers.Dense(10, name="logits")(x)).save(folder / f"{name}.h5")
 
+# A Keras 2 MobileNet-style block: Keras 3 rejects its DepthwiseConv2D config, so it is read with tf-keras;
+# and the same with a Lambda layer that would leave a marker if it ran inside rosetta (tf-keras has no safe mode)
+marker = str(folder / "keras2-lambda-ran")
+ran = f"lambda t: t if __import__('os').environ.get('ROSETTA_WORKER') is None else (open({marker!r}, 'w').close(), t)[1]"
+for name, code in (("keras2-depthwise", None), ("keras2-lambda", ran)):
+    inputs = tf_keras.Input((16, 16, 3), name="image")
+    x = tf_keras.layers.Conv2D(8, 3, padding="same")(inputs)
+    x = tf_keras.layers.DepthwiseConv2D(3, padding="same")(x)
+    x = tf_keras.layers.BatchNormalization(moving_mean_initializer="random_uniform",
+                                           moving_variance_initializer="ones")(x)
+    x = tf_keras.layers.ReLU(6.0)(x)
+    if code:
+        x = tf_keras.layers.Lambda(eval(code))(x)
+    x = tf_keras.layers.GlobalAveragePooling2D()(x)
+    tf_keras.Model(inputs, tf_keras.layers.Dense(10, name="logits")(x)).save(folder / f"{name}.h5")
+
 import tensorflow as tf  # noqa: E402
 
 

@@ -84,6 +84,26 @@ def test_mmdnn_converts_a_gluon_export(files, tmp_path):
     assert rows(tmp_path / "r.json") == [("torch", "PASS"), ("onnx", "PASS")]
 
 
+def test_a_keras2_model_keras3_rejects_is_read_with_tf_keras_by_both_routes(files, tmp_path):
+    """Keras 3 cannot read a Keras 2 DepthwiseConv2D config: the reference is read with tf-keras (its config
+    checked for code first), so both routes convert it; MMdnn's TensorFlow emitter is a CANNOT with its reason."""
+    out = run("convert", str(files / "keras2-depthwise.h5"), "--to", "onnx,torch", "-o", str(tmp_path / "a"),
+              "--json", str(tmp_path / "a.json"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert rows(tmp_path / "a.json") == [("onnx", "PASS"), ("torch", "PASS")]
+    out = run("convert", str(files / "keras2-depthwise.h5"), "--via", "mmdnn", "--to", "torch,keras,tensorflow",
+              "-o", str(tmp_path / "b"), "--json", str(tmp_path / "b.json"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert rows(tmp_path / "b.json") == [("torch", "PASS"), ("keras", "PASS"), ("tensorflow", "CANNOT")]
+    assert "UnboundLocalError" in json.loads((tmp_path / "b.json").read_text())["results"][2]["reason"]
+
+
+def test_a_keras2_lambda_layer_read_with_tf_keras_is_refused_and_never_runs(files, tmp_path):
+    out = run("convert", str(files / "keras2-lambda.h5"), "--to", "onnx", "-o", str(tmp_path / "out"))
+    assert out.returncode == 2 and "keras2-lambda.h5 contains Python code (Lambda layer)" in out.stderr
+    assert not (files / "keras2-lambda-ran").exists() and not (tmp_path / "out").exists()
+
+
 def test_mmdnn_padded_average_pooling_error_is_flagged(files, tmp_path):
     """MXNet averages padded pooling windows over the padding too; MMdnn's IR does not record it and its PyTorch
     and ONNX emitters exclude the padding: converted without an error, wrong. Its MXNet emitter is right."""

@@ -2,7 +2,9 @@
 the model with tf-keras (compat.keras_is_tf_keras), which is saved as HDF5 and read back by Keras 3's
 legacy-HDF5 loader into a native `.keras` file of built-in layers (rosetta.frameworks.keras runs it, with
 safe_mode). The generated code defines its own `my_add` layer for Add, which Keras 3 cannot load (a custom
-class); it is rebound to the built-in layers.Add (the same sum). The model is NHWC (MMdnn's IR layout),
+class); it is rebound to the built-in layers.Add (the same sum). Where Keras 3 rejects a Keras 2 config
+(DepthwiseConv2D's `groups`), the tf-keras HDF5 is the artifact (rosetta.frameworks.keras.load_keras2_h5
+runs it, its config checked for code first; inference only). The model is NHWC (MMdnn's IR layout),
 recorded in the manifest for the runner."""
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from rosetta.frameworks.base import import_generated
 from rosetta.manifest import Manifest
 
 ARTIFACT = "model.keras"
+LEGACY_ARTIFACT = "model.h5"  # the tf-keras HDF5 itself, where Keras 3 cannot read it: run through tf-keras
 CODE = "kit_keras.py"
 
 
@@ -35,7 +38,13 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     from rosetta.frameworks.keras import import_keras
 
     keras = import_keras()
-    model = keras.saving.load_model(str(legacy), compile=False, safe_mode=True)
+    try:
+        model = keras.saving.load_model(str(legacy), compile=False, safe_mode=True)
+    except (TypeError, ValueError):  # a Keras 2 config Keras 3 rejects (DepthwiseConv2D's `groups`, ...)
+        artifact = Path(staging) / LEGACY_ARTIFACT
+        legacy.rename(artifact)
+        return emitted_manifest(previous, artifact, "keras", "Keras2Emitter", keras.__version__, code=CODE,
+                                layouts=layouts(previous, "channels_last"))
     legacy.unlink()
     model.save(str(Path(staging) / ARTIFACT))
     return emitted_manifest(previous, Path(staging) / ARTIFACT, "keras", "Keras2Emitter", keras.__version__,
