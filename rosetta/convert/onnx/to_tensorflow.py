@@ -82,4 +82,8 @@ def save_saved_model(tf, model, target: Path, input_names: list[str], output_nam
         result = result if isinstance(result, (list, tuple)) else [result]
         return dict(zip(output_names, result))
 
-    tf.saved_model.save(model, str(target), signatures={"serving_default": serve})
+    # onnx2tf's op layers create variables Keras does not track (MobileNetV2's, EfficientNet's): a SavedModel
+    # refuses a function that captures an untracked one, so every variable the function uses is kept here
+    holder = tf.Module()
+    holder.model, holder.captured = model, list(serve.get_concrete_function().variables)
+    tf.saved_model.save(holder, str(target), signatures={"serving_default": serve})
