@@ -15,6 +15,11 @@ extension points:
    Refused with the reason, being what torch's modules do not compute: GRU linear_before_reset=0 (torch's is
    linear_before_reset=1), LSTM peepholes (input P, unless all zeros) and input_forget, and for both clip,
    activations other than the defaults, sequence_lens and direction=reverse (a reverse-only RNN).
+3. onnx2torch's LayerNormalization takes nn.LayerNorm's normalized_shape from the input's inferred shape,
+   which is 0 where shape inference left an axis symbolic (torch's TransformerEncoder/mixer exports after a
+   Transpose): the module then fails at run time. Where the scale is a weight of exactly the normalized
+   axes' rank, its shape is the normalized shape; rosetta's wrapper passes that to onnx2torch's own converter.
+   onnx2torch has no way to replace a converter, so the wrapper takes its place in the registry dict.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ def import_onnx2torch():
     with stand_in_modules(stand_in):
         onnx2torch = importlib.import_module("onnx2torch")
     _register_recurrent()
+    _wrap_layer_normalization()
     _LOADED = onnx2torch
     return onnx2torch
 
@@ -185,6 +191,30 @@ def _register_recurrent() -> None:
     ):
         for version in (7, 14):
             add_converter(operation_type=op, version=version)(convert)
+
+
+def _wrap_layer_normalization() -> None:
+    """See the module docstring, 3."""
+    from onnx2torch.node_converters import registry
+
+    for description, original in list(registry._CONVERTER_REGISTRY.items()):
+        if description.operation_type == "LayerNormalization" and description.domain in ("", "ai.onnx"):
+            registry._CONVERTER_REGISTRY[description] = _layer_norm_with_scale_shape(original)
+
+
+def _layer_norm_with_scale_shape(original):
+    def convert(node, graph):
+        result = original(node, graph)
+        module = result.torch_module
+        scale = node.input_values[1] if len(node.input_values) > 1 else None
+        if scale in graph.initializers and hasattr(module, "normalized_shape") and 0 in module.normalized_shape:
+            shape = tuple(graph.initializers[scale].to_torch().shape)
+            axis = node.attributes.get("axis", -1)
+            if axis < 0 and len(shape) == -axis:
+                module.normalized_shape = shape
+        return result
+
+    return convert
 
 
 def build_module(graph_path: Path):

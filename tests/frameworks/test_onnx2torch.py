@@ -123,3 +123,35 @@ def test_lstm_converter_reads_layout_1_and_a_missing_initial_c(tmp_path):
 def test_lstm_converter_refuses_peepholes_with_the_reason(tmp_path):
     with pytest.raises(RosettaError, match="LSTM node 'lstm'.*peepholes"):
         build_module(_lstm_model(tmp_path, 0, peepholes=True))
+
+
+class _TokenMixing(torch.nn.Module):
+    """An MLP-mixer block: LayerNorm over an axis that the exported Reshape (computed from Shape) leaves symbolic."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm, self.mix = torch.nn.LayerNorm(6), torch.nn.Linear(4, 4)
+
+    def forward(self, x):  # (N, 6, 2, 2) -> patches (N, 6, 4): the exporter computes the shape, from Shape
+        return self.mix(self.norm(x.flatten(2).transpose(1, 2)).transpose(1, 2))
+
+
+def test_layer_norm_after_a_transpose_takes_its_shape_from_the_scale(tmp_path):
+    from rosetta.convert.onnx.from_torch import TorchSource
+    from rosetta.convert.store import run_conversion
+    from rosetta.frameworks import load_runner
+    from rosetta.models.registry import TensorSpec
+
+    torch.manual_seed(0)
+    module = _TokenMixing().eval()
+    with torch.no_grad():
+        module.norm.weight.uniform_(0.5, 1.5)
+    x = np.random.default_rng(0).normal(size=(3, 6, 2, 2)).astype(np.float32)
+    folder = tmp_path / "torch"
+    run_conversion(TorchSource(module, (TensorSpec("x", (None, 6, 2, 2), "float32"),),
+                               (TensorSpec("y", (None, 6, 4), "float32"),), {"model": "mixer"}),
+                   ("torch", "onnx", "torch"), folder, {"opset": 17})
+    assert "LayerNormalization" in [n.op_type for n in onnx.load(str(folder / "model" / "model.onnx")).graph.node]
+    with torch.no_grad():
+        np.testing.assert_allclose(load_runner("torch", folder).predict({"x": x})["y"],
+                                   module(torch.from_numpy(x)).numpy(), atol=1e-5)
