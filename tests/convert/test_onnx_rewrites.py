@@ -225,3 +225,12 @@ def test_slice_on_an_axis_of_unknown_size_is_bounded_within_int32(tmp_path):
     feeds = {"x": np.random.default_rng(5).normal(size=(4, 6)).astype(np.float32)}
     np.testing.assert_array_equal(_run(rewritten, feeds), feeds["x"][:, 1:-1])
     np.testing.assert_array_equal(_mxnet_outputs(model, feeds, tmp_path)[0], feeds["x"][:, 1:-1])
+
+
+def test_erf_of_the_exact_gelu_converts_to_mxnet(tmp_path):
+    x = np.random.default_rng(0).normal(size=(2, 5)).astype(np.float32) * 2
+    model = _exported(torch.nn.GELU(), x, tmp_path)
+    assert "Erf" in {n.op_type for n in model.graph.node}
+    expected = _run_all(model, {"x": x})
+    for got, want in zip(_mxnet_outputs(model, {"x": x}, tmp_path), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

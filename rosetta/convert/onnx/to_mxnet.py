@@ -13,6 +13,8 @@ Slice: the importer's own converter fails on every opset-10+ Slice (it reads sta
 writes "1.0", or "nan" for an end past the axis, into slice_axis), so `_slice` replaces it in the operator
 table: the bounds, made int32 by the rewrite, go to MXNet's `slice`, which clamps them as ONNX does.
 
+Erf: MXNet has `erf`, its importer no entry; `_erf` is one (the exact GELU of transformers and mixers).
+
 GRU: the importer has none. `_gru` is added to the importer's operator table (`_convert_map`, its extension
 point): the ONNX weights are packed into the flat parameter vector of MXNet's fused RNN operator, gates
 reordered from ONNX's z, r, h to MXNet's r, z, n, input and recurrent biases kept apart (MXNet's GRU is the
@@ -87,6 +89,13 @@ def _slice(attrs, inputs, importer):
     return mx.sym.slice(inputs[0], begin=tuple(begin), end=tuple(end), step=tuple(step)), attrs, inputs
 
 
+def _erf(attrs, inputs, importer):
+    """ONNX Erf (the exact GELU's) -> mx.sym.erf: MXNet has the operator, its importer no entry for it."""
+    from rosetta.frameworks.mxnet import import_mxnet
+
+    return import_mxnet().sym.erf(inputs[0]), attrs, inputs
+
+
 FLOAT_TYPES = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 
@@ -113,6 +122,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     from mxnet.contrib.onnx.onnx2mx import _import_helper
 
     _import_helper._convert_map.setdefault("GRU", _gru)
+    _import_helper._convert_map.setdefault("Erf", _erf)
     _import_helper._convert_map["Slice"] = _slice  # replaces MXNet's own, see _slice
     previous = Manifest.read(source)
     model = onnx.load(str(previous.artifact_path(source)))
