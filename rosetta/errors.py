@@ -40,7 +40,7 @@ def cause_line(message: str) -> str:
     lines, had_stack, code_under_frame = [], False, False
     for raw in message.splitlines():
         line = raw.strip()
-        if line.startswith("Call arguments received"):
+        if line.startswith(("Call arguments received", "operator attributes:")):  # Keras's, MXNet's appendix
             break
         if not line:
             continue
@@ -53,7 +53,7 @@ def cause_line(message: str) -> str:
         code_under_frame = False
         if not _WRAPPER.match(line):
             lines.append(line)
-    checks = [line for line in lines if "Check failed" in line]
+    checks = [line for line in lines if "Check failed" in line] or [line for line in lines if "failed" in line]
     if checks:
         return checks[-1]
     if not lines:

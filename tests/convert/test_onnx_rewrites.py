@@ -15,6 +15,7 @@ from rosetta.convert.store import run_conversion
 from rosetta.convert.targets import get_target
 from rosetta.frameworks import load_runner
 from rosetta.frameworks.onnx_graph import graph_inputs, value_info_signature
+from rosetta.errors import RosettaError
 from rosetta.manifest import Manifest, sha256_of
 from rosetta.models import get_model, list_models
 from rosetta.models.inputs import generate_inputs
@@ -234,3 +235,21 @@ def test_erf_of_the_exact_gelu_converts_to_mxnet(tmp_path):
     expected = _run_all(model, {"x": x})
     for got, want in zip(_mxnet_outputs(model, {"x": x}, tmp_path), expected):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_linear_on_tokens_converts_to_mxnet(tmp_path):
+    """nn.Linear on (N, tokens, C) is a MatMul of a rank-3 tensor by a 2-D weight (MXNet's gemm2 refuses)."""
+    torch.manual_seed(0)
+    x = np.random.default_rng(0).normal(size=(2, 5, 4)).astype(np.float32)
+    model = _exported(torch.nn.Linear(4, 3, bias=False), x, tmp_path)
+    assert "MatMul" in {n.op_type for n in model.graph.node}
+    for got, want in zip(_mxnet_outputs(model, {"x": x}, tmp_path), _run_all(model, {"x": x})):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_an_omitted_optional_input_is_refused_naming_the_op(tmp_path):
+    resize = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")
+    model = _graph([resize], [("x", [1, 1, 2, 2])], [("y", [1, 1, 4, 4])],
+                   [("scales", np.array([1, 1, 2, 2], np.float32))])
+    with pytest.raises(RosettaError, match="ONNX op Resize with an omitted optional input cannot be converted to mxnet"):
+        _mxnet_outputs(model, {"x": np.ones((1, 1, 2, 2), np.float32)}, tmp_path)

@@ -75,6 +75,9 @@ class MXNetError(Exception):
                 "  • input=tf.Tensor(shape=(1, 8, 4), dtype=float32)"),
      "ValueError: Can not squeeze dim[1], expected 1, got 8 [Op:Squeeze]"),
     (KeyError("plain message"), "KeyError: 'plain message'"),
+    (MXNetError("Error in operator dot0: [00:14:49] ../src/operator/tensor/dot-inl.h:1250: shape inference "
+                "failed\nStack trace:\n  [bt] (0) libmxnet.so(+0x1)\n\noperator attributes:\ntranspose_a : False"),
+     "MXNetError: Error in operator dot0: [00:14:49] ../src/operator/tensor/dot-inl.h:1250: shape inference failed"),
 ])
 def test_an_error_keeps_the_line_that_names_its_cause(error, cause):
     assert one_line(error) == cause

@@ -14,6 +14,8 @@ writes "1.0", or "nan" for an end past the axis, into slice_axis), so `_slice` r
 table: the bounds, made int32 by the rewrite, go to MXNet's `slice`, which clamps them as ONNX does.
 
 Erf: MXNet has `erf`, its importer no entry; `_erf` is one (the exact GELU of transformers and mixers).
+MatMul: the importer's `linalg_gemm2` needs operands of equal rank; `_matmul` sends a MatMul by a 2-D weight
+to `dot` (nn.Linear on (N, tokens, C) in mixers and transformers).
 
 GRU: the importer has none. `_gru` is added to the importer's operator table (`_convert_map`, its extension
 point): the ONNX weights are packed into the flat parameter vector of MXNet's fused RNN operator, gates
@@ -96,6 +98,28 @@ def _erf(attrs, inputs, importer):
     return import_mxnet().sym.erf(inputs[0]), attrs, inputs
 
 
+def _matmul(attrs, inputs, importer):
+    """ONNX MatMul by a 2-D weight -> mx.sym.dot, which contracts the last axis of any rank (nn.Linear on
+    (N, tokens, C)); MXNet's own entry, linalg_gemm2, needs equal ranks. Other MatMuls go to it."""
+    from mxnet.contrib.onnx.onnx2mx import _op_translations
+
+    from rosetta.frameworks.mxnet import import_mxnet
+
+    weight = importer._params.get(inputs[1].name)
+    if weight is not None and len(weight.shape) == 2:
+        return import_mxnet().sym.dot(inputs[0], inputs[1]), attrs, inputs
+    return _op_translations.matrix_multiplication(attrs, inputs, importer)
+
+
+def _refuse_omitted_inputs(model) -> None:
+    """MXNet's importer looks every input up by name, so an omitted optional input ("", e.g. Resize's roi)
+    fails with KeyError: ''. Say which op, before the import."""
+    for node in model.graph.node:
+        if any(name == "" for name in node.input[:-1]) or (node.input and node.input[-1] == "" and len(node.input) > 1):
+            raise RosettaError(f"ONNX op {node.op_type} with an omitted optional input cannot be converted to mxnet: "
+                               "MXNet's ONNX importer reads every input by name")
+
+
 FLOAT_TYPES = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 
@@ -123,11 +147,13 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
 
     _import_helper._convert_map.setdefault("GRU", _gru)
     _import_helper._convert_map.setdefault("Erf", _erf)
+    _import_helper._convert_map["MatMul"] = _matmul  # wraps MXNet's own, see _matmul
     _import_helper._convert_map["Slice"] = _slice  # replaces MXNet's own, see _slice
     previous = Manifest.read(source)
     model = onnx.load(str(previous.artifact_path(source)))
     weights = {i.name for i in model.graph.initializer if i.data_type in FLOAT_TYPES}
     model = rewrite_for_mxnet(model)
+    _refuse_omitted_inputs(model)
     # initializers that were graph constants (Constant nodes, rewritten indices), not weights: a trainer
     # must not train them, although MXNet holds every initializer as a parameter
     constants = sorted(i.name for i in model.graph.initializer if i.name not in weights)

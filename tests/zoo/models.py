@@ -1,0 +1,163 @@
+"""The real-model zoo: architectures nobody here wrote (Keras applications, the Gluon model zoo) or that users
+write every day in plain torch.nn, each converted with `rosetta convert MODEL --to all`.
+
+`ZOO` maps a model's name to its builder: `builder(folder)` writes the model file into `folder` and returns the
+`rosetta convert` arguments that read it (the path, and any --input / --trust-code). A new model is one more
+registered function. Keras and MXNet models are built in a fresh interpreter each (make_keras.py,
+make_gluon.py): TensorFlow and MXNet cannot safely share a process, with each other or with the tests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).parent
+BUILD_TIMEOUT_S = 600
+CONVERT_TIMEOUT_S = 3600
+
+ZOO: dict[str, Callable[[Path], list[str]]] = {}
+
+
+def register(name: str) -> Callable:
+    def add(builder: Callable[[Path], list[str]]) -> Callable[[Path], list[str]]:
+        if name in ZOO:
+            raise ValueError(f"zoo model {name!r} is registered twice")
+        ZOO[name] = builder
+        return builder
+    return add
+
+
+def _run_builder(script: str, *argv: str) -> None:
+    """Runs a builder script in a fresh interpreter; its stderr's tail is the error when it fails."""
+    done = subprocess.run([sys.executable, str(HERE / script), *argv], capture_output=True, text=True,
+                          timeout=BUILD_TIMEOUT_S)
+    if done.returncode != 0:
+        raise RuntimeError(f"{script} {' '.join(argv)} failed:\n{done.stderr[-3000:]}")
+
+
+def _keras_model(folder: Path, name: str) -> list[str]:
+    path = folder / f"{name}.keras"
+    _run_builder("make_keras.py", name, str(path))
+    return [str(path)]
+
+
+def _gluon_model(folder: Path, name: str) -> list[str]:
+    prefix = folder / "model"
+    _run_builder("make_gluon.py", name, str(prefix))
+    return [f"{prefix}-symbol.json", "--input", "data:Nx3x32x32:float32"]
+
+
+def _torch_factory(folder: Path, factory: str, *inputs: str) -> list[str]:
+    """torch_nets.py copied as the user's net.py; its factory named as `net.py:FACTORY`."""
+    net = folder / "net.py"
+    shutil.copyfile(HERE / "torch_nets.py", net)
+    return [f"{net}:{factory}", "--trust-code", *(a for spec in inputs for a in ("--input", spec))]
+
+
+@register("keras-mobilenetv2")
+def keras_mobilenetv2(folder: Path) -> list[str]:
+    """keras.applications.MobileNetV2, alpha 0.35, 32x32."""
+    return _keras_model(folder, "mobilenetv2")
+
+
+@register("keras-efficientnetb0")
+def keras_efficientnetb0(folder: Path) -> list[str]:
+    """keras.applications.EfficientNetB0 at 32x32: squeeze-excitation, swish, in-model rescaling/normalisation."""
+    return _keras_model(folder, "efficientnetb0")
+
+
+@register("keras-resnet50")
+def keras_resnet50(folder: Path) -> list[str]:
+    """keras.applications.ResNet50 at 32x32."""
+    return _keras_model(folder, "resnet50")
+
+
+@register("keras-lstm-text")
+def keras_lstm_text(folder: Path) -> list[str]:
+    """Keras Embedding -> stacked LSTMs -> logits."""
+    return _keras_model(folder, "lstm_text")
+
+
+@register("keras-conv1d-text")
+def keras_conv1d_text(folder: Path) -> list[str]:
+    """Keras Embedding -> Conv1D/MaxPooling1D -> GlobalMaxPooling1D -> logits."""
+    return _keras_model(folder, "conv1d_text")
+
+
+@register("gluon-resnet18_v1")
+def gluon_resnet18_v1(folder: Path) -> list[str]:
+    """Gluon model zoo resnet18_v1, hybridized and exported."""
+    return _gluon_model(folder, "resnet18_v1")
+
+
+@register("gluon-mobilenetv2_0.25")
+def gluon_mobilenetv2_025(folder: Path) -> list[str]:
+    """Gluon model zoo mobilenetv2_0.25, hybridized and exported."""
+    return _gluon_model(folder, "mobilenetv2_0.25")
+
+
+@register("torch-transformer")
+def torch_transformer(folder: Path) -> list[str]:
+    return _torch_factory(folder, "build_transformer", "sequence:Nx10x16:float32")
+
+
+@register("torch-bilstm")
+def torch_bilstm(folder: Path) -> list[str]:
+    return _torch_factory(folder, "build_bilstm", "tokens:Nx12:int64")
+
+
+@register("torch-mobilenet-blocks")
+def torch_mobilenet_blocks(folder: Path) -> list[str]:
+    return _torch_factory(folder, "build_mobilenet_blocks", "image:Nx3x32x32:float32")
+
+
+@register("torch-mixer")
+def torch_mixer(folder: Path) -> list[str]:
+    return _torch_factory(folder, "build_mixer", "image:Nx3x32x32:float32")
+
+
+@register("torch-unet")
+def torch_unet(folder: Path) -> list[str]:
+    return _torch_factory(folder, "build_unet", "image:Nx3x32x32:float32")
+
+
+@register("torch-densenet")
+def torch_densenet(folder: Path) -> list[str]:
+    return _torch_factory(folder, "build_densenet", "image:Nx3x32x32:float32")
+
+
+@dataclass
+class ZooRun:
+    """One model's `rosetta convert --to all`: its result rows (README: --json), exit status and wall time."""
+    model: str
+    arguments: list[str]
+    results: list[dict]
+    exit_status: int
+    seconds: float
+    output: Path
+    log: str
+
+    @property
+    def verdicts(self) -> dict[str, str]:
+        return {row["target"]: row["verdict"] for row in self.results}
+
+
+def convert_to_all(name: str, folder: Path, *options: str) -> ZooRun:
+    """Builds zoo model `name` in folder/model/ and converts it to every target into folder/out/; the wall
+    time is that of `rosetta convert` alone."""
+    (folder / "model").mkdir(parents=True, exist_ok=True)
+    arguments = ZOO[name](folder / "model")
+    report = folder / "results.json"
+    command = [sys.executable, "-m", "rosetta.cli", "convert", *arguments, "--to", "all", "-o", str(folder / "out"),
+               "--json", str(report), "--no-progress", *options]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=CONVERT_TIMEOUT_S)
+    seconds = time.perf_counter() - started
+    results = json.loads(report.read_text())["results"] if report.is_file() else []
+    return ZooRun(name, arguments, results, done.returncode, seconds, folder / "out", done.stdout + done.stderr)
