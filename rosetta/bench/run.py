@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 from rosetta.bench.workloads import WORKLOADS, Workload
-from rosetta.errors import one_line
 
 REFERENCE_TARGET = "torch (reference)"
 DEFAULT_WARMUP = 2
@@ -219,31 +218,39 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
               threads: int = 0, data: str = "", overhead: bool = True, progress: bool = True,
               export: dict | None = None, executor=None) -> tuple[list[BenchResult], dict, list[str]]:
     """Every (workload, target) cell, the reference first; returns results, overhead per workload, notes.
-    Artifacts are converted here first; then each cell is an exclusive task of `executor` (default local) in
-    a fresh worker: never timed beside another cell."""
+    Each artifact is converted by a task of its own first (side by side where the executor runs tasks so);
+    then each cell is an exclusive task of `executor` (default local) in a fresh worker: never timed beside
+    another cell, nor beside a conversion."""
     from rosetta.execution import FRESH, Job
     from rosetta.execution.executors import Task, get_executor
     from rosetta.models import get_model
     from rosetta.progress import progress_bar
+    from rosetta.verify.cells import ARTIFACT_JOB, use_store
 
     executor = executor or get_executor("local")
+    use_store(store)
     plan, notes = plan_bench(workloads, targets)
-    cells, failures, tasks = [], {}, []
+    cells, tasks, made = [], [], {}  # made: artifact folder -> index of the task that converts it
     for workload, target in plan:
         name = target.name if target else REFERENCE_TARGET
         cell = BenchCell(workload.name, name, target.runner if target else "torch", device=device, steps=steps,
                          threads=threads, data=data)
-        try:
-            if target is not None:
-                folder = store.get(get_model(workload.model), 0, target.chain, target.export_options(export))
-                cell = BenchCell(**{**asdict(cell), "artifact": str(folder)})
-        except Exception as error:  # noqa: BLE001 - a failing conversion is a FAIL row
-            failures[len(cells)] = failed_result(cell, one_line(error))
+        after = ()
+        if target is not None:  # converted by a task of its own first (side by side where the executor can)
+            spec, options = get_model(workload.model), target.export_options(export)
+            folder = store.folder_for(spec, 0, target.chain, options)
+            if folder not in made:
+                made[folder] = len(tasks)
+                argument = {"model": spec.name, "seed": 0, "chain": list(target.chain), "options": options,
+                            "store": str(store.root)}
+                tasks.append((None, Task(Job(ARTIFACT_JOB, argument, what=f"{spec.name}: {target.name}"),
+                                         f"{spec.name} -> {target.name} (converting)")))
+            after = (made[folder],)
+            cell = BenchCell(**{**asdict(cell), "artifact": str(folder)})
         cells.append(cell)
-        if len(cells) - 1 not in failures:
-            tasks.append((len(cells) - 1, Task(Job("rosetta.bench.run:execute_cell", asdict(cell), FRESH,
-                                                   f"{cell.target} benchmark"), f"{workload.name}: {name}",
-                                               exclusive=True)))
+        tasks.append((len(cells) - 1, Task(Job("rosetta.bench.run:execute_cell", asdict(cell), FRESH,
+                                               f"{cell.target} benchmark"), f"{workload.name}: {name}",
+                                           after=after, exclusive=True)))
         if overhead and target is None and workload.task == "train":
             tasks.append((workload.name, Task(Job("rosetta.bench.run:execute_overhead", asdict(cell), FRESH,
                                                   f"{cell.target} benchmark"),
@@ -252,10 +259,16 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
     with progress_bar(len(tasks), "benchmarking", enabled=progress) as advance:
         outcomes = executor.run([task for _, task in tasks], advance)
         advance(None)
-    results, overheads = dict(failures), {}
-    for (key, _), outcome in zip(tasks, outcomes):
+    results, overheads = {}, {}
+    for (key, task), outcome in zip(tasks, outcomes):
+        conversion = outcomes[task.after[0]] if task.after else None
+        failed = conversion and (conversion.error or conversion.result.get("error"))
+        if key is None:  # a conversion: its failure is reported by the cells that need it
+            continue
         if isinstance(key, str):  # a workload's overhead measurement
             overheads[key] = {"error": outcome.error} if outcome.error else outcome.result
+        elif failed:  # a failing conversion is a FAIL row with the converter's reason
+            results[key] = failed_result(cells[key], failed)
         elif outcome.error:
             results[key] = failed_result(cells[key], outcome.error)
         else:

@@ -111,6 +111,10 @@ class ArtifactStore:
         label = "-".join(chain[1:]) + (f"-{tag}" if tag else "")
         return self.root / key / f"{label}-{digest}"
 
+    def folder_for(self, spec, seed: int, chain: tuple[str, ...], options: dict | None = None) -> Path:
+        """Where `get` puts (or finds) this artifact of a reference model, without making it."""
+        return self._folder(f"{spec.name}-seed{seed}", chain, options, "")
+
     def get(self, spec, seed: int, chain: tuple[str, ...], options: dict | None = None,
             module=None, tag: str = "") -> Path:
         """The artifact folder of a reference model, converting it now if it is not in the store.

@@ -135,7 +135,7 @@ def run_cells(cells: list, store: ArtifactStore, progress: bool = True, executor
     from rosetta.progress import progress_bar
 
     executor = executor or get_executor("local")
-    _STORES[str(store.root)] = store  # local tasks use this very store (its failures are remembered)
+    use_store(store)
     tasks = plan_tasks(cells, store)
     with progress_bar(len(tasks), "verifying", enabled=progress) as advance:
         outputs = executor.run(tasks, advance)
@@ -206,6 +206,11 @@ def cell_job(argument: dict) -> dict:
     """Task: one cell, run in the process the executor chose; its VerifyResult as JSON."""
     cell = cell_from_json(argument["cell"])
     return cell.run(_store(argument["store"]), _CACHES).to_json()
+
+
+def use_store(store: ArtifactStore) -> None:
+    """Tasks of this process that name `store`'s folder use this very store (its failures are remembered)."""
+    _STORES[str(store.root)] = store
 
 
 def _store(root: str) -> ArtifactStore:
