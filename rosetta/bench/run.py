@@ -261,10 +261,10 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
         advance(None)
     results, overheads = {}, {}
     for (key, task), outcome in zip(tasks, outcomes):
-        conversion = outcomes[task.after[0]] if task.after else None
-        failed = conversion and (conversion.error or conversion.result.get("error"))
         if key is None:  # a conversion: its failure is reported by the cells that need it
             continue
+        conversion = outcomes[task.after[0]] if task.after else None
+        failed = conversion and (conversion.error or conversion.result.get("error"))
         if isinstance(key, str):  # a workload's overhead measurement
             overheads[key] = {"error": outcome.error} if outcome.error else outcome.result
         elif failed:  # a failing conversion is a FAIL row with the converter's reason

@@ -115,7 +115,7 @@ def _refuse_omitted_inputs(model) -> None:
     """MXNet's importer looks every input up by name, so an omitted optional input ("", e.g. Resize's roi)
     fails with KeyError: ''. Say which op, before the import."""
     for node in model.graph.node:
-        if any(name == "" for name in node.input[:-1]) or (node.input and node.input[-1] == "" and len(node.input) > 1):
+        if "" in node.input:
             raise RosettaError(f"ONNX op {node.op_type} with an omitted optional input cannot be converted to mxnet: "
                                "MXNet's ONNX importer reads every input by name")
 
