@@ -13,8 +13,8 @@ the registry row they act for asks for, and this layer alone decides where that 
 
 Inside a worker every job runs inline: the worker *is* the isolation. Arrays cross process boundaries as .npz
 files and everything else as JSON, never pickles. A job that fails raises RosettaError("WHAT failed: reason");
-one whose worker crashes or hangs raises RosettaError saying so ("crashed: worker died with SIGSEGV", "timed
-out after N s"), so the cell that asked becomes a FAIL row and the run goes on. Layers above reach each other
+one whose worker crashes or hangs raises WorkerDied saying so ("crashed: worker died with SIGSEGV", "timed
+out after N s"), so the cell that asked becomes an ERROR row and the run goes on. Layers above reach each other
 through entry names only; this package imports nothing above itself.
 """
 

@@ -111,7 +111,7 @@ def slot_job(argument: dict) -> dict:
 def _outcome(job: Job) -> Outcome:
     try:
         return execute(job)
-    except Exception as error:  # noqa: BLE001 - one task's failure is its caller's FAIL row
+    except Exception as error:  # noqa: BLE001 - one task's failure is its caller's ERROR row
         return Outcome({}, "", 0.0, error=_message(error))
 
 

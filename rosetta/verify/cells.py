@@ -1,7 +1,7 @@
 """The verification matrix: one self-contained cell per (model, route, target), run independently.
 
 A cell carries everything it needs (plain, JSON-able fields) and returns a VerifyResult; it never raises for
-a conversion or a framework that fails, it returns a FAIL row with the reason. That keeps cells ready to fan
+a conversion or a framework that fails, it returns a CANNOT or ERROR row with the reason (results.failed_at). That keeps cells ready to fan
 out to other processes or machines (e.g. Ray tasks) with nothing shared but the artifact store's folder.
 """
 
@@ -90,7 +90,7 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         folder = artifact or store.get(spec, cell.seed, target.chain, target.export_options(dict(cell.export)))
         result.seconds["convert"] = time.perf_counter() - start
         result.artifact = str(folder)
-    except Exception as error:  # a failing path is a FAIL row, never a crash or a missing row
+    except Exception as error:  # a failing path is a CANNOT/ERROR row, never a crash or a missing row
         return failed_at(result, stage, error)
     load = lambda: load_runner(target.runner, folder, threads=cell.threads, **dict(target.verify_options))  # noqa: E731
     return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float64, cell.tolerance)
@@ -99,7 +99,7 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
 def check_artifact(result: VerifyResult, folder: Path, load, feeds: dict, reference32: dict, reference64: dict,
                    policy: TolerancePolicy, by_position: bool = False) -> VerifyResult:
     """Load the artifact in `folder` (`load()` returns its runner), run it on `feeds` and compare it with the
-    reference outputs, into `result`; a failing stage is a FAIL row with its reason. `by_position`: outputs
+    reference outputs, into `result`; a failing stage is an ERROR row with its reason. `by_position`: outputs
     named otherwise than the reference's are matched in order (a user's model through another converter)."""
     stage = "loading"
     try:
@@ -112,7 +112,7 @@ def check_artifact(result: VerifyResult, folder: Path, load, feeds: dict, refere
         outputs = runner.predict(feeds)
         result.seconds["predict"] = time.perf_counter() - start
         result.framework_version = runner.running_version()
-    except Exception as error:  # a failing artifact is a FAIL row, never a crash or a missing row
+    except Exception as error:  # a failing artifact is an ERROR row, never a crash or a missing row
         return failed_at(result, stage, error)
     if by_position and set(outputs) != set(reference64) and len(outputs) == len(reference64):
         outputs = dict(zip(reference64, outputs.values()))
@@ -197,7 +197,7 @@ def artifact_job(argument: dict) -> dict:
     try:
         folder = store.get(get_model(argument["model"]), argument["seed"], tuple(argument["chain"]),
                            argument["options"])
-    except Exception as error:  # noqa: BLE001 - each cell that needs it gives its own FAIL row
+    except Exception as error:  # noqa: BLE001 - each cell that needs it gives its own CANNOT row
         return {"error": one_line(error)}
     return {"folder": str(folder)}
 

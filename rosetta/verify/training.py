@@ -95,7 +95,7 @@ def _policy(cell: TrainCell, reference64: np.ndarray) -> TolerancePolicy:
 
 
 def run_train_cell(cell: TrainCell, store: ArtifactStore, references: dict | None = None) -> VerifyResult:
-    """Train the cell's target and the reference on the same batches and compare; a failure is a FAIL row."""
+    """Train the cell's target and the reference on the same batches and compare; a failure is a CANNOT or ERROR row."""
     spec = get_model(cell.model)
     result = VerifyResult(model=cell.model, route=cell.route, target=cell.target, verdict=FAIL, reason="",
                           seed=cell.seed, batch=cell.batch, check="training",
@@ -118,7 +118,7 @@ def run_train_cell(cell: TrainCell, store: ArtifactStore, references: dict | Non
         trained = run_training(target.runner, folder, training_batches(spec, cell.steps, cell.batch, cell.seed), options)
         result.seconds["train"] = time.perf_counter() - start
         result.framework_version = str(trained["version"])
-    except Exception as error:  # noqa: BLE001 - a failing path is a FAIL row
+    except Exception as error:  # noqa: BLE001 - a failing path is a CANNOT/ERROR row
         return failed_at(result, stage, error)
     weights = np.sort(trained["parameters"])
     if weights.size != reference.weights64.size:
