@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from rosetta.convert.targets import EXPORT_DEFAULTS
 from rosetta.errors import RosettaError
 from rosetta.execution import DEFAULT_TIMEOUT_S
 from rosetta.verify.files import check_writable_file
@@ -143,9 +144,10 @@ def exit_for(results, args) -> int:
 
 
 def add_export_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--opset", type=positive_int, default=17, help="ONNX opset (default: 17)")
-    parser.add_argument("--exporter", choices=("torchscript", "dynamo"), default="torchscript",
-                        help="torch.onnx exporter (default: torchscript)")
+    parser.add_argument("--opset", type=positive_int, default=None,
+                        help=f"ONNX opset (default: {EXPORT_DEFAULTS['opset']})")
+    parser.add_argument("--exporter", choices=("torchscript", "dynamo"), default=None,
+                        help=f"torch.onnx exporter (default: {EXPORT_DEFAULTS['exporter']})")
     parser.add_argument("--training", choices=("eval", "preserve", "train"), default=None,
                         help="export mode: eval (BatchNorm folded), preserve (BatchNorm kept, for training), "
                              "train (training-mode graph); default: preserve for trainable targets "

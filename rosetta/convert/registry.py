@@ -21,9 +21,23 @@ class ConversionPath:
     entry: str  # "package.module:function"
     description: str = ""
     isolation: str = ""  # where it runs (rosetta.execution): "" in-process, else that family's warm worker
+    packages: tuple[str, ...] = ()  # the distributions whose versions decide what it writes
 
     def load(self) -> Callable:
         return load_entry(self.entry)
+
+    def versions(self) -> dict[str, str]:
+        """Installed version of each package that makes this conversion (read from metadata: nothing imported),
+        so that an artifact made by another version is made again, not reused."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        found = {}
+        for package in self.packages:
+            try:
+                found[package] = version(package)
+            except PackageNotFoundError:
+                found[package] = "not installed"
+        return found
 
 
 CONVERSIONS: Registry[ConversionPath] = Registry("conversion", key=lambda path: (path.source, path.target))
@@ -39,31 +53,38 @@ def list_conversions() -> list[ConversionPath]:
     return list(CONVERSIONS)
 
 
-# (source, target, module in rosetta.convert, worker family ("": in-process), what it is)
+# (source, target, module in rosetta.convert, worker family ("": in-process), packages that make it, what it is)
 TF, MX, MM = "tensorflow", "mxnet", "mmdnn"
-for _source, _target, _module, _isolation, _description in (
+TORCH_ONNX, TF2ONNX = ("torch", "onnx"), ("tf2onnx", "tensorflow", "onnx")
+for _source, _target, _module, _isolation, _packages, _description in (
     # The ONNX route (rosetta.convert.onnx): into ONNX (from_*), and out of it (to_*).
-    ("torch", "onnx", "onnx.from_torch", "",
+    ("torch", "onnx", "onnx.from_torch", "", TORCH_ONNX,
      "torch.onnx.export (TorchScript exporter at opset 17 by default; dynamo exporter as an option)"),
-    ("onnx", "torch", "onnx.to_torch", "",
+    ("onnx", "torch", "onnx.to_torch", "", ("onnx2torch", *TORCH_ONNX),
      "onnx2torch, with rosetta's GRU and LSTM converters registered through onnx2torch's converter registry"),
-    ("onnx", "mxnet", "onnx.to_mxnet", MX, "MXNet's ONNX importer with rosetta's graph fixes and GRU and Slice converters"),
-    ("onnx", "keras", "onnx.to_keras", TF, "rosetta's layer mapper: a trainable .keras file of built-in layers"),
-    ("onnx", "tensorflow", "onnx.to_tensorflow", TF,
+    ("onnx", "mxnet", "onnx.to_mxnet", MX, ("mxnet", "onnx"),
+     "MXNet's ONNX importer with rosetta's graph fixes and GRU and Slice converters"),
+    ("onnx", "keras", "onnx.to_keras", TF, ("keras", "tensorflow", "onnx"),
+     "rosetta's layer mapper: a trainable .keras file of built-in layers"),
+    ("onnx", "tensorflow", "onnx.to_tensorflow", TF, ("onnx2tf", "tensorflow", "onnx"),
      "onnx2tf: a TensorFlow SavedModel (inference only: its weights are constants)"),
-    ("tensorflow", "onnx", "onnx.from_tensorflow", TF, "tf2onnx: a SavedModel to ONNX (round trip; users' SavedModels)"),
-    ("keras", "onnx", "onnx.from_keras", TF, "tf2onnx on a SavedModel of the Keras model (users' Keras models)"),
-    ("mxnet", "onnx", "onnx.from_mxnet", MX, "MXNet's ONNX exporter, opset <= 13 (users' MXNet models)"),
+    ("tensorflow", "onnx", "onnx.from_tensorflow", TF, TF2ONNX,
+     "tf2onnx: a SavedModel to ONNX (round trip; users' SavedModels)"),
+    ("keras", "onnx", "onnx.from_keras", TF, ("keras", *TF2ONNX), "tf2onnx on a SavedModel of the Keras model (users' Keras models)"),
+    ("mxnet", "onnx", "onnx.from_mxnet", MX, ("mxnet", "onnx"), "MXNet's ONNX exporter, opset <= 13 (users' MXNet models)"),
     # The MMdnn route (rosetta.convert.mmdnn): parsers into MMdnn's IR, emitters out of it. Only the PyTorch
     # parser runs in-process (it needs the module); the rest run in workers, where MMdnn's shims are applied.
-    ("torch", "mmdnn", "mmdnn.parse_torch", "", "MMdnn's PyTorch parser on the module (torch 2.x graph API)"),
-    ("mxnet", "mmdnn", "mmdnn.parse_mxnet", MM, "MMdnn's MXNet parser (symbol + params; Gluon names mapped)"),
-    ("keras", "mmdnn", "mmdnn.parse_keras", MM, "MMdnn's Keras parser (through tf-keras)"),
-    ("mmdnn", "torch-code", "mmdnn.emit_torch", MM, "MMdnn's PyTorch emitter: generated module code + state_dict"),
-    ("mmdnn", "tensorflow", "mmdnn.emit_tensorflow", MM, "MMdnn's TensorFlow emitter (TF1 code) -> SavedModel"),
-    ("mmdnn", "keras", "mmdnn.emit_keras", MM, "MMdnn's Keras emitter (tf-keras code) -> Keras file"),
-    ("mmdnn", "mxnet", "mmdnn.emit_mxnet", MM, "MMdnn's MXNet emitter: symbol + params"),
-    ("mmdnn", "onnx", "mmdnn.emit_onnx", MM, "MMdnn's ONNX emitter, brought to opset 13 for ONNX Runtime"),
+    ("torch", "mmdnn", "mmdnn.parse_torch", "", ("mmdnn", "torch"), "MMdnn's PyTorch parser on the module (torch 2.x graph API)"),
+    ("mxnet", "mmdnn", "mmdnn.parse_mxnet", MM, ("mmdnn", "mxnet"), "MMdnn's MXNet parser (symbol + params; Gluon names mapped)"),
+    ("keras", "mmdnn", "mmdnn.parse_keras", MM, ("mmdnn", "tf-keras"), "MMdnn's Keras parser (through tf-keras)"),
+    ("mmdnn", "torch-code", "mmdnn.emit_torch", MM, ("mmdnn", "torch"),
+     "MMdnn's PyTorch emitter: generated module code + state_dict"),
+    ("mmdnn", "tensorflow", "mmdnn.emit_tensorflow", MM, ("mmdnn", "tensorflow"),
+     "MMdnn's TensorFlow emitter (TF1 code) -> SavedModel"),
+    ("mmdnn", "keras", "mmdnn.emit_keras", MM, ("mmdnn", "tf-keras"), "MMdnn's Keras emitter (tf-keras code) -> Keras file"),
+    ("mmdnn", "mxnet", "mmdnn.emit_mxnet", MM, ("mmdnn", "mxnet"), "MMdnn's MXNet emitter: symbol + params"),
+    ("mmdnn", "onnx", "mmdnn.emit_onnx", MM, ("mmdnn", "onnx"), "MMdnn's ONNX emitter, brought to opset 13 for ONNX Runtime"),
 ):
     register_conversion(ConversionPath(_source, _target, f"{_source}-to-{_target}",
-                                       f"rosetta.convert.{_module}:convert", _description, isolation=_isolation))
+                                       f"rosetta.convert.{_module}:convert", _description, isolation=_isolation,
+                                       packages=_packages))

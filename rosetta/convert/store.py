@@ -14,6 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
+from rosetta import __version__
 from rosetta.convert.onnx.from_torch import TorchSource
 from rosetta.convert.registry import get_conversion
 from rosetta.execution import Job, execute, runs_here
@@ -106,7 +107,12 @@ class ArtifactStore:
         self.failures: dict[Path, Exception] = {}  # conversions that failed in this process: not tried again
 
     def _folder(self, key: str, chain: tuple[str, ...], options: dict | None, tag: str) -> Path:
-        identity = json.dumps({"chain": chain, "options": options or {}, "tag": tag}, sort_keys=True)
+        """Named by what decides the artifact: the chain, the options, the variant, and the versions of rosetta
+        and of every converter on the chain (an artifact made by other code is made again, never reused)."""
+        versions = {"rosetta": __version__,
+                    **{k: v for a, b in zip(chain, chain[1:]) for k, v in get_conversion(a, b).versions().items()}}
+        identity = json.dumps({"chain": chain, "options": options or {}, "tag": tag, "versions": versions},
+                              sort_keys=True)
         digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
         label = "-".join(chain[1:]) + (f"-{tag}" if tag else "")
         return self.root / key / f"{label}-{digest}"

@@ -10,6 +10,10 @@ from pathlib import Path
 from rosetta.errors import RosettaError
 from rosetta.registry import Registry
 
+# The export settings every target starts from (the torch.onnx exporter's), overridden by a target's own
+# defaults and then by the user's: the artifact store keys an artifact by these effective settings, so
+# `verify --opset 17` and `bench` (which names none) share one conversion.
+EXPORT_DEFAULTS = {"opset": 17, "exporter": "torchscript", "training": "eval"}
 
 @dataclass(frozen=True)
 class Target:
@@ -29,8 +33,8 @@ class Target:
         return self.chain[-1]
 
     def export_options(self, overrides: dict | None = None) -> dict:
-        """The target's export defaults, overridden by what the user asked for."""
-        return {**dict(self.export), **(overrides or {})}
+        """The effective export settings: the defaults, the target's own, then what the user asked for."""
+        return {**EXPORT_DEFAULTS, **dict(self.export), **(overrides or {})}
 
 
 TARGETS: Registry[Target] = Registry("target", key=lambda target: (target.route, target.name))

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
 import pytest
 
+from rosetta.cli.options import add_export_options, export_options
 from rosetta.convert.registry import get_conversion, list_conversions
+from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import TARGETS
 from rosetta.frameworks import FRAMEWORKS
+from rosetta.models import get_model
 
 
 @pytest.mark.parametrize("path", list_conversions(), ids=lambda p: p.name)
@@ -22,6 +26,36 @@ def test_every_target_chain_is_made_of_registered_conversions_and_a_known_framew
     for source, destination in zip(target.chain, target.chain[1:]):
         get_conversion(source, destination)
     assert target.runner in FRAMEWORKS
+
+
+@pytest.mark.parametrize("target", list(TARGETS), ids=lambda t: t.name)
+def test_an_artifact_is_stored_under_its_effective_export_settings(target, tmp_path):
+    """`verify` passes the CLI's settings, `bench` none: spelling out a default must not make a second
+    conversion, and a setting that differs must."""
+    parser = argparse.ArgumentParser()
+    add_export_options(parser)
+    store, spec = ArtifactStore(tmp_path), get_model("cnn")
+    folder = store.folder_for(spec, 0, target.chain, target.export_options())
+    assert folder == store.folder_for(spec, 0, target.chain, target.export_options(export_options(parser.parse_args([]))))
+    assert folder == store.folder_for(spec, 0, target.chain, target.export_options({"opset": 17, "exporter": "torchscript"}))
+    assert folder != store.folder_for(spec, 0, target.chain, target.export_options({"opset": 13}))
+
+
+def test_an_artifact_made_by_another_converter_version_is_made_again(tmp_path, monkeypatch):
+    """The store's key holds rosetta's version and every converter's on the chain: an upgrade re-converts."""
+    from rosetta.convert import registry, store as store_module
+
+    store, spec, chain = ArtifactStore(tmp_path), get_model("cnn"), ("torch", "onnx", "mxnet")
+    before, prefix = store.folder_for(spec, 0, chain), store.folder_for(spec, 0, chain[:2])
+    assert get_conversion("onnx", "mxnet").versions()["mxnet"] != "not installed"
+    real = registry.ConversionPath.versions
+    monkeypatch.setattr(registry.ConversionPath, "versions",
+                        lambda path: {**real(path), **({"mxnet": "0.0"} if "mxnet" in path.packages else {})})
+    assert store.folder_for(spec, 0, chain) != before
+    assert store.folder_for(spec, 0, chain[:2]) == prefix  # the ONNX export it starts from is still good
+    monkeypatch.undo()
+    monkeypatch.setattr(store_module, "__version__", "9.9.9")
+    assert store.folder_for(spec, 0, chain) != before
 
 
 def test_help_imports_no_framework():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from rosetta.convert.targets import EXPORT_DEFAULTS
 from rosetta.convert.onnx.from_tensorflow import (check_tensor_names, newest_tf2onnx_opset, run_tf2onnx,
                                                     tensorflow_version)
 from rosetta.convert.onnx.to_tensorflow import save_saved_model
@@ -25,7 +26,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     tf = import_tensorflow()
     previous = Manifest.read(source)
     model = load_keras_model(previous.artifact_path(source), bool(options.get("trust_code")))
-    opset = min(int(options.get("opset", 17)), newest_tf2onnx_opset())
+    opset = min(int(options.get("opset", EXPORT_DEFAULTS["opset"])), newest_tf2onnx_opset())
     target = Path(staging) / ARTIFACT
     with tempfile.TemporaryDirectory(prefix="rosetta-keras-", dir=staging) as scratch:
         saved = Path(scratch) / "saved_model"

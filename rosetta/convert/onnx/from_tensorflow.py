@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rosetta.convert.targets import EXPORT_DEFAULTS
 from rosetta.errors import RosettaError
 from rosetta.frameworks.onnx_graph import graph_inputs, load_checked, value_info_signature
 from rosetta.manifest import Manifest, sha256_of
@@ -25,7 +26,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     from importlib.metadata import version
 
     previous = Manifest.read(source)
-    opset = min(int(previous.opset or options.get("opset", 17)), newest_tf2onnx_opset())
+    opset = min(int(previous.opset or options.get("opset", EXPORT_DEFAULTS["opset"])), newest_tf2onnx_opset())
     layouts = previous.converter.get("layouts", {})
     target = Path(staging) / ARTIFACT
     nchw = {kind: [e["name"] for e in entries if layouts.get(e["name"]) == "channels_last"]

@@ -20,12 +20,12 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from rosetta.convert.targets import EXPORT_DEFAULTS
 from rosetta.errors import RosettaError
 from rosetta.frameworks.onnx_graph import graph_inputs, load_checked, value_info_signature
 from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "model.onnx"
-DEFAULT_OPSET = 17
 EXPORTERS = ("torchscript", "dynamo")
 TRAINING_MODES = ("eval", "preserve", "train")
 
@@ -57,9 +57,8 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
     import onnx
     import torch
 
-    opset = int(options.get("opset", DEFAULT_OPSET))
-    exporter = options.get("exporter", "torchscript")
-    training = options.get("training", "eval")
+    options = {**EXPORT_DEFAULTS, **options}
+    opset, exporter, training = int(options["opset"]), options["exporter"], options["training"]
     if exporter not in EXPORTERS:
         raise RosettaError(f"unknown exporter {exporter!r}; choose from {', '.join(EXPORTERS)}")
     if training not in TRAINING_MODES:
