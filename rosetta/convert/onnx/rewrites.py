@@ -407,3 +407,165 @@ def bounded_slices(model):
         del node.input[:]
         node.input.extend(parameters)
     return remove_dead_nodes(model)
+
+
+# Operators whose result ONNX Runtime computes bit for bit as NumPy does (IEEE-rounded arithmetic, casts, data
+# movement): fold_constant_subgraphs may precompute them on floats too.
+_EXACT_FOLD_OPS = ("Cast", "Sqrt", "Div", "Mul", "Add", "Sub", "Neg", "Reciprocal", "Identity", "Reshape",
+                   "Squeeze", "Unsqueeze", "Concat", "Gather", "Slice", "Transpose")
+
+
+def fold_constant_subgraphs(model):
+    """onnx2tf: nodes computed from constants only become the initializer they compute (ONNX's reference
+    implementation), where the result is integer (shape arithmetic, e.g. nn.MultiheadAttention's
+    Mod -> Reshape of head counts) or the operator rounds as ONNX Runtime does (_EXACT_FOLD_OPS). onnx2tf
+    leans on onnxsim for this, which is not installed, and symbolic_reshape_shapes needs it to infer shapes."""
+    from onnx import AttributeProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    constants = _constants(model)
+    kept = []
+    for node in model.graph.node:
+        inputs = [name for name in node.input if name]
+        if (node.op_type == "Constant" or not inputs or node.domain not in ("", "ai.onnx")
+                or any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute)
+                or not all(name in constants for name in inputs)):
+            kept.append(node)
+            continue
+        signature = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(constants[name].dtype),
+                                                   constants[name].shape) for name in inputs]
+        graph = helper.make_graph([node], "fold", signature, [helper.make_tensor_value_info(o, 0, None) for o in node.output])
+        try:
+            evaluator = ReferenceEvaluator(helper.make_model(graph, opset_imports=list(model.opset_import)))
+            results = [np.asarray(r) for r in evaluator.run(None, {name: constants[name] for name in inputs})]
+        except Exception:  # an operator the reference lacks: leave it to the importer
+            kept.append(node)
+            continue
+        if not (all(r.dtype.kind in "iub" for r in results) or node.op_type in _EXACT_FOLD_OPS):
+            kept.append(node)
+            continue
+        for name, value in zip(node.output, results):
+            constants[name] = value
+            model.graph.initializer.append(numpy_helper.from_array(value, name))
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    return remove_dead_nodes(model)
+
+
+def _symbolic_shapes(model) -> dict[str, list] | None:
+    """Each tensor's shape from ONNX Runtime's symbolic shape inference (sympy: it follows Mul, Div, Cast of
+    sizes, which ONNX's own inference drops), None for an axis of unknown or symbolic size; None when that
+    inference fails on the graph."""
+    import copy
+
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    try:
+        inferred = SymbolicShapeInference.infer_shapes(copy.deepcopy(model), auto_merge=False, guess_output_rank=False)
+    except Exception:
+        return None
+    values = list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input)
+    return {value.name: [d.dim_value if d.HasField("dim_value") else None for d in value.type.tensor_type.shape.dim]
+            for value in values if value.type.tensor_type.HasField("shape")}
+
+
+def static_shape_parts(model):
+    """onnx2tf: Shape -> Gather/Slice with constant indices that pick only axes of static size become that
+    constant (attention's head size: Shape -> Slice[-1:] -> Cast -> Sqrt), as onnxsim would fold them.
+    onnx2tf otherwise broadcasts the size vector it builds at run time onto the wrong axis."""
+    from onnx import numpy_helper
+
+    shapes, constants = _symbolic_shapes(model), _constants(model)
+    if shapes is None:
+        return model
+    producers = {output: node for node in model.graph.node for output in node.output}
+    kept = []
+    for node in model.graph.node:
+        source = producers.get(node.input[0]) if node.input else None
+        value = None
+        if (source is not None and source.op_type == "Shape" and not source.attribute
+                and shapes.get(source.input[0]) is not None):
+            dims = np.array([-1 if d is None else d for d in shapes[source.input[0]]], np.int64)
+            if node.op_type == "Gather" and node.input[1] in constants:
+                value = dims[constants[node.input[1]].astype(np.int64)]
+            elif node.op_type == "Slice" and all(name in constants for name in node.input[1:] if name) \
+                    and (len(node.input) < 4 or not node.input[3] or int(constants[node.input[3]].ravel()[0]) in (0, -1)):
+                starts, ends = (int(constants[name].ravel()[0]) for name in node.input[1:3])
+                steps = int(constants[node.input[4]].ravel()[0]) if len(node.input) > 4 and node.input[4] else 1
+                value = dims[starts:ends:steps]
+        if value is None or np.any(value < 0):
+            kept.append(node)
+            continue
+        model.graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    return remove_dead_nodes(model)
+
+
+def symbolic_reshape_shapes(model):
+    """onnx2tf: a Reshape whose output shape symbolic inference knows up to at most one axis gets that shape
+    as a constant, -1 on the unknown axis (ONNX infers it from the element count, so every input the original
+    accepts gives the same result). onnx2tf otherwise computes the shape at run time and its TF tensor loses
+    static sizes, which its LSTM (input_size), LayerNormalization (parameter shape) and attention reshapes
+    cannot take. Reshapes to an empty axis (0) are left as they are."""
+    from onnx import numpy_helper
+
+    shapes = _symbolic_shapes(model)
+    if shapes is None:
+        return model
+    for node in model.graph.node:
+        output = shapes.get(node.output[0]) if node.op_type == "Reshape" else None
+        if output is None or sum(d is None for d in output) > 1 or 0 in output:
+            continue
+        name = f"{node.output[0]}_static_shape"
+        model.graph.initializer.append(numpy_helper.from_array(np.array([-1 if d is None else d for d in output], np.int64), name))
+        node.input[1] = name
+    return remove_dead_nodes(model)
+
+
+def constant_operands_second(model):
+    """onnx2tf: Add and Mul whose first operand is a constant and second a computed tensor get their operands
+    swapped (both commute, bit for bit). torch.onnx writes a Linear's bias first, Add(bias, MatMul); onnx2tf
+    swaps the TF tensors but broadcasts by the unswapped ONNX shapes, and puts the bias on the wrong axis."""
+    constants = _constants(model)
+    for node in model.graph.node:
+        if node.op_type in ("Add", "Mul") and node.input[0] in constants and node.input[1] not in constants:
+            node.input[0], node.input[1] = node.input[1], node.input[0]
+    return model
+
+
+def conv_transpose_as_depth_to_space(model):
+    """onnx2tf: a 2-D ConvTranspose whose kernel equals its stride (no overlap: U-Net's 2x2, stride-2
+    upsampling), without padding, dilation or groups, written as a 1x1 Conv to s*s*C_out channels and
+    DepthToSpace(DCR): output pixel (s*h + a, s*w + b) of channel o is the same sum over input channels, of
+    W[:, o, a, b]. onnx2tf gives conv2d_transpose the ONNX output shape, whose symbolic batch size TF refuses."""
+    from onnx import helper, numpy_helper
+
+    constants = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+    nodes = []
+    for node in model.graph.node:
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        weight = constants.get(node.input[1]) if node.op_type == "ConvTranspose" else None
+        has_bias = len(node.input) > 2 and bool(node.input[2])
+        bias = constants.get(node.input[2]) if has_bias else None
+        stride = weight.shape[2] if weight is not None and weight.ndim == 4 else None
+        if (stride is None or (has_bias and bias is None) or weight.shape[3] != stride
+                or list(attributes.get("strides", [1, 1])) != [stride, stride]
+                or any(attributes.get("pads", [0])) or any(attributes.get("output_padding", [0]))
+                or any(d != 1 for d in attributes.get("dilations", [1])) or attributes.get("group", 1) != 1
+                or "output_shape" in attributes or attributes.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID")):
+            nodes.append(node)
+            continue
+        channels_in, channels_out = weight.shape[:2]
+        name = node.output[0]
+        kernel = weight.transpose(2, 3, 1, 0).reshape(stride * stride * channels_out, channels_in, 1, 1)
+        model.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(kernel), f"{name}_pointwise_weight"))
+        inputs = [node.input[0], f"{name}_pointwise_weight"]
+        if has_bias:
+            model.graph.initializer.append(numpy_helper.from_array(np.tile(bias, stride * stride), f"{name}_pointwise_bias"))
+            inputs.append(f"{name}_pointwise_bias")
+        nodes.append(helper.make_node("Conv", inputs, [f"{name}_pointwise"], kernel_shape=[1, 1]))
+        nodes.append(helper.make_node("DepthToSpace", [f"{name}_pointwise"], [name], blocksize=int(stride), mode="DCR"))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return remove_dead_nodes(model)

@@ -6,6 +6,8 @@ tokens), which need no layout change. onnx2tf is asked for the Keras model only 
 rosetta saves the SavedModel itself, with a serving signature named after the ONNX inputs and outputs: that
 skips onnx2tf's TFLite export, which fails on the GRU graph after the SavedModel is already written. Any
 remaining layout difference is detected from the shapes and recorded in the manifest for the runner.
+onnx2tf reads the graph after rewrite_for_onnx2tf's semantics-preserving rewrites (rewrites.py), which work
+around the places it fails on torch.onnx graphs with a dynamic batch size.
 """
 
 from __future__ import annotations
@@ -33,20 +35,37 @@ def _layout(onnx_shape: list, tf_shape: list) -> str:
     raise RosettaError(f"onnx2tf changed a tensor's shape from {onnx_shape} to {tf_shape}")
 
 
+def rewrite_for_onnx2tf(model):
+    """The rewrites onnx2tf needs, in order: constant shape arithmetic folded (as onnxsim, absent here, would),
+    so that symbolic shape inference can follow the Reshapes; their shapes made static; a Linear's bias moved
+    to the second operand; non-overlapping ConvTranspose as Conv + DepthToSpace."""
+    from rosetta.convert.onnx import rewrites as rw
+
+    model = rw.fold_constant_subgraphs(model)
+    model = rw.fold_constant_subgraphs(rw.static_shape_parts(model))
+    model = rw.symbolic_reshape_shapes(model)
+    model = rw.constant_operands_second(model)
+    return rw.conv_transpose_as_depth_to_space(model)
+
+
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
     from importlib.metadata import version
 
     from rosetta.frameworks.tensorflow import import_tensorflow
 
     tf = import_tensorflow()
+    import onnx
     import onnx2tf
 
     previous = Manifest.read(source)
+    Path(staging).mkdir(parents=True, exist_ok=True)
+    rewritten = Path(staging) / "onnx2tf-input.onnx"
+    onnx.save(rewrite_for_onnx2tf(onnx.load(str(previous.artifact_path(source)))), str(rewritten))
     keep_nchw = [i["name"] for i in previous.inputs if i["dtype"].startswith("float") and 3 <= len(i["shape"]) <= 5]
     log = io.StringIO()
     try:
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-            model = onnx2tf.convert(input_onnx_file_path=str(previous.artifact_path(source)),
+            model = onnx2tf.convert(input_onnx_file_path=str(rewritten),
                                     output_folder_path=str(Path(staging) / "onnx2tf-work"),
                                     keep_ncw_or_nchw_or_ncdhw_input_names=keep_nchw or None,
                                     disable_model_save=True, non_verbose=True, verbosity="error")
@@ -64,6 +83,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     import shutil
 
     shutil.rmtree(Path(staging) / "onnx2tf-work", ignore_errors=True)
+    rewritten.unlink()
     return Manifest(
         artifact=ARTIFACT, format="tensorflow", source=previous.source,
         converter={"name": "onnx2tf", "version": version("onnx2tf"), "framework_version": tf.__version__,
@@ -83,7 +103,9 @@ def save_saved_model(tf, model, target: Path, input_names: list[str], output_nam
         return dict(zip(output_names, result))
 
     # onnx2tf's op layers create variables Keras does not track (MobileNetV2's, EfficientNet's): a SavedModel
-    # refuses a function that captures an untracked one, so every variable the function uses is kept here
+    # refuses a function that captures an untracked one, so every variable the function uses is kept here. The
+    # Keras model itself is not: its legacy metadata serialises every constant of onnx2tf's op layers as JSON
+    # (ResNet-50: 175 s of a 177 s save), and the serving function needs none of it
     holder = tf.Module()
-    holder.model, holder.captured = model, list(serve.get_concrete_function().variables)
+    holder.captured = list(serve.get_concrete_function().variables)
     tf.saved_model.save(holder, str(target), signatures={"serving_default": serve})

@@ -1,0 +1,120 @@
+"""The onnx -> tensorflow path (onnx2tf after rosetta's rewrites) on the torch.onnx patterns onnx2tf failed on
+with a dynamic batch size: each tiny module is exported by rosetta, converted, and the SavedModel computes what
+ONNX Runtime computes on the export, at two batch sizes other than the export's."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from torch import nn
+
+from rosetta.convert.onnx import rewrites as rw
+from rosetta.convert.onnx.to_tensorflow import rewrite_for_onnx2tf
+from rosetta.convert.store import run_conversion
+from rosetta.frameworks import load_runner
+
+
+class _UpSample(nn.Module):
+    """U-Net's upsampling: a non-overlapping 2x2, stride-2 ConvTranspose (conv2d_transpose got 'batch')."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.up = nn.Conv2d(3, 4, 3, padding=1), nn.ConvTranspose2d(4, 2, 2, stride=2)
+
+    def forward(self, x):
+        return self.up(torch.relu(self.conv(x)))
+
+
+class _BiLSTM(nn.Module):
+    """A 2-layer bidirectional LSTM: the second layer reads Reshape(x, [0, 0, -1]), whose size onnx2tf lost."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.head = nn.LSTM(6, 5, num_layers=2, bidirectional=True, batch_first=True), nn.Linear(10, 3)
+
+    def forward(self, x):
+        return self.head(self.lstm(x)[0][:, -1])
+
+
+class _TokenMixer(nn.Module):
+    """MLP-Mixer: patches flattened by a run-time Reshape, LayerNorm, and Linear layers on rank-3 tensors,
+    whose bias torch.onnx writes as the first operand of Add."""
+
+    def __init__(self):
+        super().__init__()
+        self.patches, self.norm = nn.Conv2d(3, 8, 4, stride=4), nn.LayerNorm(8)
+        self.mix, self.head = nn.Linear(4, 4), nn.Linear(8, 2)
+
+    def forward(self, x):
+        tokens = self.norm(self.patches(x).flatten(2).transpose(1, 2))
+        return self.head((tokens + self.mix(tokens.transpose(1, 2)).transpose(1, 2)).mean(1))
+
+
+class _Encoder(nn.Module):
+    """nn.TransformerEncoder: attention's reshapes and head-size scaling are computed from run-time shapes."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+        self.project, self.head = nn.Linear(4, 8), nn.Linear(8, 3)
+        self.encoder = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+
+    def forward(self, x):
+        return self.head(self.encoder(self.project(x)).mean(1))
+
+
+CASES = {  # name: (module factory, input shape with the export's batch size)
+    "conv_transpose": (_UpSample, (2, 3, 8, 8)),
+    "bidirectional_lstm": (_BiLSTM, (2, 7, 6)),
+    "mixer": (_TokenMixer, (2, 3, 8, 8)),
+    "transformer_encoder": (_Encoder, (2, 5, 4)),
+}
+
+
+def _export(module: nn.Module, shape: tuple, folder):
+    """The module through rosetta's own torch -> ONNX export, batch size dynamic."""
+    from rosetta.convert.onnx.from_torch import TorchSource, convert
+    from rosetta.models.registry import TensorSpec
+
+    source = TorchSource(module.eval(), (TensorSpec("x", (None,) + shape[1:], "float32"),),
+                         (TensorSpec("y", (None,), "float32"),), {})
+    folder.mkdir()
+    convert(source, folder, {"opset": 17}).write(folder)
+    return onnx.load(str(folder / "model.onnx"))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_onnx2tf_model_computes_what_onnxruntime_computes(case, tmp_path):
+    factory, shape = CASES[case]
+    torch.manual_seed(0)
+    model = _export(factory(), shape, tmp_path / "onnx")
+    rewritten = rewrite_for_onnx2tf(onnx.load(str(tmp_path / "onnx" / "model.onnx")))
+    onnx.checker.check_model(rewritten)
+    run_conversion(tmp_path / "onnx", ("onnx", "tensorflow"), tmp_path / "tensorflow")
+    runner = load_runner("tensorflow", tmp_path / "tensorflow")
+    reference = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch in (3, 8):
+        feeds = {"x": np.random.default_rng(batch).standard_normal((batch,) + shape[1:]).astype(np.float32)}
+        expected = reference.run(None, feeds)[0]
+        # the rewrites are semantics-preserving: the rewritten graph computes the same in ONNX Runtime
+        np.testing.assert_allclose(_run(rewritten, feeds), expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(runner.predict(feeds)["y"], expected, rtol=1e-4, atol=1e-5)
+
+
+def _run(model, feeds):
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+
+def test_conv_transpose_with_overlap_is_left_as_it_is():
+    """Only kernel == stride has no overlapping outputs; a 3x3, stride-2 ConvTranspose stays a ConvTranspose."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.ones((4, 2, 3, 3), np.float32), "w")
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [weight])
+    model = rw.conv_transpose_as_depth_to_space(helper.make_model(graph))
+    assert [n.op_type for n in model.graph.node] == ["ConvTranspose"]
