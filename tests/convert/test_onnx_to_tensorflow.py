@@ -118,3 +118,18 @@ def test_conv_transpose_with_overlap_is_left_as_it_is():
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [weight])
     model = rw.conv_transpose_as_depth_to_space(helper.make_model(graph))
     assert [n.op_type for n in model.graph.node] == ["ConvTranspose"]
+
+
+def test_shape_inference_that_stops_short_writes_nothing_in_the_current_folder(tmp_path, monkeypatch):
+    """ONNX Runtime's symbolic inference saves its partial graph into the current folder when it stops short
+    (here on an op of an unknown domain): the rewrites run it in a scratch folder of their own."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("Mystery", ["x"], ["y"], domain="com.example")], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    monkeypatch.chdir(tmp_path)
+    assert rw._symbolic_shapes(model) is None
+    assert rw.symbolic_reshape_shapes(model) is model
+    assert list(tmp_path.iterdir()) == []

@@ -456,14 +456,20 @@ def _symbolic_shapes(model) -> dict[str, list] | None:
     """Each tensor's shape from ONNX Runtime's symbolic shape inference (sympy: it follows Mul, Div, Cast of
     sizes, which ONNX's own inference drops), None for an axis of unknown or symbolic size; None when that
     inference fails on the graph."""
+    import contextlib
     import copy
+    import tempfile
 
     from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
-    try:
-        inferred = SymbolicShapeInference.infer_shapes(copy.deepcopy(model), auto_merge=False, guess_output_rank=False)
-    except Exception:
-        return None
+    # where inference stops short, ONNX Runtime saves the graph to sym_shape_infer_temp.onnx (+ data files) in
+    # the current folder: a folder of our own, removed after
+    with tempfile.TemporaryDirectory(prefix="rosetta-shapes-") as scratch, contextlib.chdir(scratch):
+        try:
+            inferred = SymbolicShapeInference.infer_shapes(copy.deepcopy(model), auto_merge=False,
+                                                           guess_output_rank=False)
+        except Exception:
+            return None
     values = list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input)
     return {value.name: [d.dim_value if d.HasField("dim_value") else None for d in value.type.tensor_type.shape.dim]
             for value in values if value.type.tensor_type.HasField("shape")}
