@@ -20,6 +20,9 @@ extension points:
    Transpose): the module then fails at run time. Where the scale is a weight of exactly the normalized
    axes' rank, its shape is the normalized shape; rosetta's wrapper passes that to onnx2torch's own converter.
    onnx2torch has no way to replace a converter, so the wrapper takes its place in the registry dict.
+4. onnx2torch has no GlobalMaxPool converter (tf2onnx writes Keras' GlobalMaxPooling1D/2D as one).
+   `OnnxGlobalMaxPool`, registered with `add_converter`, is the max over every axis after N and C, kept as
+   size 1 (torch.amax, which like ONNX propagates NaN).
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ def import_onnx2torch():
         onnx2torch = importlib.import_module("onnx2torch")
     _register_recurrent()
     _wrap_layer_normalization()
+    _register_global_max_pool()
     _LOADED = onnx2torch
     return onnx2torch
 
@@ -191,6 +195,23 @@ def _register_recurrent() -> None:
     ):
         for version in (7, 14):
             add_converter(operation_type=op, version=version)(convert)
+
+
+def _register_global_max_pool() -> None:
+    """See the module docstring, 4."""
+    import torch
+    from onnx2torch.node_converters.registry import add_converter
+    from onnx2torch.utils.common import OnnxToTorchModule, OperationConverterResult, onnx_mapping_from_node
+
+    class OnnxGlobalMaxPool(torch.nn.Module, OnnxToTorchModule):
+        """ONNX GlobalMaxPool: (N, C, D1, ...) -> (N, C, 1, ...), the max over D1, ..."""
+
+        def forward(self, x):
+            return torch.amax(x, dim=tuple(range(2, x.dim())), keepdim=True)
+
+    @add_converter(operation_type="GlobalMaxPool", version=1)
+    def convert(node, graph) -> OperationConverterResult:
+        return OperationConverterResult(torch_module=OnnxGlobalMaxPool(), onnx_mapping=onnx_mapping_from_node(node))
 
 
 def _wrap_layer_normalization() -> None:

@@ -155,3 +155,20 @@ def test_layer_norm_after_a_transpose_takes_its_shape_from_the_scale(tmp_path):
     with torch.no_grad():
         np.testing.assert_allclose(load_runner("torch", folder).predict({"x": x})["y"],
                                    module(torch.from_numpy(x)).numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 7), (2, 3, 4, 5)], ids=["1d", "2d"])
+def test_global_max_pool_converter_matches_onnxruntime(tmp_path, shape):
+    import onnxruntime as ort
+
+    graph = helper.make_graph([helper.make_node("GlobalMaxPool", ["X"], ["Y"])], "g",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+    path = tmp_path / "global_max_pool.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+    (expected,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"X": x})
+    with torch.no_grad():
+        actual = build_module(path)(torch.from_numpy(x))
+    assert actual.shape == expected.shape
+    np.testing.assert_array_equal(actual.numpy(), expected)

@@ -20,7 +20,28 @@ to `dot` (nn.Linear on (N, tokens, C) in mixers and transformers).
 GRU: the importer has none. `_gru` is added to the importer's operator table (`_convert_map`, its extension
 point): the ONNX weights are packed into the flat parameter vector of MXNet's fused RNN operator, gates
 reordered from ONNX's z, r, h to MXNet's r, z, n, input and recurrent biases kept apart (MXNet's GRU is the
-linear_before_reset=1 formulation).
+linear_before_reset=1 formulation). `_lstm` does the same for LSTM (gates i, o, f, c to MXNet's i, f, c, o,
+one or two directions).
+
+Omitted optional inputs: the importer looks every input up by name, "" included. `name_omitted_inputs` names
+those of GRU and LSTM OMITTED (an unused initializer), which their converters read as omitted; any
+other op with one is refused before the import.
+
+Integers: MXNet carries them as float32 (the importer loads every initializer as float32, the runner feeds
+integer inputs as float32), so `_cast` keeps the dtype where ONNX casts to an integer type or to float32: to an
+integer it truncates toward zero (ONNX's float -> int), to bool it compares with 0. An int32 Cast among float32
+operands was a type error (tf2onnx's Embedding index wrap: Less / Not / Cast / Mul on the token ids).
+Mod: `broadcast_mod` follows the divisor's sign (fmod=0); fmod=1 (C's fmod, the dividend's sign) is the
+magnitude's remainder given the dividend's sign.
+
+Expand and ConstantOfShape with a shape computed at run time (Keras' and torch's zero LSTM states, from
+Shape(x)): MXNet has no op that reads a shape from a tensor. `shapes_as_references` traces the shape to
+constants and axes of graph tensors (Shape -> Cast / Gather / Slice / Concat ...) and writes the node as
+RosettaExpand(x, tensors...): x times ones of that shape (numpy-style, both ways, as ONNX Expand; x * 1 is x
+exactly), the ones built from the tensors with broadcast_like. ConstantOfShape is Expand of its value.
+Gather by a scalar constant: the importer loads the scalar as shape (1,), so `scalar_gather_indices` writes
+it as a Gather by [index] and a Squeeze. GlobalMaxPool: `_global_max_pool` reduces any rank (the importer's
+2-D Pooling fails on tf2onnx's GlobalMaxPooling1D).
 """
 
 from __future__ import annotations
@@ -50,24 +71,151 @@ def _gru(attrs, inputs, importer):
         raise RosettaError("GRU with linear_before_reset=0 has no MXNet equivalent (MXNet computes linear_before_reset=1)")
     if attrs.get("direction", b"forward") not in (b"forward", "forward"):
         raise RosettaError(f"GRU direction={attrs.get('direction')!r} is not supported by rosetta's MXNet GRU converter")
+    _refuse_sequence_lens("GRU", inputs)
     data, w_sym, r_sym = inputs[:3]
     w = importer._params[w_sym.name].asnumpy()[0]
     r = importer._params[r_sym.name].asnumpy()[0]
     hidden = int(attrs["hidden_size"])
-    b = importer._params[inputs[3].name].asnumpy()[0] if len(inputs) > 3 else np.zeros(6 * hidden, np.float32)
+    b = importer._params[inputs[3].name].asnumpy()[0] if _given(inputs, 3) else np.zeros(6 * hidden, np.float32)
     flat = np.concatenate([_reorder(w).ravel(), _reorder(r).ravel(),
                            _reorder(b[: 3 * hidden]).ravel(), _reorder(b[3 * hidden:]).ravel()]).astype(np.float32)
     name = f"{w_sym.name}_mxnet_gru_parameters"
     importer._params[name] = mx.nd.array(flat)
     parameters = mx.sym.Variable(name, shape=flat.shape)
-    if len(inputs) > 5:
-        state = inputs[5]
-    else:  # omitted initial_h: zeros of shape (1, batch, hidden), built from the data's batch size
-        column = mx.sym.slice_axis(mx.sym.slice_axis(data, axis=0, begin=0, end=1), axis=2, begin=0, end=1)
-        state = mx.sym.broadcast_axis(mx.sym.zeros_like(column), axis=2, size=hidden)
+    state = inputs[5] if _given(inputs, 5) else _zero_state(data, 1, hidden)
     rnn = mx.sym.RNN(data=data, parameters=parameters, state=state, state_size=hidden, num_layers=1,
                      mode="gru", state_outputs=True)
     return mx.sym.Group([mx.sym.expand_dims(rnn[0], axis=1), rnn[1]]), attrs, inputs
+
+
+OMITTED = "rosetta_omitted_input"  # the name an omitted optional input is given (name_omitted_inputs)
+
+
+def _given(inputs, index: int) -> bool:
+    """Whether the optional input at `index` is given (neither past the end nor named OMITTED)."""
+    return index < len(inputs) and inputs[index].name != OMITTED
+
+
+def _refuse_sequence_lens(op: str, inputs) -> None:
+    if _given(inputs, 4):
+        raise RosettaError(f"{op} with sequence_lens cannot be converted to mxnet: MXNet's RNN operator reads "
+                           "whole sequences")
+
+
+def _zero_state(data, directions: int, hidden: int):
+    """Zeros of shape (directions, batch, hidden) in the data's dtype: an omitted initial state, from the
+    batch size of time-major data (T, N, I)."""
+    from rosetta.frameworks.mxnet import import_mxnet
+
+    mx = import_mxnet()
+    column = mx.sym.slice_axis(mx.sym.slice_axis(data, axis=0, begin=0, end=1), axis=2, begin=0, end=1)
+    return mx.sym.broadcast_axis(mx.sym.zeros_like(column), axis=(0, 2), size=(directions, hidden))
+
+
+def _lstm(attrs, inputs, importer):
+    """ONNX LSTM -> mx.sym.RNN(mode='lstm'), forward or bidirectional; returns the Group (Y, Y_h, Y_c).
+    The parameter vector is every direction's W and R, then every direction's input and recurrent biases."""
+    from rosetta.frameworks.mxnet import import_mxnet
+
+    mx = import_mxnet()
+    problems = [name for name, bad in (
+        ("layout=1", attrs.get("layout", 0) != 0), ("clip", "clip" in attrs), ("input_forget", attrs.get("input_forget", 0)),
+        ("direction=reverse", attrs.get("direction", "forward") not in ("forward", "bidirectional")),
+        ("activations", [a.decode().lower() if isinstance(a, bytes) else a.lower() for a in attrs.get("activations", ())]
+         not in ([], ["sigmoid", "tanh", "tanh"], ["sigmoid", "tanh", "tanh"] * 2)),
+        ("peepholes (input P)", _given(inputs, 7) and (inputs[7].name not in importer._params
+                                                      or importer._params[inputs[7].name].asnumpy().any())),
+        ("weights computed at run time", any(i.name not in importer._params for i in inputs[1:4] if i.name != OMITTED)),
+    ) if bad]
+    if problems:
+        raise RosettaError(f"LSTM with {', '.join(problems)} cannot be converted to mxnet by rosetta's LSTM converter")
+    _refuse_sequence_lens("LSTM", inputs)
+    data, w_sym, r_sym = inputs[:3]
+    w, r = importer._params[w_sym.name].asnumpy(), importer._params[r_sym.name].asnumpy()
+    directions, hidden = w.shape[0], int(attrs["hidden_size"])
+    b = importer._params[inputs[3].name].asnumpy() if _given(inputs, 3) else np.zeros((directions, 8 * hidden), np.float32)
+
+    def reorder(gates):  # ONNX i, o, f, c -> MXNet i, f, c, o
+        i, o, f, c = np.split(gates, 4, axis=0)
+        return np.concatenate([i, f, c, o], axis=0).ravel()
+
+    flat = np.concatenate([reorder(m[d]) for d in range(directions) for m in (w, r)]
+                          + [reorder(part) for d in range(directions) for part in np.split(b[d], 2)]).astype(np.float32)
+    name = f"{w_sym.name}_mxnet_lstm_parameters"
+    importer._params[name] = mx.nd.array(flat)
+    parameters = mx.sym.Variable(name, shape=flat.shape)
+    h = inputs[5] if _given(inputs, 5) else None
+    c = inputs[6] if _given(inputs, 6) else None
+    h = h if h is not None else (mx.sym.zeros_like(c) if c is not None else _zero_state(data, directions, hidden))
+    c = c if c is not None else mx.sym.zeros_like(h)
+    rnn = mx.sym.RNN(data=data, parameters=parameters, state=h, state_cell=c, state_size=hidden, num_layers=1,
+                     mode="lstm", bidirectional=directions == 2, state_outputs=True)
+    # MXNet's output (T, N, D * H) -> ONNX Y (T, D, N, H)
+    y = mx.sym.transpose(mx.sym.reshape(rnn[0], shape=(0, 0, directions, hidden)), axes=(0, 2, 1, 3))
+    return mx.sym.Group([y, rnn[1], rnn[2]]), attrs, inputs
+
+
+def _cast(attrs, inputs, importer):
+    """ONNX Cast in MXNet's float32 world (module docstring): to an integer type, truncation toward zero in
+    the input's dtype; to bool, x != 0; to float32, the input itself; to another float type, that type."""
+    from mxnet.contrib.onnx.onnx2mx import _op_translations
+    from onnx import TensorProto
+
+    from rosetta.frameworks.mxnet import import_mxnet
+
+    mx = import_mxnet()
+    to = int(attrs["to"])
+    if to == TensorProto.FLOAT:
+        return mx.sym.identity(inputs[0]), attrs, inputs
+    if to == TensorProto.BOOL:
+        return inputs[0] != 0, attrs, inputs
+    if to in (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
+              TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64):
+        return mx.sym.trunc(inputs[0]), attrs, inputs
+    return _op_translations.cast(attrs, inputs, importer)
+
+
+def _mod(attrs, inputs, importer):
+    """ONNX Mod: fmod=0 (integers) takes the divisor's sign, as MXNet's broadcast_mod; fmod=1 is C's fmod,
+    the remainder of the magnitudes with the dividend's sign, and NaN for a zero divisor (MXNet's mod gives 0;
+    0 / 0 adds the NaN, 0 / b a zero elsewhere)."""
+    from rosetta.frameworks.mxnet import import_mxnet
+
+    mx = import_mxnet()
+    a, b = inputs
+    if not attrs.get("fmod", 0):
+        return mx.sym.broadcast_mod(a, b), attrs, inputs
+    remainder = mx.sym.broadcast_mod(mx.sym.abs(a), mx.sym.abs(b))
+    signed = mx.sym.broadcast_mul(1 - 2 * (a < 0), remainder)
+    return mx.sym.broadcast_add(signed, mx.sym.zeros_like(b) / b), attrs, inputs
+
+
+def _expand_to_references(attrs, inputs, importer):
+    """RosettaExpand(x, tensors...) (shapes_as_references): x * ones of the traced shape, whose axis k is
+    sizes[k], or where that is -1 the size of axis axes[k] of tensors[references[k]]."""
+    from rosetta.frameworks.mxnet import import_mxnet
+
+    mx = import_mxnet()
+    x, tensors = inputs[0], inputs[1:]
+    sizes, references, axes = (list(attrs[key]) for key in ("sizes", "references", "axes"))
+    # a single element of x's dtype (the float64 reference run casts parameters and data, never constants)
+    ones = mx.sym.ones_like(mx.sym.slice_axis(mx.sym.reshape(x, shape=(-1,)), axis=0, begin=0, end=1))
+    ones = mx.sym.reshape(ones, shape=(1,) * len(sizes))
+    static = [(k, size) for k, size in enumerate(sizes) if size != 1 and size >= 0]
+    if static:
+        ones = mx.sym.broadcast_axis(ones, axis=tuple(k for k, _ in static), size=tuple(size for _, size in static))
+    for k, (size, reference, axis) in enumerate(zip(sizes, references, axes)):
+        if size < 0:
+            ones = mx.sym.broadcast_like(ones, tensors[reference], lhs_axes=(k,), rhs_axes=(axis,))
+    return mx.sym.broadcast_mul(x, ones), attrs, inputs
+
+
+def _global_max_pool(attrs, inputs, importer):
+    """ONNX GlobalMaxPool of any rank: the max over every axis but N and C, kept. MXNet's own converter
+    writes a 2-D Pooling, which fails on (N, C, L) (tf2onnx's GlobalMaxPooling1D)."""
+    from rosetta.frameworks.mxnet import import_mxnet
+
+    return import_mxnet().sym.max(inputs[0], axis=(0, 1), exclude=True, keepdims=True), attrs, inputs
 
 
 def _slice(attrs, inputs, importer):
@@ -111,6 +259,126 @@ def _matmul(attrs, inputs, importer):
     return _op_translations.matrix_multiplication(attrs, inputs, importer)
 
 
+def name_omitted_inputs(model):
+    """The omitted optional inputs ("") of GRU and LSTM, whose converters read them, named OMITTED,
+    an initializer no converter uses (module docstring)."""
+    from onnx import numpy_helper
+
+    named = False
+    for node in model.graph.node:
+        if node.op_type in ("GRU", "LSTM") and "" in node.input:
+            node.input[:] = [name or OMITTED for name in node.input]
+            named = True
+    if named:
+        model.graph.initializer.append(numpy_helper.from_array(np.zeros(1, np.float32), OMITTED))
+    return model
+
+
+def _shape_elements(model):
+    """A function giving the elements of a small 1-D integer tensor (a shape) as ints and (tensor, axis)
+    pairs, the size of that axis of that tensor; None where one is neither."""
+    import onnx
+
+    from rosetta.convert.onnx import rewrites as rw
+
+    static, constants = rw._static_shapes(model), rw._constants(model)
+    producers = {output: node for node in model.graph.node for output in node.output}
+
+    def elements(tensor: str):
+        if tensor in constants:
+            array = constants[tensor]
+            return [int(v) for v in array.ravel()] if array.ndim <= 1 else None
+        node = producers.get(tensor)
+        if node is None:
+            return None
+        attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type == "Shape" and static.get(node.input[0]) is not None:
+            shape = static[node.input[0]]
+            dims = [size if size else (node.input[0], axis) for axis, size in enumerate(shape)]
+            return dims[attributes.get("start", 0): attributes.get("end", len(dims))]
+        if node.op_type in ("Cast", "Squeeze", "Unsqueeze", "Identity"):
+            return elements(node.input[0])
+        if node.op_type == "Gather" and node.input[1] in constants and not attributes.get("axis", 0):
+            data = elements(node.input[0])
+            indices = constants[node.input[1]].ravel()
+            if data is None or any(not -len(data) <= int(i) < len(data) for i in indices):
+                return None
+            return [data[int(i)] for i in indices]
+        if node.op_type == "Slice" and len(node.input) >= 3 and all(n in constants for n in node.input[1:] if n):
+            parameters = [constants[n].ravel() if n else None for n in list(node.input[1:]) + [""] * (5 - len(node.input))]
+            if len(parameters[0]) != 1 or (parameters[2] is not None and int(parameters[2][0]) not in (0, -1)):
+                return None
+            data = elements(node.input[0])
+            step = int(parameters[3][0]) if parameters[3] is not None else 1
+            return None if data is None else data[slice(int(parameters[0][0]), int(parameters[1][0]), step)]
+        if node.op_type == "Concat":
+            parts = [elements(name) for name in node.input]
+            return None if any(p is None for p in parts) else [e for p in parts for e in p]
+        return None
+
+    return elements
+
+
+def shapes_as_references(model):
+    """Expand and ConstantOfShape whose shape is traced (`_shape_elements`) to constants and axes of graph
+    tensors become RosettaExpand(x, tensors...) with attributes sizes (-1 for a traced axis), references and
+    axes; ConstantOfShape's x is its value. MXNet-only: the importer's `_expand_to_references` reads it."""
+    from onnx import helper, numpy_helper
+
+    elements = _shape_elements(model)
+    nodes = []
+    for node in model.graph.node:
+        shape = elements(node.input[0] if node.op_type == "ConstantOfShape" else node.input[-1]) \
+            if node.op_type in ("Expand", "ConstantOfShape") else None
+        if not shape or any(isinstance(e, int) and e < 1 for e in shape):  # rank 0, or 0 (MXNet: unknown)
+            nodes.append(node)
+            continue
+        tensors = list(dict.fromkeys(e[0] for e in shape if not isinstance(e, int)))
+        if node.op_type == "ConstantOfShape":
+            value = next((numpy_helper.to_array(a.t) for a in node.attribute if a.name == "value"), np.zeros(1, np.float32))
+            x = f"{node.output[0]}_value"
+            model.graph.initializer.append(numpy_helper.from_array(value.reshape(1), x))
+        else:
+            x = node.input[0]
+        nodes.append(helper.make_node(
+            "RosettaExpand", [x, *tensors], list(node.output), name=node.name,
+            sizes=[e if isinstance(e, int) else -1 for e in shape],
+            references=[-1 if isinstance(e, int) else tensors.index(e[0]) for e in shape],
+            axes=[-1 if isinstance(e, int) else e[1] for e in shape]))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    from rosetta.convert.onnx import rewrites as rw
+
+    return rw.remove_dead_nodes(model)
+
+
+def scalar_gather_indices(model):
+    """A Gather by a constant scalar index becomes a Gather by [index] and a Squeeze of that axis: MXNet's
+    importer loads a scalar initializer as shape (1,), so `take` kept the gathered axis (torch's h_n[-1])."""
+    from onnx import helper, numpy_helper
+
+    from rosetta.convert.onnx import rewrites as rw
+
+    constants, opset = rw._constants(model), rw._opset(model)
+    nodes = []
+    for node in model.graph.node:
+        nodes.append(node)
+        if node.op_type != "Gather" or node.input[1] not in constants or constants[node.input[1]].ndim != 0:
+            continue
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+        output, gathered = node.output[0], f"{node.output[0]}_gathered"
+        model.graph.initializer.append(numpy_helper.from_array(constants[node.input[1]].reshape(1), f"{output}_index"))
+        node.input[1], node.output[0] = f"{output}_index", gathered
+        if opset >= 13:
+            model.graph.initializer.append(numpy_helper.from_array(np.array([axis], np.int64), f"{output}_axes"))
+            nodes.append(helper.make_node("Squeeze", [gathered, f"{output}_axes"], [output]))
+        else:
+            nodes.append(helper.make_node("Squeeze", [gathered], [output], axes=[axis]))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return model
+
+
 def _refuse_omitted_inputs(model) -> None:
     """MXNet's importer looks every input up by name, so an omitted optional input ("", e.g. Resize's roi)
     fails with KeyError: ''. Say which op, before the import."""
@@ -127,11 +395,12 @@ def rewrite_for_mxnet(model):
     from rosetta.convert.onnx import rewrites as rw
 
     # ConstantOfShape after the zero initial states (built with it) are dropped; LayerNormalization before
-    # the axes move to attributes (its ReduceMeans take them as inputs from opset 18)
+    # the axes move to attributes (its ReduceMeans take them as inputs from opset 18); shapes_as_references
+    # before too, as it infers shapes (an opset-17 Unsqueeze with its axes as an attribute fails inference)
     for rewrite in (rw.constant_reshape_shapes, rw.drop_zero_initial_states, rw.constant_of_shape_as_initializers,
-                    rw.decompose_layer_normalization, rw.positive_gather_indices, rw.bounded_slices,
-                    rw.axes_inputs_to_attributes, rw.drop_default_training_mode, rw.bypass_identity_of_initializers,
-                    rw.constants_to_initializers, rw.initializers_as_inputs):
+                    rw.decompose_layer_normalization, rw.positive_gather_indices, rw.bounded_slices, shapes_as_references,
+                    scalar_gather_indices, rw.axes_inputs_to_attributes, rw.drop_default_training_mode, rw.bypass_identity_of_initializers,
+                    name_omitted_inputs, rw.constants_to_initializers, rw.initializers_as_inputs):
         model = rewrite(model)
     return model
 
@@ -147,6 +416,11 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
 
     _import_helper._convert_map.setdefault("GRU", _gru)
     _import_helper._convert_map.setdefault("Erf", _erf)
+    _import_helper._convert_map.setdefault("LSTM", _lstm)
+    _import_helper._convert_map.setdefault("Mod", _mod)
+    _import_helper._convert_map["RosettaExpand"] = _expand_to_references  # shapes_as_references writes it
+    _import_helper._convert_map["Cast"] = _cast  # replaces MXNet's own, see _cast
+    _import_helper._convert_map["GlobalMaxPool"] = _global_max_pool  # replaces MXNet's own, see _global_max_pool
     _import_helper._convert_map["MatMul"] = _matmul  # wraps MXNet's own, see _matmul
     _import_helper._convert_map["Slice"] = _slice  # replaces MXNet's own, see _slice
     previous = Manifest.read(source)
@@ -179,7 +453,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
         artifact=ARTIFACT, format="mxnet", source=previous.source,
         converter={"name": "mxnet.contrib.onnx.import_model", "version": mx.__version__, "framework_version": mx.__version__,
                    "options": {"rewrites": "rosetta.convert.onnx.to_mxnet.rewrite_for_mxnet", "gru": "rosetta",
-                               "slice": "rosetta"},
+                               "slice": "rosetta", "lstm": "rosetta", "cast": "rosetta"},
                    "constant_parameters": constants},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(artifact), opset=previous.opset,
     )

@@ -1,0 +1,188 @@
+"""rosetta's additions to MXNet's ONNX importer (rosetta.convert.onnx.to_mxnet): each small graph converts to
+MXNet through rosetta's onnx -> mxnet path and computes there what ONNX Runtime computes."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+from rosetta.convert.store import run_conversion
+from rosetta.errors import RosettaError
+from rosetta.frameworks import load_runner
+from rosetta.frameworks.onnx_graph import graph_inputs, value_info_signature
+from rosetta.manifest import Manifest, sha256_of
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=17):
+    """inputs and outputs as (name, elem_type, shape), initializers as (name, array)."""
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(*value) for value in inputs],
+                              [helper.make_tensor_value_info(*value) for value in outputs],
+                              [numpy_helper.from_array(value, name) for name, value in initializers])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def _onnxruntime(model, feeds):
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def _mxnet(model, feeds, tmp_path):
+    """`model` converted by rosetta's onnx -> mxnet path and run in MXNet."""
+    source = tmp_path / "onnx"
+    source.mkdir()
+    onnx.save(model, str(source / "model.onnx"))
+    Manifest(artifact="model.onnx", format="onnx", source={"path": "test"}, converter={"name": "test"},
+             inputs=value_info_signature(graph_inputs(model)), outputs=value_info_signature(model.graph.output),
+             sha256=sha256_of(source / "model.onnx"), opset=model.opset_import[0].version).write(source)
+    run_conversion(source, ("onnx", "mxnet"), tmp_path / "mxnet")
+    outputs = load_runner("mxnet", tmp_path / "mxnet").predict(feeds)
+    return [outputs[value.name] for value in model.graph.output]
+
+
+def _check(model, feeds, tmp_path, atol=1e-6):
+    for got, want in zip(_mxnet(model, feeds, tmp_path), _onnxruntime(model, feeds)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want.astype(got.dtype), rtol=1e-5, atol=atol)
+
+
+def _exported(module, x, tmp_path, dynamic_batch=True):
+    """`module` exported as rosetta exports (TorchScript exporter, opset 17), its batch axis dynamic."""
+    path = tmp_path / "exported.onnx"
+    torch.onnx.export(module.eval(), (torch.from_numpy(x),), str(path), dynamo=False, opset_version=17,
+                      input_names=["x"], output_names=["y"], do_constant_folding=True,
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}} if dynamic_batch else None)
+    return onnx.load(str(path))
+
+
+def test_mod_follows_the_divisor_or_with_fmod_the_dividend(tmp_path):
+    nodes = [helper.make_node("Mod", ["a", "b"], ["python"]), helper.make_node("Mod", ["x", "y"], ["c"], fmod=1)]
+    model = _model(nodes, [("a", TensorProto.INT64, [6]), ("b", TensorProto.INT64, [6]),
+                           ("x", TensorProto.FLOAT, [2, 6]), ("y", TensorProto.FLOAT, [6])],
+                   [("python", TensorProto.INT64, [6]), ("c", TensorProto.FLOAT, [2, 6])])
+    feeds = {"a": np.array([-7, 7, -7, 7, 0, 9]), "b": np.array([3, -3, -3, 3, 5, 4]),
+             "x": np.array([[-7.5, 7.5, -7.5, 7.5, 0.0, 2.0], [5.25, -1.0, 3.0, -3.0, 1e3, -0.5]], np.float32),
+             "y": np.array([2.0, -2.0, -2.0, 2.0, 3.0, 0.75], np.float32)}
+    _check(model, feeds, tmp_path)
+
+
+def test_fmod_by_zero_is_nan(tmp_path):
+    model = _model([helper.make_node("Mod", ["x", "y"], ["c"], fmod=1)],
+                   [("x", TensorProto.FLOAT, [3]), ("y", TensorProto.FLOAT, [3])], [("c", TensorProto.FLOAT, [3])])
+    feeds = {"x": np.array([1.0, -2.0, 3.5], np.float32), "y": np.array([0.0, 0.0, 2.0], np.float32)}
+    got = _mxnet(model, feeds, tmp_path)[0]
+    np.testing.assert_array_equal(got, _onnxruntime(model, feeds)[0])  # NaN, NaN, 1.5
+
+
+def test_expand_by_a_constant_shape_broadcasts_both_ways(tmp_path):
+    # x (3, 1) expanded by (2, 1, 4): numpy broadcasting gives (2, 3, 4)
+    model = _model([helper.make_node("Expand", ["x", "shape"], ["y"])], [("x", TensorProto.FLOAT, [3, 1])],
+                   [("y", TensorProto.FLOAT, None)], [("shape", np.array([2, 1, 4], np.int64))])
+    _check(model, {"x": np.random.default_rng(0).normal(size=(3, 1)).astype(np.float32)}, tmp_path)
+
+
+def test_expand_and_constant_of_shape_by_a_shape_from_the_input(tmp_path):
+    # tf2onnx's zero LSTM state: Expand(0, Concat(Shape(x)[0:1], [4])); torch's: ConstantOfShape(Concat(...))
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Cast", ["shape"], ["shape32"], to=TensorProto.INT32),
+             helper.make_node("Slice", ["shape32", "zero", "one", "zero"], ["batch"]),
+             helper.make_node("Concat", ["batch", "four"], ["state_shape32"], axis=0),
+             helper.make_node("Cast", ["state_shape32"], ["state_shape"], to=TensorProto.INT64),
+             helper.make_node("Expand", ["half", "state_shape"], ["expanded"]),
+             helper.make_node("Gather", ["shape", "two"], ["steps"], axis=0),
+             helper.make_node("Unsqueeze", ["steps", "zero"], ["steps_1d"]),
+             helper.make_node("Concat", ["steps_1d", "shape"], ["filled_shape"], axis=0),
+             helper.make_node("ConstantOfShape", ["filled_shape"], ["filled"],
+                              value=numpy_helper.from_array(np.array([2.5], np.float32))),
+             helper.make_node("Add", ["filled", "x"], ["y"])]
+    model = _model(nodes, [("x", TensorProto.FLOAT, ["n", 2, 3])],
+                   [("expanded", TensorProto.FLOAT, None), ("y", TensorProto.FLOAT, None)],
+                   [("zero", np.array([0], np.int64)), ("one", np.array([1], np.int64)), ("two", np.array(2)),
+                    ("four", np.array([4], np.int32)), ("half", np.array(0.5, np.float32))])
+    _check(model, {"x": np.random.default_rng(1).normal(size=(5, 2, 3)).astype(np.float32)}, tmp_path)
+
+
+def test_int32_casts_of_float_token_ids_keep_mxnet_float(tmp_path):
+    # tf2onnx's Embedding index wrap: ids + (ids < 0) * size, through Cast to int32 of a bool
+    nodes = [helper.make_node("Cast", ["ids"], ["ids_float"], to=TensorProto.FLOAT),
+             helper.make_node("Less", ["ids_float", "zero"], ["negative"]),
+             helper.make_node("Not", ["negative"], ["positive"]),
+             helper.make_node("Cast", ["negative"], ["negative32"], to=TensorProto.INT32),
+             helper.make_node("Cast", ["positive"], ["positive32"], to=TensorProto.INT32),
+             helper.make_node("Add", ["ids", "size"], ["wrapped"]),
+             helper.make_node("Mul", ["negative32", "wrapped"], ["from_end"]),
+             helper.make_node("Mul", ["positive32", "ids"], ["from_start"]),
+             helper.make_node("Add", ["from_end", "from_start"], ["index"]),
+             helper.make_node("Gather", ["table", "index"], ["y"], axis=0),
+             helper.make_node("Cast", ["ratio"], ["truncated"], to=TensorProto.INT32)]
+    table = np.random.default_rng(2).normal(size=(10, 3)).astype(np.float32)
+    model = _model(nodes, [("ids", TensorProto.INT32, ["n", 4]), ("ratio", TensorProto.FLOAT, [4])],
+                   [("y", TensorProto.FLOAT, None), ("truncated", TensorProto.INT32, [4])],
+                   [("zero", np.array(0, np.float32)), ("size", np.array(10, np.int32)), ("table", table)])
+    feeds = {"ids": np.array([[1, -1, 9, -10], [0, 3, -3, 5]], np.int32),
+             "ratio": np.array([-2.7, -0.5, 0.5, 2.7], np.float32)}
+    _check(model, feeds, tmp_path)
+
+
+class _BidirectionalLSTM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        return y + 0 * h.sum() + c.sum()
+
+
+def test_bidirectional_lstm_with_zero_states_from_the_batch_size(tmp_path):
+    torch.manual_seed(0)
+    x = np.random.default_rng(3).normal(size=(2, 5, 3)).astype(np.float32)
+    model = _exported(_BidirectionalLSTM(), x, tmp_path)
+    assert {"LSTM", "ConstantOfShape"} <= {n.op_type for n in model.graph.node}
+    _check(model, {"x": np.concatenate([x, x[:1]])}, tmp_path, atol=1e-5)
+
+
+def _lstm(direction: str, peepholes: bool = False):
+    """An ONNX LSTM with its sequence_lens omitted, initial_h given, initial_c omitted; outputs Y, Y_h, Y_c."""
+    hidden, inputs, directions = 4, 3, 2 if direction == "bidirectional" else 1
+    rng = np.random.default_rng(4)
+    shapes = {"W": [directions, 4 * hidden, inputs], "R": [directions, 4 * hidden, hidden],
+              "B": [directions, 8 * hidden], "P": [directions, 3 * hidden]}
+    weights = [(name, rng.normal(size=shape).astype(np.float32)) for name, shape in shapes.items()
+               if peepholes or name != "P"]
+    node = helper.make_node("LSTM", ["X", "W", "R", "B", "", "H0", "", "P" if peepholes else ""], ["Y", "Y_h", "Y_c"],
+                            hidden_size=hidden, direction=direction)
+    nodes = [node] + [helper.make_node("Identity", [name], [f"{name}_out"]) for name in ("Y", "Y_h", "Y_c")]
+    return _model(nodes, [("X", TensorProto.FLOAT, [5, "n", inputs]), ("H0", TensorProto.FLOAT, [directions, "n", hidden])],
+                  [(f"{name}_out", TensorProto.FLOAT, None) for name in ("Y", "Y_h", "Y_c")], weights)
+
+
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_lstm_with_omitted_inputs_matches_onnxruntime(tmp_path, direction):
+    rng = np.random.default_rng(5)
+    directions = 2 if direction == "bidirectional" else 1
+    feeds = {"X": rng.normal(size=(5, 2, 3)).astype(np.float32),
+             "H0": rng.normal(size=(directions, 2, 4)).astype(np.float32)}
+    _check(_lstm(direction), feeds, tmp_path, atol=1e-5)
+
+
+def test_lstm_with_peepholes_is_refused_with_the_reason(tmp_path):
+    with pytest.raises(RosettaError, match="LSTM with peepholes"):
+        _mxnet(_lstm("forward", peepholes=True), {}, tmp_path)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 7), (2, 3, 4, 5)], ids=["1d", "2d"])
+def test_global_max_pool_of_any_rank(tmp_path, shape):
+    model = _model([helper.make_node("GlobalMaxPool", ["x"], ["y"])], [("x", TensorProto.FLOAT, list(shape))],
+                   [("y", TensorProto.FLOAT, None)])
+    _check(model, {"x": np.random.default_rng(6).normal(size=shape).astype(np.float32)}, tmp_path)
+
+
+def test_gather_by_a_scalar_index_drops_the_axis(tmp_path):
+    nodes = [helper.make_node("Gather", ["x", "last"], ["y"], axis=0), helper.make_node("Gather", ["x", "one"], ["z"], axis=1)]
+    model = _model(nodes, [("x", TensorProto.FLOAT, [4, 3, 2])],
+                   [("y", TensorProto.FLOAT, None), ("z", TensorProto.FLOAT, None)],
+                   [("last", np.array(-1, np.int64)), ("one", np.array(1, np.int64))])
+    _check(model, {"x": np.random.default_rng(7).normal(size=(4, 3, 2)).astype(np.float32)}, tmp_path)
