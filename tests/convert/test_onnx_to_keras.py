@@ -308,3 +308,127 @@ def test_unsupported_attribute_of_ops_torch_does_not_write(nodes, opset, message
                     helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])]
     with pytest.raises(RosettaError, match=message):
         onnx_to_keras_model(_node_graph(nodes, ["N", 3, 4, 5], opset, initializers), import_keras())
+
+
+# ---- shapes computed at run time, LSTM, linear Resize with align_corners, the embedding index wrap ---------
+
+def _onnxruntime(onnx_model, feeds: dict) -> list:
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+class Attention(nn.Module):
+    """torch's MultiheadAttention: its export reshapes with shapes read at run time, merging batch and heads."""
+
+    def __init__(self):
+        super().__init__()
+        self.attention = nn.MultiheadAttention(8, 2)
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, x):
+        sequence = x.transpose(0, 1)  # (T, N, E), torch's default layout
+        attended, _ = self.attention(sequence, sequence, sequence, need_weights=False)
+        return self.norm(attended.transpose(0, 1) + x).mean(dim=1)
+
+
+class StackedBiLstm(nn.Module):
+    """Two bidirectional layers, their zero initial states built from Shape(x); the last layer's final states."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 6, num_layers=2, bidirectional=True, batch_first=True)
+
+    def forward(self, x):
+        sequence, (h, _) = self.lstm(x)
+        return torch.cat([h[-2], h[-1], sequence[:, -1]], dim=1)
+
+
+@pytest.mark.parametrize("case, factory, shape", [
+    ("attention_with_run_time_shapes", Attention, (2, 5, 8)),
+    ("stacked_bidirectional_lstm", StackedBiLstm, (2, 7, 4)),
+    ("forward_lstm_sequence", lambda: nn.LSTM(4, 5, batch_first=True), (2, 6, 4)),
+    ("resize_bilinear_align_corners", lambda: nn.Sequential(nn.Conv2d(3, 4, 1), nn.Upsample(
+        scale_factor=2, mode="bilinear", align_corners=True)), (2, 3, 4, 5)),
+    ("resize_linear_1d_align_corners", lambda: nn.Upsample(size=7, mode="linear", align_corners=True), (2, 3, 4)),
+])
+def test_run_time_shapes_lstm_and_resize_compute_what_onnxruntime_computes(case, factory, shape, tmp_path):
+    torch.manual_seed(0)
+    module = factory().eval()
+    if isinstance(module, nn.LSTM):
+        module = FunctionModule(lambda m, x: m.lstm(x)[0], lstm=module).eval()
+    onnx_model = _export(module, shape, 17, tmp_path)
+    model = _to_keras(onnx_model, tmp_path)
+    for batch in (shape[0], 3):  # another batch size than the exported one: the batch stays dynamic
+        x = np.random.default_rng(batch).standard_normal((batch,) + shape[1:]).astype(np.float32)
+        expected = _onnxruntime(onnx_model, {"x": x})[0]
+        got = np.asarray(model([x], training=False))
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    lstm_weights = [w for w in model.trainable_weights if "lstm" in w.path]
+    assert bool(lstm_weights) == ("lstm" in case)  # a real (trainable) Keras LSTM, not an unrolled graph
+
+
+def _lstm_graph(direction: str, initial_state: str):
+    """A hand-built LSTM over x (N, 5, 3) read as (T, N, I), both biases, its initial state built from Shape(x)."""
+    rng = np.random.default_rng(0)
+    directions, hidden = (2 if direction == "bidirectional" else 1), 4
+    weights = [helper.make_tensor(name, TensorProto.FLOAT, dims, rng.standard_normal(dims).astype(np.float32).ravel())
+               for name, dims in (("W", [directions, 4 * hidden, 3]), ("R", [directions, 4 * hidden, hidden]),
+                                  ("B", [directions, 8 * hidden]))]
+    weights += [_int64s("batch_axis", [0]), _int64s("sizes", [hidden]), _int64s("flat", [0, -1]),
+                helper.make_tensor("directions", TensorProto.INT64, [1], [directions])]
+    fill = helper.make_tensor("value", TensorProto.FLOAT, [1], [0.0 if initial_state == "zeros" else 0.5])
+    nodes = [helper.make_node("Transpose", ["x"], ["sequence"], perm=[1, 0, 2]),
+             helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "batch_axis"], ["batch"], axis=0),
+             helper.make_node("Concat", ["directions", "batch", "sizes"], ["state_shape"], axis=0),
+             helper.make_node("ConstantOfShape", ["state_shape"], ["state"], value=fill),
+             helper.make_node("LSTM", ["sequence", "W", "R", "B", "", "state", "state"], ["Y", "Y_h", "Y_c"],
+                              hidden_size=hidden, direction=direction),
+             helper.make_node("Transpose", ["Y"], ["Y_t"], perm=[2, 0, 1, 3]),
+             helper.make_node("Reshape", ["Y_t", "flat"], ["y"])]
+    return _node_graph(nodes, ["N", 5, 3], 17, weights)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_lstm_of_each_direction_computes_what_onnxruntime_computes(direction, tmp_path):
+    onnx_model = _lstm_graph(direction, "zeros")
+    x = np.random.default_rng(1).standard_normal((2, 5, 3)).astype(np.float32)
+    expected = _onnxruntime(onnx_model, {"x": x})[0]
+    got = np.asarray(_to_keras(onnx_model, tmp_path)([x], training=False))
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_with_a_non_zero_initial_state_is_refused():
+    from rosetta.convert.onnx.to_keras import onnx_to_keras_model
+    from rosetta.frameworks.keras import import_keras
+
+    with pytest.raises(RosettaError, match="LSTM with a non-zero initial state"):
+        onnx_to_keras_model(_lstm_graph("forward", "halves"), import_keras())
+
+
+def test_embedding_index_wrap_of_tf2onnx_computes_what_onnxruntime_computes(tmp_path):
+    """tf2onnx's Embedding: where(i < 0, i + n, i) spelled with Cast, Less, Not, Mul and Add, then Gather."""
+    table = np.random.default_rng(0).standard_normal((10, 4)).astype(np.float32)
+    nodes = [helper.make_node("Add", ["x", "n"], ["shifted"]),
+             helper.make_node("Cast", ["x"], ["x_float"], to=TensorProto.FLOAT),
+             helper.make_node("Less", ["x_float", "zero"], ["negative"]),
+             helper.make_node("Cast", ["negative"], ["negative_int"], to=TensorProto.INT64),
+             helper.make_node("Mul", ["negative_int", "shifted"], ["from_negative"]),
+             helper.make_node("Not", ["negative"], ["positive"]),
+             helper.make_node("Cast", ["positive"], ["positive_int"], to=TensorProto.INT64),
+             helper.make_node("Mul", ["x", "positive_int"], ["from_positive"]),
+             helper.make_node("Add", ["from_negative", "from_positive"], ["wrapped"]),
+             helper.make_node("Gather", ["table", "wrapped"], ["y"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT64, ["N", 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [helper.make_tensor("table", TensorProto.FLOAT, [10, 4], table.ravel()),
+                               helper.make_tensor("n", TensorProto.INT64, [], [10]),
+                               helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])])
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    x = np.array([[0, 3, 9, -1, -10, 5], [-3, 2, 0, 7, -9, 1]], dtype=np.int64)
+    expected = _onnxruntime(onnx_model, {"x": x})[0]
+    model = _to_keras(onnx_model, tmp_path)
+    np.testing.assert_allclose(np.asarray(model([x], training=False)), expected, rtol=0, atol=0)
+    assert [type(layer).__name__ for layer in model.layers] == ["InputLayer", "Embedding"]

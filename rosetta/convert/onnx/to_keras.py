@@ -6,8 +6,16 @@ common users' CNNs and MLP blocks: Conv (1-, 2-, 3-D; grouped, depthwise), ConvT
 AveragePool, GlobalAveragePool/GlobalMaxPool/ReduceMean, BatchNormalization, LayerNormalization, Pad (zeros),
 Resize/Upsample (integer scales), Concat, Flatten/Reshape, Gemm/MatMul, Add/Sub/Mul/Div, Pow, Clip (ReLU6),
 Relu, Sigmoid, Tanh, Softmax, HardSigmoid, HardSwish, Gelu, Gather as embedding or as a time-step pick, GRU
-with linear_before_reset=1, Transpose, Squeeze/Unsqueeze, Dropout, Identity. Any other op, or an attribute
-the mapper cannot honour exactly, is an error naming the op.
+with linear_before_reset=1, LSTM (any direction, zero initial states), MatMul of two tensors (attention), Slice,
+Cast, linear Resize with align_corners (a fixed interpolation matrix per axis), Transpose, Squeeze/Unsqueeze,
+Dropout, Identity. Any other op, or an attribute the mapper cannot honour exactly, is an error naming the op.
+
+Shapes read at run time (Shape -> Gather/Slice/Concat/Mul... -> Reshape, ConstantOfShape/Expand zero states) are
+followed at conversion time: every size is known except the batch, held as a BatchDim (a multiple of it), so
+the arithmetic folds to constants or to a Reshape with -1 for the one axis that holds the batch; a Reshape
+that merges the batch with another axis (attention's heads) is keras.ops.reshape, and the model still takes
+any batch size. tf2onnx's Embedding index wrap (where(i < 0, i + n, i)) is dropped: Gather reads negative
+indices from the end already, as Keras' Embedding does.
 
 Before mapping, nodes whose inputs are all constants are evaluated (ONNX's reference evaluator), and the
 multi-node forms exporters write are fused into one node each: LayerNorm spelled as ReduceMean/Sub/Pow/Sqrt/Div
@@ -35,7 +43,7 @@ constant in Keras too, not a trainable weight.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +62,83 @@ class Mapped:
     axes: tuple
     feature_order: np.ndarray | None = None  # 2-D only: Keras feature j is ONNX feature feature_order[j]
     nonnegative: bool = False  # known >= 0 (ReLU output): zero padding equals -inf padding for MaxPool
+    batch_multiple: int | None = None  # the Keras axis of unknown size holds this many times the batch (None:
+    # as the op's first tensor input; set by the reshapes that merge the batch with another axis)
+
+
+@dataclass(frozen=True)
+class BatchDim:
+    """A size known at conversion time only as `multiple` times the batch size: what Shape gives for the
+    dynamic batch axis, so that shape arithmetic (torch's attention, tf2onnx's LSTM zero states) can be
+    followed exactly. Only the arithmetic that keeps it a multiple of the batch is defined."""
+
+    multiple: int
+
+    def __mul__(self, other):
+        if isinstance(other, (int, np.integer)):
+            return BatchDim(self.multiple * int(other))
+        raise RosettaError("keras mapper: shape arithmetic multiplies the batch size by itself")
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other):
+        if isinstance(other, (int, np.integer)) and other > 0 and self.multiple % int(other) == 0:
+            return BatchDim(self.multiple // int(other))
+        raise RosettaError("keras mapper: shape arithmetic divides the batch size by a number it is not a multiple of")
+
+    def __add__(self, other):
+        if isinstance(other, BatchDim):
+            return BatchDim(self.multiple + other.multiple)
+        raise RosettaError("keras mapper: shape arithmetic adds a number to the batch size")
+
+    __radd__ = __add__
+
+
+@dataclass
+class Filled:
+    """A tensor of one repeated value whose shape holds the batch size (ConstantOfShape or Expand of a
+    run-time shape): the zero initial states torch and tf2onnx build for recurrent layers."""
+
+    value: np.ndarray  # 0-d, of the tensor's element type
+    shape: list  # int or BatchDim per axis
+
+
+_READS_SYMBOLIC = {"Reshape", "LSTM", "GRU", "Resize"}  # their handlers read shapes and zero states computed at run time
+_INT_TYPES = (2, 3, 4, 5, 6, 7, 12, 13)  # onnx.TensorProto's (u)int8/16/32/64
+_MAX_INDEX = 2 ** 31 - 1
+
+
+def _has_batch(values) -> bool:
+    return any(isinstance(v, BatchDim) for v in np.ravel(np.asarray(values, dtype=object)))
+
+
+def _product(dims) -> tuple:
+    """(multiple of the batch or None, product of the known sizes) of a list of sizes."""
+    multiple, known = None, 1
+    for d in dims:
+        if isinstance(d, BatchDim):
+            if multiple is not None:
+                raise RosettaError("keras mapper: a shape holds the batch size twice")
+            multiple = d.multiple
+        else:
+            known *= int(d)
+    return multiple, known
+
+
+def _onnx_slice(start: int, end: int, step: int, size: int) -> slice:
+    """ONNX Slice's clamping of (start, end, step) on an axis of `size`, as a Python slice of the same elements."""
+    if step == 0:
+        raise RosettaError("keras mapper: Slice with step 0")
+    start, end = start + size if start < 0 else start, end + size if end < 0 else end
+    if step > 0:
+        start, end = min(max(start, 0), size), min(max(end, 0), size)
+        return slice(start, end, step)
+    start, end = min(max(start, 0), size - 1), min(max(end, -1), size - 1)
+    return slice(start, None if end == -1 else end, step)
+
+
+def _whole_axis(start: int, end: int, step: int) -> bool:
+    return step == 1 and start in (0, -(2 ** 63)) and end >= _MAX_INDEX
 
 
 def _identity(rank: int) -> tuple:
@@ -126,12 +211,14 @@ class KerasGraphBuilder:
     constants: dict = field(default_factory=dict)  # ONNX name -> np.ndarray
     shapes: dict = field(default_factory=dict)  # ONNX name -> static shape (None for unknown dims)
     consumers: dict = field(default_factory=dict)  # ONNX name -> [op types reading it]
+    symbolic: dict = field(default_factory=dict)  # ONNX name -> object array holding BatchDims, or Filled
+    opsets: dict = field(default_factory=dict)
     counter: int = 0
 
     # ---- helpers -------------------------------------------------------------------------------------
     def name(self, op: str) -> str:
         self.counter += 1
-        return f"{op.lower()}_{self.counter}"
+        return f"{op.lower()}{self.counter}"  # no "_": Keras auto-names its ops (keras.ops.reshape) "reshape_4"
 
     def spatial_layer(self, kind: str, spatial: int, short_name: str, *args, **kwargs):
         """keras.layers.<kind> for 1, 2 or 3 spatial axes: ('Conv{}D', 2) is Conv2D."""
@@ -143,20 +230,80 @@ class KerasGraphBuilder:
         """The same ONNX tensor with its Keras axes in the order `wanted` (same virtual axes)."""
         if mapped.axes == wanted:
             return mapped
-        if [a is None for a in mapped.axes] != [w is None for w in wanted]:
+        if any(a is not None and w is None for a, w in zip(mapped.axes, wanted)) or len(mapped.axes) != len(wanted):
             raise RosettaError(f"keras mapper: cannot move between layouts {mapped.axes} and {wanted}")
+        if any(a is None and w is not None for a, w in zip(mapped.axes, wanted)):
+            mapped = self.realize(mapped, [i for i, (a, w) in enumerate(zip(mapped.axes, wanted)) if a is None and w is not None])
+            if mapped.axes == wanted:
+                return mapped
         if mapped.feature_order is not None:
             raise RosettaError("keras mapper: a channels-last flattened tensor is used by an op other than Dense")
         real = [(w, a) for w, a in zip(wanted, mapped.axes) if w is not None]
-        if dict(real).get(0) != 0:
-            raise RosettaError("keras mapper: a transpose moves the batch axis; Keras keeps the batch first")
         source_of = dict(real)  # new keras position -> old keras position
-        permutation = tuple(source_of[p] for p in range(1, len(real)))
-        tensor = self.keras.layers.Permute(permutation, name=self.name("permute"))(mapped.tensor)
-        return Mapped(tensor, wanted, None, mapped.nonnegative)
+        if source_of.get(0) != 0:  # Permute keeps Keras axis 0; a transpose that moves it is an op
+            tensor = self.keras.ops.transpose(mapped.tensor, tuple(source_of[p] for p in range(len(real))))
+        else:
+            permutation = tuple(source_of[p] for p in range(1, len(real)))
+            tensor = self.keras.layers.Permute(permutation, name=self.name("permute"))(mapped.tensor)
+        return Mapped(tensor, wanted, None, mapped.nonnegative, mapped.batch_multiple)
+
+    def realize(self, mapped: Mapped, logical_axes: list) -> Mapped:
+        """Virtual size-1 axes given Keras axes of their own, appended last (a 1-D conv exported as 2-D)."""
+        if mapped.feature_order is not None:
+            raise RosettaError("keras mapper: a channels-last flattened tensor is used by an op other than Dense")
+        shape = list(mapped.tensor.shape)
+        if None in shape[1:]:
+            tensor = self.keras.ops.reshape(mapped.tensor, [-1] + shape[1:] + [1] * len(logical_axes))
+        else:
+            tensor = self.keras.layers.Reshape(shape[1:] + [1] * len(logical_axes), name=self.name("reshape"))(mapped.tensor)
+        added = {axis: len(shape) + i for i, axis in enumerate(logical_axes)}
+        return Mapped(tensor, tuple(added.get(i, k) for i, k in enumerate(mapped.axes)), None, mapped.nonnegative,
+                      mapped.batch_multiple)
+
+    def logical_order(self, mapped: Mapped) -> Mapped:
+        """The tensor with its real Keras axes in ONNX order (virtual axes stay virtual: same element order)."""
+        order = iter(range(len(mapped.axes)))
+        return self.materialize(mapped, tuple(None if k is None else next(order) for k in mapped.axes))
+
+    def dims(self, name: str) -> list:
+        """The ONNX shape of a mapped tensor, an int or a BatchDim per axis, read from its Keras tensor."""
+        x = self.values[name]
+        shape = list(x.tensor.shape)
+        if sum(d is None for d in shape) > 1:
+            raise RosettaError(f"keras mapper: {name!r} has more than one axis of unknown size")
+        return [1 if k is None else BatchDim(x.batch_multiple or 1) if shape[k] is None else int(shape[k])
+                for k in x.axes]
+
+    def shape_value(self, name: str, what: str) -> list:
+        """A small integer tensor known at conversion time, its elements ints or BatchDims."""
+        if name in self.constants:
+            return [int(v) for v in np.ravel(self.constants[name])]
+        value = self.symbolic.get(name)
+        if isinstance(value, np.ndarray):
+            return list(value.ravel())
+        raise RosettaError(f"keras mapper: {what} ({name!r}) must be known at conversion time (a constant, or "
+                           f"computed from shapes)")
+
+    def is_zero(self, name: str) -> bool:
+        """Whether a tensor is all zeros: a constant, or filled (ConstantOfShape/Expand of a run-time shape)."""
+        if name in self.constants:
+            return not np.any(self.constants[name])
+        value = self.symbolic.get(name)
+        return isinstance(value, Filled) and not np.any(value.value)
 
     def static_shape(self, name: str) -> list:
+        """ONNX shape inference's sizes, completed from the Keras tensor where inference lost them (after a
+        Reshape to a shape computed at run time); None for the batch."""
         shape = self.shapes.get(name)
+        if name in self.values:
+            try:
+                mapped = [None if isinstance(d, BatchDim) else d for d in self.dims(name)]
+            except RosettaError:
+                mapped = None
+            if mapped is not None and (shape is None or len(shape) != len(mapped)):
+                shape = mapped
+            elif mapped is not None:
+                shape = [m if s is None else s for s, m in zip(shape, mapped)]
         if shape is None:
             raise RosettaError(f"keras mapper: the shape of {name!r} is unknown (run ONNX shape inference)")
         return shape
@@ -181,7 +328,7 @@ class KerasGraphBuilder:
         value = value.reshape((1,) * (rank - value.ndim) + value.shape)
         sizes = self.shapes.get(x_name) or [None] * rank
         for axis, (size, tensor_size) in enumerate(zip(value.shape, sizes)):
-            if size != 1 and (axis == 0 or x.axes[axis] is None or size != tensor_size):
+            if size != 1 and (axis == 0 or x.axes[axis] in (None, 0) or size != tensor_size):
                 raise RosettaError(f"keras mapper: {op}'s constant operand must broadcast to the shape of its "
                                    f"tensor operand without enlarging it or varying over the batch")
         real = [axis for axis, k in enumerate(x.axes) if k is not None]
@@ -189,6 +336,181 @@ class KerasGraphBuilder:
         if x.feature_order is not None:
             value = value[:, x.feature_order]  # follow the Keras feature order of a channels-last flatten
         return value[0]
+
+    # ---- shape arithmetic, followed at conversion time ----------------------------------------------
+    def symbolic_input(self, name: str):
+        return self.constants[name] if name in self.constants else self.symbolic[name]
+
+    def evaluate_symbolic(self, node, a) -> list:
+        """A node computing on shapes (ints and BatchDims) or on Filled tensors, evaluated here: the result is a
+        constant once no batch size is left in it. Its inputs are constants or symbolic values."""
+        op = node.op_type
+        inputs = [self.symbolic_input(name) if name else None for name in node.input]
+        first = inputs[0]
+        if isinstance(first, Filled):
+            return [self.evaluate_filled(node, a, first)]
+        if any(isinstance(v, Filled) for v in inputs) and op != "Expand":
+            raise RosettaError(f"keras mapper: {op} of a filled tensor of run-time shape is not supported")
+        data = np.asarray(first, dtype=object) if first is not None else None
+        if op in ("Identity", "Cast"):
+            if op == "Cast" and a["to"] not in _INT_TYPES:
+                raise RosettaError("keras mapper: Cast of the batch size to a non-integer type is not supported")
+            return [data]
+        if op == "Gather":
+            return [np.take(data, np.asarray(inputs[1]).astype(np.int64), axis=a.get("axis", 0))]
+        if op == "Concat":
+            return [np.concatenate([np.asarray(v, dtype=object) for v in inputs], axis=a["axis"])]
+        if op == "Unsqueeze":
+            axes = a.get("axes", inputs[1] if len(inputs) > 1 else None)
+            rank = data.ndim + len(np.ravel(axes))
+            return [np.expand_dims(data, tuple(sorted(int(x) % rank for x in np.ravel(axes))))]
+        if op == "Squeeze":
+            axes = a.get("axes", inputs[1] if len(inputs) > 1 else None)
+            return [np.squeeze(data, None if axes is None else tuple(int(x) % data.ndim for x in np.ravel(axes)))]
+        if op == "Reshape":
+            target = [int(v) for v in np.ravel(inputs[1])]
+            if not a.get("allowzero", 0):
+                target = [data.shape[i] if d == 0 else d for i, d in enumerate(target)]
+            return [data.reshape(target)]
+        if op == "Slice":
+            starts, ends = (np.ravel(v).astype(np.int64) for v in inputs[1:3])
+            axes = np.ravel(inputs[3]).astype(np.int64) if len(inputs) > 3 and inputs[3] is not None \
+                else np.arange(len(starts))
+            steps = np.ravel(inputs[4]).astype(np.int64) if len(inputs) > 4 and inputs[4] is not None \
+                else np.ones(len(starts), np.int64)
+            index = [slice(None)] * data.ndim
+            for start, end, axis, step in zip(starts, ends, axes, steps):
+                index[int(axis) % data.ndim] = _onnx_slice(int(start), int(end), int(step), data.shape[int(axis)])
+            return [data[tuple(index)]]
+        if op in ("Mul", "Div", "Add", "Sub"):
+            def arithmetic(x, y):
+                if op == "Mul":
+                    return x * y
+                if op == "Add":
+                    return x + y
+                if op == "Sub":
+                    if isinstance(x, BatchDim) or isinstance(y, BatchDim):
+                        raise RosettaError("keras mapper: shape arithmetic subtracts from the batch size")
+                    return x - y
+                if isinstance(y, BatchDim):
+                    raise RosettaError("keras mapper: shape arithmetic divides by the batch size")
+                if isinstance(x, BatchDim):
+                    return x // y
+                return int(x / y) if isinstance(x, float) or isinstance(y, float) else \
+                    (abs(int(x)) // abs(int(y))) * (1 if (x >= 0) == (y >= 0) else -1)  # ONNX truncates
+
+            other = np.asarray(inputs[1], dtype=object)
+            if any(isinstance(v, (float, np.floating)) for v in np.ravel(np.concatenate([np.ravel(data), np.ravel(other)]))):
+                raise RosettaError(f"keras mapper: {op} of the batch size and a float is not supported")
+            return [np.frompyfunc(arithmetic, 2, 1)(data, other)]
+        if op == "ConstantOfShape":
+            value = a.get("value")
+            from onnx import numpy_helper
+
+            fill = numpy_helper.to_array(value).reshape(()) if value is not None else np.zeros((), np.float32)
+            return [Filled(fill, list(data.ravel()))]
+        if op == "Expand":
+            value, shape = inputs[0], list(np.ravel(np.asarray(inputs[1], dtype=object)))
+            value = np.asarray(value)
+            if isinstance(inputs[0], Filled) or value.size != 1 or len(shape) < value.ndim:
+                raise RosettaError("keras mapper: Expand to a run-time shape is supported for one repeated value only")
+            return [Filled(value.reshape(()), shape)]
+        raise RosettaError(f"keras mapper: {op} on a shape holding the run-time batch size is not supported")
+
+    def evaluate_filled(self, node, a, filled: Filled) -> Filled:
+        """Ops that move a filled tensor around without changing its value: only its shape is followed."""
+        op, shape = node.op_type, list(filled.shape)
+        if op in ("Identity", "Cast"):
+            dtype = filled.value.dtype if op == "Identity" else \
+                __import__("onnx").helper.tensor_dtype_to_np_dtype(a["to"])
+            return Filled(filled.value.astype(dtype), shape)
+        if op in ("Unsqueeze", "Squeeze"):
+            axes = a.get("axes") or [int(v) for v in np.ravel(self.constant(node.input[1], f"{op} axes"))]
+            if op == "Squeeze":
+                return Filled(filled.value, [d for i, d in enumerate(shape) if i not in {x % len(shape) for x in axes}])
+            for axis in sorted(x % (len(shape) + len(axes)) for x in axes):
+                shape.insert(axis, 1)
+            return Filled(filled.value, shape)
+        if op == "Transpose":
+            return Filled(filled.value, [shape[p] for p in a.get("perm", list(reversed(range(len(shape)))))])
+        if op == "Slice":
+            starts, ends = (np.ravel(self.constant(n, "Slice bounds")) for n in node.input[1:3])
+            axes = np.ravel(self.constant(node.input[3], "Slice axes")) if len(node.input) > 3 and node.input[3] \
+                else np.arange(len(starts))
+            steps = np.ravel(self.constant(node.input[4], "Slice steps")) if len(node.input) > 4 and node.input[4] \
+                else np.ones(len(starts), np.int64)
+            for start, end, axis, step in zip(starts, ends, axes, steps):
+                axis = int(axis) % len(shape)
+                if isinstance(shape[axis], BatchDim):
+                    if not _whole_axis(int(start), int(end), int(step)):
+                        raise RosettaError("keras mapper: Slice of the batch axis is not supported")
+                    continue
+                shape[axis] = len(range(shape[axis])[_onnx_slice(int(start), int(end), int(step), shape[axis])])
+            return Filled(filled.value, shape)
+        raise RosettaError(f"keras mapper: {op} of a filled tensor of run-time shape is not supported")
+
+    def store_symbolic(self, name: str, value):
+        """A symbolic result becomes a constant (and later nodes fold) once it no longer holds the batch size."""
+        if isinstance(value, Filled):
+            if not _has_batch(value.shape):
+                self.constants[name] = np.full([int(d) for d in value.shape], value.value)
+                return
+        elif not _has_batch(value):
+            self.constants[name] = np.asarray(value).astype(np.int64)
+            return
+        self.symbolic[name] = value
+
+    def op_Shape(self, node, a):
+        dims = np.empty(len(self.values[node.input[0]].axes), dtype=object)
+        dims[:] = self.dims(node.input[0])
+        start, end = a.get("start", 0), a.get("end")
+        self.store_symbolic(node.output[0], dims[_onnx_slice(start, _MAX_INDEX if end is None else end, 1, len(dims))])
+        return []
+
+    def op_ConstantOfShape(self, node, a):
+        raise RosettaError("keras mapper: ConstantOfShape of a shape not known at conversion time is not supported")
+
+    def op_Expand(self, node, a):
+        raise RosettaError("keras mapper: Expand of a tensor is not supported (only of one value, to a shape "
+                           "known at conversion time)")
+
+    def op_Cast(self, node, a):
+        """Cast of a tensor: exact in keras.ops.cast (float to int truncates toward zero, as ONNX says)."""
+        import onnx
+
+        x = self.values[node.input[0]]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(a["to"]).name
+        if str(x.tensor.dtype) == dtype:
+            return [x]
+        return [Mapped(self.keras.ops.cast(x.tensor, dtype), x.axes, x.feature_order, x.nonnegative)]
+
+    def op_Slice(self, node, a):
+        """Slice of a tensor by constant bounds, as Keras tensor indexing (the batch axis only whole)."""
+        x = self.values[node.input[0]]
+        rank = len(x.axes)
+        starts, ends = ([int(v) for v in np.ravel(self.constant(n, "Slice bounds"))] for n in node.input[1:3])
+        axes = [int(v) % rank for v in np.ravel(self.optional_constant(node, 3, "Slice axes"))] \
+            if len(node.input) > 3 and node.input[3] else list(range(len(starts)))
+        steps = [int(v) for v in np.ravel(self.optional_constant(node, 4, "Slice steps"))] \
+            if len(node.input) > 4 and node.input[4] else [1] * len(starts)
+        dims = self.dims(node.input[0])
+        index = [slice(None)] * len([k for k in x.axes if k is not None])
+        for start, end, axis, step in zip(starts, ends, axes, steps):
+            if isinstance(dims[axis], BatchDim):
+                if not _whole_axis(start, end, step):
+                    raise RosettaError("keras mapper: Slice of the batch axis is not supported")
+                continue
+            picked = _onnx_slice(start, end, step, dims[axis])
+            if x.axes[axis] is None:
+                if len(range(1)[picked]) != 1:
+                    raise RosettaError("keras mapper: Slice to an empty tensor is not supported")
+                continue
+            if x.feature_order is not None:
+                raise RosettaError("keras mapper: Slice of a channels-last flattened tensor is not supported")
+            index[x.axes[axis]] = picked
+        if all(i == slice(None) for i in index):
+            return [x]
+        return [Mapped(x.tensor[tuple(index)], x.axes, None, x.nonnegative)]
 
     # ---- ops -----------------------------------------------------------------------------------------
     def op_Identity(self, node, a):
@@ -324,7 +646,8 @@ class KerasGraphBuilder:
         parts = [self.values[name] for name in node.input]
         first = parts[0]
         axis = a["axis"] % len(first.axes)
-        if axis == 0 or first.axes[axis] is None or any(p.feature_order is not None for p in parts):
+        if isinstance(self.dims(node.input[0])[axis], BatchDim) or first.axes[axis] is None or \
+                any(p.feature_order is not None for p in parts):
             raise RosettaError("keras mapper: Concat along the batch or a virtual axis, or of channels-last "
                                "flattened tensors, is not supported")
         if len(parts) == 1:
@@ -372,7 +695,7 @@ class KerasGraphBuilder:
         padded = [axis for axis in range(rank) if begins[axis] or ends[axis]]
         if not padded:
             return [x]
-        if any(p < 0 for p in begins + ends) or 0 in padded or any(x.axes[axis] is None for axis in padded):
+        if any(p < 0 for p in begins + ends) or 0 in padded or any(x.axes[axis] in (None, 0) for axis in padded):
             raise RosettaError("keras mapper: Pad with negative pads, or of the batch or a virtual axis, is not "
                                "supported")
         keras_rank = sum(k is not None for k in x.axes)
@@ -525,7 +848,7 @@ class KerasGraphBuilder:
         if 0 in reduced or len(kept) != 1 or None in x.axes or not 3 <= rank <= 5:
             raise RosettaError(f"keras mapper: {node.op_type} is supported over all axes but the batch and one "
                                f"other of a 3- to 5-D tensor only")
-        if x.axes[kept[0]] != rank - 1:
+        if x.axes[kept[0]] != rank - 1 or x.axes[0] != 0:  # the pooling layers keep Keras axis 0
             others = iter(range(1, rank - 1))
             x = self.materialize(x, tuple(0 if axis == 0 else rank - 1 if axis == kept[0] else next(others)
                                           for axis in range(rank)))
@@ -549,9 +872,12 @@ class KerasGraphBuilder:
         return self._global_pool(node, x, reduced, bool(a.get("keepdims", 1)), "Average")
 
     def _flatten(self, node, x: Mapped) -> list:
-        rank = len(x.axes)
         shape = self.static_shape(node.input[0])
-        if x.axes == _identity(rank) or rank == 2:
+        if None in x.axes[1:] and x.axes[0] is not None:  # size-1 virtual axes do not change the flat order
+            shape = [d for d, k in zip(shape, x.axes) if k is not None]
+            x = Mapped(x.tensor, tuple(k for k in x.axes if k is not None), x.feature_order, x.nonnegative)
+        rank = len(x.axes)
+        if x.axes == _identity(rank) or rank == 2 and x.axes == (0, 1):
             tensor = self.keras.layers.Flatten(name=self.name("flatten"))(x.tensor) if rank > 2 else x.tensor
             return [Mapped(tensor, (0, 1), x.feature_order, x.nonnegative)]
         if None in x.axes or None in shape[1:]:
@@ -573,15 +899,45 @@ class KerasGraphBuilder:
         return self._flatten(node, self.values[node.input[0]])
 
     def op_Reshape(self, node, a):
-        target = [int(v) for v in self.constant(node.input[1], "Reshape shape")]
+        """A Reshape that keeps the batch on an axis of its own is a Reshape layer (the batch axis first in
+        Keras); one that merges the batch with another axis (attention's heads) is keras.ops.reshape with -1
+        for the merged axis, exact because ONNX requires the sizes to multiply to the same count."""
+        target = self.shape_value(node.input[1], "Reshape shape")
         x = self.values[node.input[0]]
-        if len(target) == 2 and target[0] in (0, -1) or (len(target) == 2 and target[1] == -1):
+        source = self.dims(node.input[0])
+        if node.input[1] in self.constants and source[0] == BatchDim(1) and x.axes[0] == 0 and (
+                len(target) == 2 and target[0] in (0, -1) or (len(target) == 2 and target[1] == -1)):
             return self._flatten(node, x)
-        x = self.materialize(x, _identity(len(x.axes)))
-        source = self.static_shape(node.input[0])
-        dims = [source[i] if d == 0 else d for i, d in enumerate(target)][1:]
-        tensor = self.keras.layers.Reshape(dims, name=self.name("reshape"))(x.tensor)
-        return [Mapped(tensor, _identity(len(target)))]
+        if not a.get("allowzero", 0):
+            target = [source[i] if not isinstance(d, BatchDim) and d == 0 else d for i, d in enumerate(target)]
+        total_multiple, total = _product(source)
+        if any(not isinstance(d, BatchDim) and d == -1 for d in target):
+            known_multiple, known = _product([d for d in target if isinstance(d, BatchDim) or d != -1])
+            if total_multiple is None or known_multiple is not None:
+                missing = (total * (total_multiple or 1)) // (known * (known_multiple or 1))
+            else:
+                missing = BatchDim(total_multiple) // known
+            target = [missing if not isinstance(d, BatchDim) and d == -1 else d for d in target]
+        target_multiple, _ = _product(target)
+        batch = [i for i, d in enumerate(source) if isinstance(d, BatchDim)]
+        merged = [i for i, d in enumerate(target) if isinstance(d, BatchDim)]
+        if total_multiple is None or target_multiple is None:
+            raise RosettaError("keras mapper: Reshape of a tensor without a batch axis, or into one without it")
+        b, c = batch[0], merged[0]
+        if total_multiple == target_multiple and _product(source[:b])[1] == _product(target[:c])[1] \
+                and x.axes[b] is not None:
+            # the axes before the batch and those after it are reshaped separately: a Reshape layer
+            order = iter(range(1, len(source)))
+            x = self.materialize(x, tuple(0 if i == b else None if k is None else next(order)
+                                          for i, k in enumerate(x.axes)))
+            kept = [int(d) for i, d in enumerate(target) if i != c]
+            tensor = self.keras.layers.Reshape(kept, name=self.name("reshape"))(x.tensor)
+            order = iter(range(1, len(target)))
+            return [Mapped(tensor, tuple(0 if i == c else next(order) for i in range(len(target))),
+                          batch_multiple=target_multiple)]
+        x = self.logical_order(x)
+        tensor = self.keras.ops.reshape(x.tensor, [-1 if isinstance(d, BatchDim) else int(d) for d in target])
+        return [Mapped(tensor, _identity(len(target)), batch_multiple=target_multiple)]
 
     def _upsample(self, node, x: Mapped, scales: list, mode: str, coordinate_mode: str, nearest_mode: str) -> list:
         """Resize/Upsample by integer factors on the spatial axes: UpSamplingND (repeat, or bilinear in 2-D)."""
@@ -611,8 +967,15 @@ class KerasGraphBuilder:
         rank = len(x.axes)
         scale_index = 1 if len(node.input) == 2 else 2  # opset 10: (X, scales); since 11: (X, roi, scales, sizes)
         scales = self.optional_constant(node, scale_index, "Resize scales")
-        sizes = self.optional_constant(node, 3, "Resize sizes")
         axes = [int(axis) % rank for axis in a.get("axes", range(rank))]
+        if len(node.input) > 3 and node.input[3] in self.symbolic:  # sizes copying the batch from Shape(x)
+            wanted, dims = self.shape_value(node.input[3], "Resize sizes"), self.dims(node.input[0])
+            resized = [(axis, size) for axis, size in zip(axes, wanted) if size != dims[axis]]
+            if any(isinstance(size, BatchDim) for _, size in resized):
+                raise RosettaError("keras mapper: Resize of the batch axis is not supported")
+            axes, sizes = [axis for axis, _ in resized], np.array([size for _, size in resized], np.int64)
+        else:
+            sizes = self.optional_constant(node, 3, "Resize sizes")
         if scales is None or scales.size == 0:
             if sizes is None or _text(a.get("keep_aspect_ratio_policy", "stretch")) != "stretch":
                 raise RosettaError("keras mapper: Resize needs constant scales, or constant sizes with "
@@ -624,11 +987,50 @@ class KerasGraphBuilder:
         full = [1.0] * rank
         for axis, scale in zip(axes, np.ravel(scales)):
             full[axis] = float(scale)
+        if scale_index == 2 and _text(a.get("mode", "nearest")) == "linear" and \
+                _text(a.get("coordinate_transformation_mode", "half_pixel")) == "align_corners":
+            source = self.static_shape(node.input[0])
+            if full[:2] != [1.0, 1.0] or not 3 <= rank <= 5 or None in source[2:]:
+                raise RosettaError("keras mapper: Resize with align_corners is supported on the spatial axes of a 3- "
+                                   "to 5-D tensor of known size only")
+            lengths = [int(size) for size in sizes] if sizes is not None and sizes.size else None
+            if lengths is not None:
+                targets = {axis: size for axis, size in zip(axes, lengths)}
+                lengths = [targets.get(axis, source[axis]) for axis in range(2, rank)]
+            else:
+                lengths = [int(math.floor(n * f)) for n, f in zip(source[2:], full[2:])]
+            return [self._resize_linear_align_corners(x, source[2:], lengths)]
         if scale_index == 1:  # Resize-10 is Upsample-9 renamed: asymmetric sampling, nearest by floor
             return self._upsample(node, x, full, _text(a.get("mode", "nearest")), "asymmetric", "floor")
         return self._upsample(node, x, full, _text(a.get("mode", "nearest")),
                               _text(a.get("coordinate_transformation_mode", "half_pixel")),
                               _text(a.get("nearest_mode", "round_prefer_floor")))
+
+    def _resize_linear_align_corners(self, x: Mapped, lengths: list, resized: list) -> Mapped:
+        """Linear Resize with align_corners, one spatial axis at a time (linear interpolation is separable):
+        output i reads input i * (n - 1) / (m - 1), interpolated between its two neighbours, which is a fixed
+        (n, m) matrix: a Dense without bias on that axis, not trainable since ONNX's Resize has no weights."""
+        x = self.materialize(x, _channels_last(len(x.axes)))
+        tensor, rank = x.tensor, len(x.axes)
+        for spatial, (n, m) in enumerate(zip(lengths, resized)):
+            if n == m:
+                continue  # align_corners maps each index to itself
+            matrix = np.zeros((n, m), np.float64)
+            for i in range(m):
+                position = min(i * (n - 1) / (m - 1), n - 1) if m > 1 else 0.0
+                low = int(math.floor(position))
+                high, weight = min(low + 1, n - 1), position - low
+                matrix[low, i] += 1 - weight
+                matrix[high, i] += weight
+            axis = 1 + spatial
+            order = [k for k in range(1, rank) if k != axis] + [axis]
+            tensor = self.keras.layers.Permute(order, name=self.name("permute"))(tensor)
+            layer = self.keras.layers.Dense(m, use_bias=False, trainable=False, name=self.name("interpolate"))
+            tensor = layer(tensor)
+            layer.set_weights([matrix.astype(np.float32)])
+            back = [order.index(k) + 1 for k in range(1, rank)]
+            tensor = self.keras.layers.Permute(back, name=self.name("permute"))(tensor)
+        return Mapped(tensor, x.axes, None, x.nonnegative)
 
     def op_Upsample(self, node, a):
         scales = a.get("scales")  # an attribute in opset 7, an input in opset 9
@@ -662,6 +1064,8 @@ class KerasGraphBuilder:
         return [self._dense(self.values[node.input[0]], kernel.astype(np.float32), bias)]
 
     def op_MatMul(self, node, a):
+        if node.input[0] in self.values and node.input[1] in self.values:
+            return [self._matmul_of_tensors(node)]
         if node.input[1] not in self.constants or self.constants[node.input[1]].ndim != 2:
             raise RosettaError("keras mapper: MatMul is supported by a constant 2-D weight only (a Dense layer)")
         bias = self.optional_constant(node, 2, "MatMul bias")  # a third input only from _fuse_matmul_bias
@@ -681,8 +1085,11 @@ class KerasGraphBuilder:
         # picking one index along an axis (e.g. the last time step): Cropping1D on Keras axis 1 of a 3-D tensor
         index = self.constant(node.input[1], "Gather indices")
         x = self.values[node.input[0]]
-        if index.ndim != 0 or len([k for k in x.axes if k is not None]) != 3:
-            raise RosettaError("keras mapper: Gather of a scalar index is supported on 3-D tensors only")
+        if index.ndim != 0:
+            raise RosettaError("keras mapper: Gather of a tensor by a non-scalar index is not supported")
+        if len([k for k in x.axes if k is not None]) != 3 or x.axes[axis] is None or \
+                x.tensor.shape[0] is not None:
+            return [self._take(node, x, axis, int(index))]
         keras_axis = x.axes[axis]
         if keras_axis not in (1, 2):
             raise RosettaError("keras mapper: Gather along the batch axis is not supported")
@@ -696,6 +1103,36 @@ class KerasGraphBuilder:
         tensor = self.keras.layers.Reshape((features,), name=self.name("reshape"))(cropped)
         remaining = [k for l, k in enumerate(x.axes) if l != axis]
         return [Mapped(tensor, tuple(None if k is None else (k if k < 1 else k - 1) for k in remaining))]
+
+    def _take(self, node, x: Mapped, axis: int, index: int) -> Mapped:
+        """One index along a (non-batch) axis, as keras.ops.take (attention's q, k, v from one tensor)."""
+        dims = self.dims(node.input[0])
+        if isinstance(dims[axis], BatchDim) or x.feature_order is not None:
+            raise RosettaError("keras mapper: Gather along the batch axis, or of a channels-last flattened "
+                               "tensor, is not supported")
+        if not -dims[axis] <= index < dims[axis]:
+            raise RosettaError("keras mapper: Gather index out of range")
+        keras_axis = x.axes[axis]
+        remaining = [k for i, k in enumerate(x.axes) if i != axis]
+        if keras_axis is None:
+            return Mapped(x.tensor, tuple(remaining), None, x.nonnegative)
+        tensor = self.keras.ops.take(x.tensor, index % dims[axis], axis=keras_axis)
+        return Mapped(tensor, tuple(None if k is None else k - (k > keras_axis) for k in remaining), None,
+                      x.nonnegative)
+
+    def _matmul_of_tensors(self, node) -> Mapped:
+        """MatMul of two tensors (attention's scores and weighted values): keras.ops.matmul, which follows
+        numpy's matmul broadcasting, as ONNX does; both operands in ONNX axis order."""
+        first, second = (self.values[name] for name in node.input[:2])
+        if first.feature_order is not None or second.feature_order is not None or \
+                None in first.axes or None in second.axes:
+            raise RosettaError("keras mapper: MatMul of two tensors with size-1 axes held virtually, or of a "
+                               "channels-last flattened tensor, is not supported")
+        first, second = self.logical_order(first), self.logical_order(second)
+        if len(first.axes) != len(second.axes) or len(first.axes) < 2:
+            raise RosettaError("keras mapper: MatMul of two tensors of different ranks is not supported")
+        tensor = self.keras.ops.matmul(first.tensor, second.tensor)
+        return Mapped(tensor, _identity(len(first.axes)))
 
     def op_Transpose(self, node, a):
         x = self.values[node.input[0]]
@@ -711,10 +1148,16 @@ class KerasGraphBuilder:
         x = self.values[node.input[0]]
         axes = sorted(ax % len(x.axes) for ax in self._axes_argument(node, a, "Squeeze"))
         if any(x.axes[ax] is not None for ax in axes):
-            x = self.materialize(x, _identity(len(x.axes))) if None not in x.axes else x
-            kept_shape = [d for i, d in enumerate(self.static_shape(node.input[0])) if i not in axes][1:]
-            tensor = self.keras.layers.Reshape(kept_shape, name=self.name("squeeze"))(x.tensor)
-            return [Mapped(tensor, _identity(len(x.axes) - len(axes)))]
+            # dropping size-1 Keras axes keeps the element order: the others keep their relative order
+            dropped = sorted(x.axes[ax] for ax in axes if x.axes[ax] is not None)
+            shape = list(x.tensor.shape)
+            if 0 in dropped or None in shape[1:]:
+                tensor = self.keras.ops.squeeze(x.tensor, axis=tuple(dropped))
+            else:
+                kept = [d for k, d in enumerate(shape) if k not in dropped][1:]
+                tensor = self.keras.layers.Reshape(kept, name=self.name("squeeze"))(x.tensor)
+            renumber = lambda k: None if k is None else k - sum(d < k for d in dropped)  # noqa: E731
+            return [Mapped(tensor, tuple(renumber(k) for i, k in enumerate(x.axes) if i not in axes))]
         return [Mapped(x.tensor, tuple(k for i, k in enumerate(x.axes) if i not in axes), x.feature_order, x.nonnegative)]
 
     def op_Unsqueeze(self, node, a):
@@ -730,7 +1173,8 @@ class KerasGraphBuilder:
             raise RosettaError("keras mapper: GRU with linear_before_reset=0 (Keras' reset_after=True is =1)")
         if a.get("direction", b"forward") not in (b"forward", "forward") or a.get("layout", 0) != 0:
             raise RosettaError("keras mapper: only forward GRUs with layout=0 are supported")
-        if len(node.input) > 4 and any(node.input[4:]):
+        if len(node.input) > 4 and node.input[4] or len(node.input) > 5 and node.input[5] and \
+                not self.is_zero(node.input[5]):
             raise RosettaError("keras mapper: GRU with sequence_lens or a non-zero initial state is not supported")
         x = self.materialize(self.values[node.input[0]], (1, 0, 2))  # ONNX (T, N, I) -> Keras (N, T, I)
         w = self.constant(node.input[1], "GRU W")[0]
@@ -744,6 +1188,52 @@ class KerasGraphBuilder:
         layer.set_weights([w.T, r.T, np.stack([b[: 3 * hidden], b[3 * hidden:]])])
         return [Mapped(sequence, (1, None, 0, 2)), Mapped(state, (None, 0, 1))]
 
+    def op_LSTM(self, node, a):
+        """keras.layers.LSTM per direction (Bidirectional for both) with the ONNX weights: gates reordered from
+        ONNX's (i, o, f, c) to Keras' (i, f, c, o), the input and recurrent biases summed into Keras' one bias
+        (they are only ever added). Y is (T, directions, N, H), Y_h and Y_c (directions, N, H)."""
+        direction = _text(a.get("direction", "forward"))
+        directions = 2 if direction == "bidirectional" else 1
+        activations = [_text(f) for f in a.get("activations", [])]
+        if a.get("layout", 0) != 0 or "clip" in a or a.get("input_forget", 0) or \
+                activations not in ([], ["Sigmoid", "Tanh", "Tanh"] * directions) or "activation_alpha" in a:
+            raise RosettaError("keras mapper: LSTM with layout=1, clip, input_forget or other activations than "
+                               "(Sigmoid, Tanh, Tanh) is not supported")
+        optional = lambda index: len(node.input) > index and node.input[index]  # noqa: E731
+        if optional(4):
+            raise RosettaError("keras mapper: LSTM with sequence_lens is not supported")
+        if any(optional(index) and not self.is_zero(node.input[index]) for index in (5, 6, 7)):
+            raise RosettaError("keras mapper: LSTM with a non-zero initial state or peepholes is not supported "
+                               "(Keras' LSTM layer starts from zeros and has no peepholes)")
+        hidden = a["hidden_size"]
+        w, r = self.constant(node.input[1], "LSTM W"), self.constant(node.input[2], "LSTM R")
+        b = self.constant(node.input[3], "LSTM B") if optional(3) else np.zeros((directions, 8 * hidden), np.float32)
+        keras_gates = [0, 2, 3, 1]  # Keras' i, f, c, o among ONNX's i, o, f, c
+
+        def weights(d: int) -> list:
+            gates = lambda m: m.reshape((4, hidden) + m.shape[1:])[keras_gates].reshape((4 * hidden,) + m.shape[1:])  # noqa: E731
+            return [gates(w[d]).T, gates(r[d]).T, gates(b[d][: 4 * hidden] + b[d][4 * hidden:])]
+
+        x = self.materialize(self.values[node.input[0]], (1, 0, 2))  # ONNX (T, N, I) -> Keras (N, T, I)
+        options = dict(return_sequences=True, return_state=True)
+        if direction == "bidirectional":
+            layer = self.keras.layers.Bidirectional(self.keras.layers.LSTM(hidden, **options), merge_mode=None,
+                                                    name=self.name("lstm"))
+            forward, backward, h_forward, c_forward, h_backward, c_backward = layer(x.tensor)
+            layer.set_weights(weights(0) + weights(1))
+            stack = lambda pair, axis: self.keras.ops.stack(pair, axis=axis)  # noqa: E731
+            return [Mapped(stack([forward, backward], 2), (1, 2, 0, 3)),
+                    Mapped(stack([h_forward, h_backward], 1), (1, 0, 2)),
+                    Mapped(stack([c_forward, c_backward], 1), (1, 0, 2))]
+        if direction not in ("forward", "reverse"):
+            raise RosettaError(f"keras mapper: LSTM direction={direction!r} is not supported")
+        layer = self.keras.layers.LSTM(hidden, go_backwards=direction == "reverse", name=self.name("lstm"), **options)
+        sequence, h, c = layer(x.tensor)
+        layer.set_weights(weights(0))
+        if direction == "reverse":  # Keras gives the outputs in processing order; ONNX at their time step
+            sequence = self.keras.ops.flip(sequence, axis=1)
+        return [Mapped(sequence, (1, None, 0, 2)), Mapped(h, (None, 0, 1)), Mapped(c, (None, 0, 1))]
+
     # ---- graph ---------------------------------------------------------------------------------------
     def build(self):
         import onnx
@@ -756,6 +1246,7 @@ class KerasGraphBuilder:
             self.shapes[value.name] = [d.dim_value if d.HasField("dim_value") else None for d in dims]
         self.constants = {init.name: numpy_helper.to_array(init) for init in self.model.graph.initializer}
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in self.model.opset_import}
+        self.opsets = opsets
         nodes = _fold_constants(list(self.model.graph.node), self.constants, opsets)
         nodes = _fuse_patterns(nodes, self.constants, self.shapes, {value.name for value in self.model.graph.output})
         unsupported = sorted({node.op_type for node in nodes if not hasattr(self, f"op_{node.op_type}")})
@@ -775,12 +1266,28 @@ class KerasGraphBuilder:
             dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type).name
             tensor = keras.Input(shape=tuple(shape[1:]), dtype=dtype, name=value.name)
             inputs.append(tensor)
-            self.values[value.name] = Mapped(tensor, _identity(len(shape)))
+            self.values[value.name] = Mapped(tensor, _identity(len(shape)), batch_multiple=1)
         for node in nodes:
             attributes = {attr.name: onnx.helper.get_attribute_value(attr) for attr in node.attribute}
+            names = [name for name in node.input if name]
+            if names and all(name in self.constants for name in names) and \
+                    not _fold_constants([node], self.constants, opsets):
+                continue  # its inputs became constants once the shapes they were computed from were known
+            if any(name in self.symbolic for name in names):
+                if not any(name in self.values for name in names):
+                    for name, value in zip(node.output, self.evaluate_symbolic(node, attributes)):
+                        if name:
+                            self.store_symbolic(name, value)
+                    continue
+                if node.op_type not in _READS_SYMBOLIC:
+                    raise RosettaError(f"keras mapper: {node.op_type} of a tensor and a value computed from the "
+                                       f"run-time shape is not supported")
+            tensors = [self.values[name] for name in names if name in self.values]
             handler = getattr(self, f"op_{node.op_type}")
             for name, mapped in zip(node.output, handler(node, attributes)):
                 if name:
+                    if mapped.batch_multiple is None:
+                        mapped = replace(mapped, batch_multiple=tensors[0].batch_multiple if tensors else 1)
                     self.values[name] = mapped
         outputs = []
         for value in self.model.graph.output:
@@ -988,10 +1495,75 @@ def _match_matmul_bias(view: _GraphView, matmul):
     return [matmul, add], onnx.helper.make_node("MatMul", [matmul.input[0], matmul.input[1], name], [add.output[0]])
 
 
+def _below_zero(view: _GraphView, name: str):
+    """(indices, [nodes]) when `name` is Less(indices, 0), the indices possibly Cast first (exact for the sign)."""
+    less = view.made_by(name, "Less")
+    if less is None or view.scalar(less.input[1]) != 0:
+        return None
+    cast = view.made_by(less.input[0], "Cast")
+    return (cast.input[0], [cast, less]) if cast is not None else (less.input[0], [less])
+
+
+def _match_index_wrap(view: _GraphView, gather):
+    """Gather(table, where(i < 0, i + n, i)) with n the gathered axis' size, written as Where or as tf2onnx's
+    Cast(i < 0) * (i + n) + Cast(not(i < 0)) * i: ONNX's Gather already reads a negative index from the end
+    (and so does Keras' Embedding), so the pattern is dropped and Gather reads i."""
+    import onnx
+
+    if gather.op_type != "Gather" or gather.input[0] not in view.constants:
+        return None
+    axis = next((onnx.helper.get_attribute_value(x) for x in gather.attribute if x.name == "axis"), 0)
+    size = view.constants[gather.input[0]].shape[axis]
+
+    def plus_size(name: str, indices: str):
+        add = view.made_by(name, "Add")
+        return add if add is not None and view.other_input(add, indices) is not None and \
+            view.scalar(view.other_input(add, indices)) == size else None
+
+    wrapped, found = gather.input[1], None
+    where = view.made_by(wrapped, "Where")
+    if where is not None:
+        below = _below_zero(view, where.input[0])
+        if below is not None and where.input[2] == below[0] and plus_size(where.input[1], below[0]) is not None:
+            found = below[1] + [view.producer[where.input[1]], where]
+    total = view.made_by(wrapped, "Add")
+    for first, second in ([total.input, total.input[::-1]] if total is not None else []):
+        negative, positive = view.made_by(first, "Mul"), view.made_by(second, "Mul")
+        if found is not None or negative is None or positive is None:
+            continue
+        for cast_name, added in (negative.input, negative.input[::-1]):
+            cast = view.made_by(cast_name, "Cast")
+            below = _below_zero(view, cast.input[0]) if cast is not None else None
+            add = plus_size(added, below[0]) if below is not None else None
+            kept = view.other_input(positive, below[0]) if below is not None else None
+            keep_cast = view.made_by(kept, "Cast") if kept is not None else None
+            negation = view.made_by(keep_cast.input[0], "Not") if keep_cast is not None else None
+            if add is not None and negation is not None and negation.input[0] == cast.input[0]:
+                found = below[1] + [cast, add, negative, negation, keep_cast, positive, total]
+                break
+    if found is None:
+        return None
+    matched = list({id(n): n for n in found}.values())
+    inside = {id(n) for n in matched} | {id(gather)}
+    for node in matched:  # only the pattern reads what it computes
+        for output in node.output:
+            if output in view.graph_outputs or any(id(r) not in inside for r in view.readers.get(output, [])):
+                return None
+    replacement = onnx.helper.make_node("Gather", [gather.input[0], _below_zero_indices(view, matched)],
+                                        list(gather.output), axis=axis)
+    return matched + [gather], replacement
+
+
+def _below_zero_indices(view: _GraphView, matched: list) -> str:
+    less = next(node for node in matched if node.op_type == "Less")
+    cast = view.made_by(less.input[0], "Cast")
+    return cast.input[0] if cast is not None else less.input[0]
+
+
 def _fuse_patterns(nodes: list, constants: dict, shapes: dict, graph_outputs: set) -> list:
     """Replace each LayerNorm, GELU and MatMul + bias pattern by one node, placed where its last node was
     (its inputs are made before its first node; only its last node's output is read outside it)."""
-    for match in (_match_layer_normalization, _match_gelu, _match_matmul_bias):
+    for match in (_match_layer_normalization, _match_gelu, _match_matmul_bias, _match_index_wrap):
         view = _GraphView(nodes, constants, shapes, graph_outputs)
         position = {id(node): index for index, node in enumerate(nodes)}
         dropped, replacements = set(), {}
