@@ -151,6 +151,9 @@ CASES = {
     "layernorm_over_channels_last_axes": (lambda: nn.Sequential(nn.Conv1d(3, 4, 1), nn.LayerNorm([4, 6])), (2, 3, 6), 17),
     "gelu_tanh_approximation": (lambda: nn.Sequential(nn.Linear(4, 6), nn.GELU(approximate="tanh")), (2, 4), 17),
     "max_pool_1d_to_one": (lambda: nn.Sequential(nn.Conv1d(3, 4, 3), nn.AdaptiveMaxPool1d(1), nn.Flatten()), (2, 3, 7), 17),
+    # the batch absorbed by -1 next to static sizes (Keras applications' Reshape to (-1, 1, 1, C))
+    "reshape_with_the_batch_as_minus_one": (lambda: FunctionModule(lambda m, x: m.linear(x.reshape(-1, 1, 2, 6)),
+                                                                   linear=nn.Linear(6, 3)), (2, 3, 4), 17),
     "conv_3d_and_pools": (lambda: nn.Sequential(nn.Conv3d(2, 3, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2, padding=1),
                                                 nn.AvgPool3d(2)), (2, 2, 4, 3, 4), 17),
 }

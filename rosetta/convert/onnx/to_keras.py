@@ -916,7 +916,7 @@ class KerasGraphBuilder:
             if total_multiple is None or known_multiple is not None:
                 missing = (total * (total_multiple or 1)) // (known * (known_multiple or 1))
             else:
-                missing = BatchDim(total_multiple) // known
+                missing = BatchDim(total_multiple * total) // known  # the batch x the static sizes, over the known
             target = [missing if not isinstance(d, BatchDim) and d == -1 else d for d in target]
         target_multiple, _ = _product(target)
         batch = [i for i, d in enumerate(source) if isinstance(d, BatchDim)]
