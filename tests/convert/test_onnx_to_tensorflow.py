@@ -133,3 +133,19 @@ def test_shape_inference_that_stops_short_writes_nothing_in_the_current_folder(t
     assert rw._symbolic_shapes(model) is None
     assert rw.symbolic_reshape_shapes(model) is model
     assert list(tmp_path.iterdir()) == []
+
+
+def test_layout_names_the_change_onnx2tf_made_and_refuses_any_other():
+    """to_tensorflow._layout, fed shapes onnx2tf may write (as ONNX, channels moved last) and one it must
+    not (a size changed): the manifest's layouts are only what the first two say."""
+    from rosetta.convert.onnx.to_tensorflow import _layout
+    from rosetta.errors import RosettaError
+
+    assert _layout(["batch", 3, 32, 32], [None, 3, 32, 32]) == "as_onnx"
+    assert _layout(["batch", 3, 32, 32], [None, 32, 32, 3]) == "channels_last"
+    assert _layout(["batch", 150], [None, 150]) == "as_onnx"
+    with pytest.raises(RosettaError, match=r"onnx2tf changed a tensor's shape from \['batch', 3, 32, 32\] to "
+                                           r"\[None, 32, 32, 4\]"):
+        _layout(["batch", 3, 32, 32], [None, 32, 32, 4])
+    with pytest.raises(RosettaError, match="onnx2tf changed a tensor's shape"):
+        _layout(["batch", 3, 32, 32], [None, 32, 3, 32])  # channels moved, but not last

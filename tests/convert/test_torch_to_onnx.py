@@ -54,12 +54,55 @@ def test_eval_export_folds_batchnorm_and_preserve_keeps_it(store):
     assert sum(n.op_type == "BatchNormalization" for n in kept.graph.node) == 53
 
 
-def test_dynamo_exporter_is_an_option(tmp_path):
+def _conv_batchnorm(seed: int = 0):
+    """A module shaped like the cnn (image in, 10 logits out) with BatchNorm whose statistics are not the
+    identity, so a wrongly folded or skipped BatchNorm changes the numbers."""
+    import torch
+
+    torch.manual_seed(seed)
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                                 torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 10))
+    module[1].running_mean.uniform_(-1, 1)
+    module[1].running_var.uniform_(0.5, 2)
+    return module.eval()
+
+
+@pytest.mark.parametrize("module,training", [("cnn", "eval"), ("conv-batchnorm", "eval"), ("conv-batchnorm", "preserve")])
+def test_dynamo_exporter_computes_what_the_module_computes(tmp_path, module, training):
+    """The dynamo export run in ONNX Runtime against the torch module itself: with eval its optimiser folds
+    BatchNorm into the convolution; with preserve BatchNorm stays a node of its own."""
+    import torch
+
     spec = get_model("cnn")
-    manifest = run_conversion(torch_source(spec, 0), ONNX, tmp_path / "out", {"exporter": "dynamo", "opset": 18})
+    module = spec.build(0).eval() if module == "cnn" else _conv_batchnorm()
+    manifest = run_conversion(torch_source(spec, 0, module=module), ONNX, tmp_path / "out",
+                              {"exporter": "dynamo", "opset": 18, "training": training})
     assert manifest.converter["name"] == "torch.onnx.export[dynamo]"
-    out = load_runner("onnxruntime", tmp_path / "out").predict(generate_inputs(spec.inputs, 2, 0))
-    assert out["logits"].shape == (2, 10)
+    graph = onnx.load(str(tmp_path / "out" / "model.onnx"))
+    kept = sum(n.op_type == "BatchNormalization" for n in graph.graph.node)
+    assert kept == (training == "preserve") * sum(isinstance(m, torch.nn.BatchNorm2d) for m in module.modules())
+    feeds = generate_inputs(spec.inputs, 3, 0)
+    out = load_runner("onnxruntime", tmp_path / "out").predict(feeds)
+    with torch.no_grad():
+        expected = module(torch.from_numpy(feeds[spec.inputs[0].name])).numpy()
+    assert out["logits"].shape == expected.shape == (3, 10)
+    np.testing.assert_allclose(out["logits"], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_dynamo_exporter_refuses_training_mode_saying_what_to_pass(tmp_path):
+    with pytest.raises(RosettaError, match="no training-mode graph; pass --exporter torchscript"):
+        run_conversion(torch_source(get_model("cnn"), 0), ONNX, tmp_path / "out", {"exporter": "dynamo",
+                                                                                    "training": "train"})
+
+
+def test_a_graph_with_batchnorm_folded_is_refused_for_training(tmp_path):
+    from rosetta.convert.onnx.from_torch import check_batchnorm_kept
+
+    module = _conv_batchnorm()
+    run_conversion(torch_source(get_model("cnn"), 0, module=module), ONNX, tmp_path / "out")  # eval: folded
+    folded = onnx.load(str(tmp_path / "out" / "model.onnx"))
+    with pytest.raises(RosettaError, match="keeps 0 of the module's 1 BatchNorm layers"):
+        check_batchnorm_kept(module, folded)
 
 
 def test_failed_conversion_leaves_nothing_behind(tmp_path):
@@ -100,3 +143,27 @@ def test_same_seed_exports_identical_weights(tmp_path):
     a, b = (onnx.load(str(p / "model.onnx")) for p in paths)
     for x, y in zip(a.graph.initializer, b.graph.initializer):
         assert np.array_equal(onnx.numpy_helper.to_array(x), onnx.numpy_helper.to_array(y))
+
+
+def test_batchnorm_exported_in_training_mode_is_flagged(tmp_path):
+    """The lint's BatchNormalization branch, fed a real training-mode export (the cnn has no BatchNorm, so
+    the CLI's training-mode test reaches only the Dropout branch) and a graph that says training_mode=0."""
+    from onnx import TensorProto, helper
+
+    from rosetta.frameworks.onnx_graph import training_mode_nodes
+    from rosetta.verify.lint import artifact_problems
+
+    run_conversion(torch_source(get_model("cnn"), 0, module=_conv_batchnorm()), ONNX, tmp_path / "train",
+                   {"training": "train"})
+    assert [p for p in artifact_problems(tmp_path / "train") if "BatchNormalization" in p and "training_mode=1" in p]
+
+    def batchnorm(training_mode: int):
+        values = [helper.make_tensor(n, TensorProto.FLOAT, [2], [1.0, 1.0]) for n in ("scale", "bias", "mean", "var")]
+        node = helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["y"], name="bn",
+                                training_mode=training_mode)
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], values)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+
+    assert training_mode_nodes(batchnorm(1)) == ["BatchNormalization 'bn' with training_mode=1"]
+    assert training_mode_nodes(batchnorm(0)) == []

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
+import traceback
 from pathlib import Path
 
 from rosetta.convert.mmdnn.ir import GRAPH, WEIGHTS
@@ -21,12 +23,25 @@ def ir_paths(source: Path) -> tuple[Manifest, str, str]:
 
 
 def generate_code(emitter, code: Path) -> None:
-    """MMdnn's Emitter.run without its weight step (a pickled .npy): only the generated source is written."""
-    with contextlib.redirect_stdout(io.StringIO()):
+    """MMdnn's Emitter.run without its weight step (a pickled .npy): only the generated source is written.
+    An op the emitter has no emit_ method for is only printed by MMdnn, which writes code that cannot run
+    (a NameError later): it is refused here, naming the emitter and the op."""
+    name = type(emitter).__name__
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
         try:
             emitter.save_code(str(code), "test")
-        except NotImplementedError as error:
-            raise RosettaError(f"MMdnn's {type(emitter).__name__} cannot emit this model: {error}") from None
+        except (NotImplementedError, AttributeError) as error:
+            where = [frame.name for frame in traceback.extract_tb(error.__traceback__) if frame.name.startswith("emit_")]
+            if isinstance(error, AttributeError) and not where:  # not the emitter's own gap: a crash
+                raise
+            what = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            raise RosettaError(f"MMdnn's {name} cannot emit this model: {' -> '.join(where) or 'it'} raised "
+                               f"{what}") from None
+    skipped = sorted(set(re.findall(r"has not supported operator \[(\w+)\]", printed.getvalue())))
+    if skipped:
+        raise RosettaError(f"MMdnn's {name} cannot emit {', '.join(skipped)}: it has no "
+                           f"{', '.join('emit_' + op for op in skipped)}")
 
 
 def emitted_manifest(previous: Manifest, artifact: Path, fmt: str, emitter: str, framework_version: str,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -27,16 +28,22 @@ def save_ir(parser, staging: Path, source: dict, inputs: list, outputs: list, fr
     source model's image layout ("channels_first" or "channels_last"), which the emitters compare with theirs."""
     from importlib.metadata import version
 
+    mmdnn_class = next(c for c in type(parser).__mro__ if c.__module__.startswith("mmdnn."))  # not our subclass
     folder = Path(staging) / ARTIFACT
     folder.mkdir()
-    with contextlib.redirect_stdout(io.StringIO()):  # MMdnn prints every step
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):  # MMdnn prints every step
         parser.gen_IR()
         parser.save_to_proto(str(folder / GRAPH))
         parser.save_to_json(str(folder / GRAPH_JSON))
+    # a layer the parser has no rename_ method for is only printed, and left out of the IR
+    skipped = sorted(set(re.findall(r"has not supported operator \[(\w+)\]", printed.getvalue())))
+    if skipped:
+        raise RosettaError(f"MMdnn's {mmdnn_class.__name__} cannot convert {', '.join(skipped)}: it has no "
+                           f"{', '.join('rename_' + op for op in skipped)}")
     if not parser.weight_loaded:
         raise RosettaError("MMdnn's parser loaded no weights")
     save_weights(parser.weights, folder / WEIGHTS)
-    mmdnn_class = next(c for c in type(parser).__mro__ if c.__module__.startswith("mmdnn."))  # not our subclass
     converter = {"name": f"mmdnn {mmdnn_class.__name__}", "version": version("mmdnn"),
                  "framework_version": framework_version, "options": {}, "layout": layout}
     return Manifest(artifact=ARTIFACT, format="mmdnn", source=source, converter=converter,

@@ -20,9 +20,13 @@ from rosetta.errors import RosettaError
 from rosetta.manifest import Manifest
 from rosetta.models.registry import signature_of
 
-RNN_KINDS = {"onnx::GRU", "onnx::LSTM", "onnx::RNN"}
-RNN_LIMITATION = ("MMdnn has no working recurrent layers (its IR declares GRU/LSTM/RNN without attributes; "
-                  "its parsers drop them and its emitters do not implement them)")
+ONNX_KIND = {"GRU": "onnx::GRU", "LSTM": "onnx::LSTM", "RNN_TANH": "onnx::RNN", "RNN_RELU": "onnx::RNN"}  # RNNBase.mode
+
+
+def parser_lacks(kinds: list[str]) -> str:
+    """The reason MMdnn's PyTorch parser cannot take these graph ops: its op table has no entry for them (its
+    Keras parser does read GRU and LSTM; a Keras 2 source gets MMdnn's own attempt, see parse_keras)."""
+    return f"MMdnn's PyTorch parser has no converter for {', '.join(kinds)} (no entry in PytorchParser151.layer_map)"
 
 
 def _classes():
@@ -59,10 +63,8 @@ def _classes():
             nodes = list(graph.nodes())
             unsupported = sorted({n.kind() for n in nodes} - set(PytorchParser151.layer_map))
             if unsupported:
-                rnn = sorted(set(unsupported) & RNN_KINDS)
-                why = (RNN_LIMITATION if rnn else
-                       f"MMdnn's PyTorch parser supports only {', '.join(sorted(PytorchParser151.layer_map))}")
-                raise RosettaError(f"MMdnn cannot convert {', '.join(rnn or unsupported)}: {why}")
+                raise RosettaError(f"MMdnn cannot convert {', '.join(unsupported)}: {parser_lacks(unsupported)}; "
+                                   f"it supports only {', '.join(sorted(PytorchParser151.layer_map))}")
             names = self.names(nodes, set(params))
             for node in nodes:
                 name = names[node]
@@ -104,13 +106,17 @@ def convert(source, staging: Path, options: dict) -> Manifest:
     import torch
 
     compat.apply()
-    recurrent = sorted({type(m).__name__ for m in source.module.modules() if isinstance(m, torch.nn.RNNBase)})
-    if recurrent:
-        raise RosettaError(f"MMdnn cannot convert {', '.join(recurrent)}: {RNN_LIMITATION}")
+    parser_class = _classes()
+    # refused before tracing (the recurrent models' token inputs would be refused first, for a lesser reason),
+    # but only where the parser's own op table says it cannot take them
+    recurrent = {type(m).__name__: ONNX_KIND[m.mode] for m in source.module.modules() if isinstance(m, torch.nn.RNNBase)}
+    lacking = sorted(name for name, kind in recurrent.items() if kind not in parser_class.layer_map)
+    if lacking:
+        raise RosettaError(f"MMdnn cannot convert {', '.join(lacking)}: "
+                           f"{parser_lacks(sorted({recurrent[name] for name in lacking}))}")
     if len(source.inputs) != 1 or len(source.inputs[0].shape) != 4 or source.inputs[0].dtype != "float32":
         shapes = ", ".join(f"{s.name} {s.dtype}{list(s.shape)}" for s in source.inputs)
         raise RosettaError(f"MMdnn's PyTorch parser takes one float32 image input (N, C, H, W); this model has {shapes}")
-    parser_class = _classes()
     module = source.module.eval()
     with torch.no_grad():
         parser = parser_class(module, list(source.inputs[0].shape[1:]))

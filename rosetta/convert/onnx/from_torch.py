@@ -1,7 +1,9 @@
 """torch -> ONNX with torch.onnx.export.
 
 Defaults: the TorchScript exporter at opset 17, the one every later target (onnx2tf, onnx2torch, MXNet's
-importer) accepts; the dynamo exporter as an option. `training` chooses what happens to BatchNorm/Dropout:
+importer) accepts; the dynamo exporter as an option (eval and preserve: its graph optimiser folds BatchNorm
+into the convolution, so preserve turns the optimiser off, which keeps BatchNormalization as its own node;
+it has no training-mode graph). `training` chooses what happens to BatchNorm/Dropout:
   eval      inference graph; BatchNorm folded into the preceding Conv (constant folding on)
   preserve  inference graph with BatchNorm kept as its own node (TrainingMode.PRESERVE): for artifacts that
             will be trained, whose BatchNorm must stay a trainable layer. Constant folding stays on: PRESERVE
@@ -63,8 +65,9 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
         raise RosettaError(f"unknown exporter {exporter!r}; choose from {', '.join(EXPORTERS)}")
     if training not in TRAINING_MODES:
         raise RosettaError(f"unknown training mode {training!r}; choose from {', '.join(TRAINING_MODES)}")
-    if exporter == "dynamo" and training != "eval":
-        raise RosettaError("the dynamo exporter has no training modes; use --exporter torchscript with --training")
+    if exporter == "dynamo" and training == "train":
+        raise RosettaError("the dynamo exporter has no training-mode graph; pass --exporter torchscript "
+                           "(or --training eval or preserve with dynamo)")
 
     module = source.module
     if isinstance(module, torch.export.ExportedProgram):  # a user's .pt2: its graph is fixed, export it as is
@@ -94,7 +97,7 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
                 dynamic = None if isinstance(module, torch.export.ExportedProgram) else tuple({0: batch} for _ in args)
                 torch.onnx.export(module, args, str(target), dynamo=True, opset_version=opset,
                                   input_names=input_names, output_names=output_names,
-                                  dynamic_shapes=dynamic, external_data=False)
+                                  dynamic_shapes=dynamic, external_data=False, optimize=(training != "preserve"))
     except RosettaError:
         raise
     except Exception as error:
@@ -105,6 +108,8 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
             module.eval()
 
     model = load_checked(target)
+    if training == "preserve":
+        check_batchnorm_kept(module, model)
     actual_opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), opset)
     return Manifest(
         artifact=ARTIFACT, format="onnx", source=dict(source.origin),
@@ -113,3 +118,15 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
         inputs=value_info_signature(graph_inputs(model)), outputs=value_info_signature(model.graph.output),
         sha256=sha256_of(target), opset=actual_opset, chain=["torch", "onnx"],
     )
+
+
+def check_batchnorm_kept(module, model) -> None:
+    """A graph exported to be trained keeps every BatchNorm of the module as a BatchNormalization node: one
+    folded into its convolution would leave the target with nothing to train or to update statistics in."""
+    import torch
+
+    modules = sum(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in module.modules())
+    nodes = sum(node.op_type == "BatchNormalization" for node in model.graph.node)
+    if nodes < modules:
+        raise RosettaError(f"the exported graph keeps {nodes} of the module's {modules} BatchNorm layers as "
+                           "BatchNormalization nodes; the rest were folded, so it cannot be trained like the module")
