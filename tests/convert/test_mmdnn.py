@@ -10,7 +10,6 @@ import pytest
 
 from rosetta.convert.targets import list_targets
 from rosetta.errors import RosettaError
-from rosetta.manifest import Manifest
 from rosetta.verify.cells import VerifyCell, run_cell
 from tests.test_cli import run
 

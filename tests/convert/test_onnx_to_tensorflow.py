@@ -149,3 +149,29 @@ def test_layout_names_the_change_onnx2tf_made_and_refuses_any_other():
         _layout(["batch", 3, 32, 32], [None, 32, 32, 4])
     with pytest.raises(RosettaError, match="onnx2tf changed a tensor's shape"):
         _layout(["batch", 3, 32, 32], [None, 32, 3, 32])  # channels moved, but not last
+
+
+@pytest.mark.parametrize("raised,reason", [
+    (ValueError('Exception encountered when calling layer "tf.squeeze_1" (type TFOpLambda).\n\n'
+                "Can not squeeze dim[1], expected a dimension of 1, got 32\n\nCall arguments received by layer "
+                '"tf.squeeze_1" (type TFOpLambda):\n  • input=tf.Tensor(shape=(None, 32, 32))'),
+     "onnx2tf failed: ValueError: Can not squeeze dim[1], expected a dimension of 1, got 32"),
+    (SystemExit(1), "onnx2tf failed: ERROR: the op it logged"),
+])
+def test_an_onnx2tf_failure_keeps_its_cause(raised, reason, tmp_path, monkeypatch):
+    """onnx2tf's exception wraps the cause in Keras's 'when calling layer' and appends the call's arguments; on
+    sys.exit it has logged why: the reason is that cause, not the wrapper's first line."""
+    import onnx2tf
+
+    from rosetta.convert.onnx import to_tensorflow
+    from rosetta.errors import RosettaError
+
+    _export(_UpSample(), (2, 3, 8, 8), tmp_path / "onnx")
+
+    def fail(**_):
+        print("INFO: converting\nERROR: the op it logged")
+        raise raised
+    monkeypatch.setattr(onnx2tf, "convert", fail)
+    with pytest.raises(RosettaError) as error:
+        to_tensorflow.convert(tmp_path / "onnx", tmp_path / "staging", {})
+    assert str(error.value) == reason

@@ -16,7 +16,7 @@ import contextlib
 import io
 from pathlib import Path
 
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, cause_line
 from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "saved_model"
@@ -69,9 +69,12 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
                                     output_folder_path=str(Path(staging) / "onnx2tf-work"),
                                     keep_ncw_or_nchw_or_ncdhw_input_names=keep_nchw or None,
                                     disable_model_save=True, non_verbose=True, verbosity="error")
-    except (Exception, SystemExit) as error:  # onnx2tf calls sys.exit(1) on some failures
-        lines = [line for line in log.getvalue().splitlines() if "rror" in line] or [str(error) or type(error).__name__]
-        raise RosettaError(f"onnx2tf failed: {lines[-1].strip()[:300]}") from None
+    except (Exception, SystemExit) as error:  # onnx2tf calls sys.exit(1) on some failures, after logging why
+        if isinstance(error, Exception) and str(error).strip():  # the cause, not Keras's "when calling layer"
+            cause = f"{type(error).__name__}: {cause_line(str(error))}"
+        else:
+            cause = ([line for line in log.getvalue().splitlines() if "error" in line.lower()] or [type(error).__name__])[-1]
+        raise RosettaError(f"onnx2tf failed: {cause.strip()[:300]}") from None
     layouts = {}
     for entry, tensor in zip(previous.inputs, model.inputs):
         layouts[entry["name"]] = _layout(entry["shape"], list(tensor.shape))
