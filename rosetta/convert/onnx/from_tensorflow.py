@@ -29,14 +29,18 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     opset = min(int(previous.opset or options.get("opset", EXPORT_DEFAULTS["opset"])), newest_tf2onnx_opset())
     layouts = previous.converter.get("layouts", {})
     target = Path(staging) / ARTIFACT
-    nchw = {kind: [e["name"] for e in entries if layouts.get(e["name"]) == "channels_last"]
+    # tf2onnx transposes channels-last tensors back to channels-first for rank 4 only (it ignores any other
+    # rank with a warning): those it takes; any other layout change is kept in the manifest, for the runner
+    rank4 = {e["name"] for e in previous.inputs + previous.outputs if len(e["shape"]) == 4}
+    nchw = {kind: [e["name"] for e in entries if layouts.get(e["name"]) == "channels_last" and e["name"] in rank4]
             for kind, entries in (("inputs", previous.inputs), ("outputs", previous.outputs))}
+    kept = {name: layout for name, layout in layouts.items() if name not in nchw["inputs"] + nchw["outputs"]}
     run_tf2onnx(previous.artifact_path(source), target, opset, nchw["inputs"], nchw["outputs"])
     signature_in, signature_out = check_tensor_names(load_checked(target), previous)
     return Manifest(
         artifact=ARTIFACT, format="onnx", source=previous.source,
         converter={"name": "tf2onnx", "version": version("tf2onnx"), "framework_version": tensorflow_version(),
-                   "options": {"opset": opset}},
+                   "options": {"opset": opset}, **({"layouts": kept} if kept else {})},
         inputs=signature_in, outputs=signature_out, sha256=sha256_of(target), opset=opset,
     )
 
