@@ -1,0 +1,80 @@
+"""`rosetta conformance`: ONNX's backend test cases through every ONNX-route target (rosetta.verify.conformance)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from rosetta.cli.options import (EPILOG_EXIT, add_executor_options, check_writable_file, console, executor,
+                                 positive_int, progress, target_names)
+from rosetta.errors import RosettaError
+
+DEFAULT_TIMEOUT_S = 300  # per job: a converter that hangs on one case is that case's ERROR
+
+
+def add_parser(commands, common: argparse.ArgumentParser) -> None:
+    conformance = commands.add_parser(
+        "conformance", parents=[common], help="run ONNX's backend test suite through every target",
+        description="Convert each case of ONNX's own backend test suite (the onnx wheel's node tests, generated in "
+                    "memory, and its pytorch-converted, pytorch-operator and simple model tests) to each target, "
+                    "run it, and compare with the suite's expected outputs at the suite's tolerance (rtol 1e-3, "
+                    "atol 1e-7), recording rosetta's float32 rule beside it. Each (case, target) is PASS, FAIL "
+                    "(converted, wrong numbers), CANNOT (refused, with the reason) or ERROR (crash or hang).",
+        epilog="examples:\n  rosetta conformance --targets all --ops Conv,GRU,Hardmax --json conformance.json\n"
+               "  rosetta conformance --targets all --report docs      (all 1,884 node cases: hours on 2 cores)\n"
+               "  rosetta conformance --targets torch,mxnet --suite node,simple --cases test_relu,test_cumsum_1d\n"
+               + EPILOG_EXIT,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    conformance.add_argument("--targets", default="all",
+                             help=f"targets, comma-separated, or all (default): {', '.join(target_names())}")
+    conformance.add_argument("--suite", default="node",
+                             help="suites, comma-separated: node (default), pytorch-converted, pytorch-operator, simple")
+    conformance.add_argument("--ops", help="only the cases whose graph uses one of these ONNX ops, comma-separated")
+    conformance.add_argument("--cases", help="only these cases, by name, comma-separated (e.g. test_relu)")
+    conformance.add_argument("--work-dir", type=Path, help="write the cases and conversions here (default: a temporary folder)")
+    conformance.add_argument("--json", metavar="FILE", type=Path, help="write every row and the summary as JSON")
+    conformance.add_argument("--report", metavar="DIR", type=Path,
+                             help="write DIR/conformance.md (summary, op x target table, every FAIL) and DIR/conformance.png")
+    conformance.add_argument("--timeout", type=positive_int, default=DEFAULT_TIMEOUT_S,
+                             help=f"seconds a conversion or run may take before it is an ERROR (default {DEFAULT_TIMEOUT_S})")
+    conformance.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_executor_options(conformance)
+
+
+def run(args) -> int:
+    from rosetta.convert.targets import parse_target_list
+    from rosetta.report.conformance import conformance_heatmap, conformance_markdown, conformance_table, summary
+    from rosetta.scratch import scratch_folder
+    from rosetta.verify.conformance import SUITES, collect_cases, run_conformance
+    from rosetta.verify.results import exit_status
+
+    targets = parse_target_list(args.targets)
+    suites = [s.strip() for s in args.suite.split(",") if s.strip()]
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown:
+        raise RosettaError(f"unknown suite {', '.join(unknown)}; choose from: {', '.join(SUITES)}")
+    check_writable_file(args.json)
+    ops = [o.strip() for o in args.ops.split(",")] if args.ops else None
+    names = [c.strip() for c in args.cases.split(",")] if args.cases else None
+    chosen = executor(args)
+    with scratch_folder("rosetta-conformance-") as scratch:
+        work = args.work_dir or Path(scratch)
+        cases = collect_cases(work / "cases", suites, ops, names)
+        if not cases:
+            raise RosettaError("no test case matches --ops/--cases in the chosen suites")
+        rows = [r.to_json() for r in run_conformance(cases, targets, work / "converted", chosen, progress(args))]
+    console().print(conformance_table(rows))
+    command = "rosetta " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "rosetta conformance"
+    if args.json:
+        args.json.write_text(json.dumps({"suites": suites, "targets": [t.name for t in targets],
+                                         "executor": chosen.describe(), "summary": summary(rows), "rows": rows},
+                                        indent=1) + "\n")
+    if args.report:
+        args.report.mkdir(parents=True, exist_ok=True)
+        (args.report / "conformance.md").write_text(conformance_markdown(rows, "ONNX backend-test conformance", command))
+        conformance_heatmap(rows, args.report / "conformance.png")
+        print(f"wrote {args.report / 'conformance.md'}, {args.report / 'conformance.png'}")
+    return exit_status([row["verdict"] for row in rows])

@@ -1,0 +1,302 @@
+"""Per-op conformance of every ONNX-route target on ONNX's own backend test suite.
+
+The `onnx` wheel is the peer test suite: its node test cases (one model per case, generated in memory by
+`onnx.backend.test.case.node.collect_testcases`, each with inputs and expected outputs) and the model test
+cases it ships on disk (`pytorch-converted`, `pytorch-operator`, `simple`). Each case is written once to a
+folder of its own (model.onnx + manifest + inputs.npz + expected.npz); then each (case, target) is a job of its
+own (`case_job`, run by any executor: side by side locally, or on Ray), which converts the case along the
+target's chain from ONNX, runs it, and compares with the suite's expected outputs:
+- with the suite's own tolerance (`np.allclose` at the case's rtol/atol, 1e-3/1e-7 as `onnx.backend.test`
+  uses), which gives the verdict, and
+- with rosetta's float32-only rule (FLOAT32_ONLY_MULTIPLE x the output's float32 floor), recorded beside it.
+Verdicts as `rosetta verify`'s: PASS; FAIL (converted without complaint, wrong numbers: the silent bugs);
+CANNOT (the converter refused, with its one-line reason, or the case needs what no runner of rosetta takes:
+sequence, optional and map types, or a dtype the target's framework lacks); ERROR (a crash, a hang, or an
+artifact that does not run).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from rosetta.errors import RosettaError
+from rosetta.verify.results import CANNOT, ERROR, FAIL, PASS, failure_verdict
+
+SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple")
+SUITE_RTOL, SUITE_ATOL = 1e-3, 1e-7  # onnx.backend.test's defaults; a node case may set its own
+CASE_JOB = "rosetta.verify.conformance:case_job"
+# ONNX tensor types that only ONNX Runtime among the targets has (strings, 8-bit floats, bfloat16, 4-bit and
+# complex numbers): a case that reads or writes one is CANNOT elsewhere, with that reason
+ONNX_RUNTIME_ONLY_DTYPES = ("str", "object", "bfloat16", "float8", "int4", "uint4", "complex", "float4")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    suite: str
+    ops: tuple[str, ...]  # the op types of its graph
+    folder: str  # model.onnx, manifest.json, inputs.npz, expected.npz (or case.json's reason it cannot run)
+    rtol: float = SUITE_RTOL
+    atol: float = SUITE_ATOL
+
+
+@dataclass
+class CaseResult:
+    case: str
+    suite: str
+    ops: list
+    target: str
+    verdict: str
+    reason: str = ""
+    max_abs_error: float = math.nan
+    suite_tolerance: dict = field(default_factory=dict)  # {"rtol", "atol", "passed"}
+    calibrated: dict = field(default_factory=dict)  # {"multiple", "error_ratio", "passed"}
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+# ---- the suite's cases, each written to a folder of its own -------------------------------------------------
+def _suite_folder(suite: str) -> Path:
+    import onnx
+
+    return Path(onnx.__file__).parent / "backend" / "test" / "data" / suite
+
+
+def _read_data_set(folder: Path, prefix: str) -> list:
+    """A data set's input_N.pb or output_N.pb, in order: arrays, or None for what is not a tensor."""
+    from onnx import TensorProto, numpy_helper
+
+    values = []
+    for path in sorted(folder.glob(f"{prefix}_*.pb"), key=lambda p: int(p.stem.split("_")[-1])):
+        tensor = TensorProto()
+        try:
+            tensor.ParseFromString(path.read_bytes())
+            values.append(numpy_helper.to_array(tensor) if tensor.name or tensor.dims or tensor.data_type else None)
+        except Exception:  # noqa: BLE001 - a SequenceProto or OptionalProto: not a tensor
+            values.append(None)
+    return values
+
+
+def _graph_ops(model) -> tuple[str, ...]:
+    """The op types a case exercises: its graph's, without the Constant nodes that only feed it."""
+    ops = sorted({node.op_type for node in model.graph.node})
+    return tuple(op for op in ops if op != "Constant") or tuple(ops)
+
+
+def _raw_cases(suites, ops):
+    """(name, suite, model, ops, inputs, outputs, rtol, atol) of every case of `suites` whose graph uses one of `ops`
+    (all when None), in the suite's order."""
+    import onnx
+
+    wanted = set(ops) if ops else None
+    for suite in suites:
+        if suite == "node":
+            import warnings
+
+            from onnx.backend.test.case.node import collect_testcases
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the generators' own overflow warnings
+                cases = collect_testcases(None)
+            # a node case tests one op; its "_expanded" twin runs that op's function body instead (Loop, Cast,
+            # ...), and counts under the op it expands
+            tested = {case.name: _graph_ops(case.model) for case in cases if "_expanded" not in case.name}
+            for case in cases:
+                ops_tested = tested.get(case.name.split("_expanded")[0]) or _graph_ops(case.model)
+                if case.kind != "node" or not case.data_sets or (wanted and not wanted & set(ops_tested)):
+                    continue
+                inputs, outputs = case.data_sets[0]
+                yield case.name, suite, case.model, ops_tested, list(inputs), list(outputs), case.rtol, case.atol
+        elif suite in SUITES:
+            for folder in sorted(p for p in _suite_folder(suite).iterdir() if (p / "model.onnx").is_file()):
+                model = onnx.load(str(folder / "model.onnx"))
+                if wanted and not wanted & set(_graph_ops(model)):
+                    continue
+                data = folder / "test_data_set_0"
+                yield (folder.name, suite, model, _graph_ops(model), _read_data_set(data, "input"),
+                       _read_data_set(data, "output"), SUITE_RTOL, SUITE_ATOL)
+        else:
+            raise RosettaError(f"unknown conformance suite {suite!r}; choose from: {', '.join(SUITES)}")
+
+
+def _tensor_entry(value_info) -> dict | None:
+    """A manifest entry (name, shape, dtype) for a graph input or output, or None if it is not a tensor."""
+    from onnx import helper
+
+    kind = value_info.type.WhichOneof("value")
+    if kind != "tensor_type":
+        return None
+    tensor = value_info.type.tensor_type
+    dtype = _dtype_name(np.empty(0, helper.tensor_dtype_to_np_dtype(tensor.elem_type))) if tensor.elem_type else "float32"
+    shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
+    return {"name": value_info.name, "shape": shape, "dtype": dtype}
+
+
+def _dtype_name(array) -> str:
+    dtype = np.asarray(array).dtype
+    return "str" if dtype.kind in "USO" else dtype.name
+
+
+def write_case(name: str, suite: str, model, ops: tuple, inputs: list, outputs: list, root: Path,
+               rtol: float = SUITE_RTOL, atol: float = SUITE_ATOL) -> Case:
+    """The case in root/suite/name/ as a source every target's chain can start from: an ONNX artifact folder
+    (model.onnx + manifest.json) with inputs.npz and expected.npz; or case.json saying why no runner takes it."""
+    import onnx
+
+    from rosetta.manifest import Manifest, sha256_of
+
+    folder = Path(root) / suite / name
+    folder.mkdir(parents=True, exist_ok=True)
+    initializers = {init.name for init in model.graph.initializer}
+    graph_inputs = [v for v in model.graph.input if v.name not in initializers]
+    entries_in = [_tensor_entry(v) for v in graph_inputs]
+    entries_out = [_tensor_entry(v) for v in model.graph.output]
+    case = Case(name, suite, tuple(ops), str(folder), rtol, atol)
+    values = list(inputs) + list(outputs)
+    if None in entries_in + entries_out or any(v is None or isinstance(v, (list, dict)) for v in values) \
+            or len(inputs) != len(entries_in) or len(outputs) != len(entries_out):
+        (folder / "case.json").write_text(json.dumps({"cannot": "sequence, optional or map values: rosetta's "
+                                                                "runners take tensors only"}))
+        return case
+    onnx.save(model, str(folder / "model.onnx"))
+    np.savez(folder / "inputs.npz", **{e["name"]: np.asarray(v) for e, v in zip(entries_in, inputs)})
+    np.savez(folder / "expected.npz", **{e["name"]: np.asarray(v) for e, v in zip(entries_out, outputs)})
+    dtypes = sorted({_dtype_name(v) for v in values} | {e["dtype"] for e in entries_in + entries_out})
+    special = [d for d in dtypes if d.startswith(ONNX_RUNTIME_ONLY_DTYPES)]
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    Manifest(artifact="model.onnx", format="onnx", source={"conformance": f"{suite}/{name}"},
+             converter={"name": "onnx.backend.test", "version": onnx.__version__}, inputs=entries_in,
+             outputs=entries_out, sha256=sha256_of(folder / "model.onnx"), opset=opset).write(folder)
+    (folder / "case.json").write_text(json.dumps({"onnxruntime_only": ", ".join(special)} if special else {}))
+    return case
+
+
+def collect_cases(root: Path, suites=("node",), ops=None, cases=None) -> list[Case]:
+    """Every case of `suites` whose graph uses one of `ops` (None: all), or whose name is in `cases` (None:
+    all), written under `root`."""
+    chosen = set(cases) if cases else None
+    return [write_case(name, suite, model, case_ops, inputs, outputs, root, rtol, atol)
+            for name, suite, model, case_ops, inputs, outputs, rtol, atol in _raw_cases(suites, ops)
+            if chosen is None or name in chosen]
+
+
+# ---- one (case, target): a job -------------------------------------------------------------------------------
+def _compare(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> tuple[bool, bool, float, float, str]:
+    """(passed at the suite's tolerance, passed by the float32-only rule, max abs error, error / floor, where)."""
+    from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE, noise_floor
+
+    if expected.dtype.kind in "USO" or expected.dtype == bool:
+        equal = np.array_equal(actual.astype(expected.dtype), expected)
+        return equal, equal, 0.0 if equal else math.inf, 0.0 if equal else math.inf, ""
+    reference = expected.astype(np.float64)
+    values = actual.astype(np.float64)
+    diff = np.abs(values - reference)
+    both_nan = np.isnan(values) & np.isnan(reference)
+    same_inf = np.isinf(reference) & (values == reference)
+    diff = np.where(both_nan | same_inf, 0.0, diff)
+    suite_ok = bool(np.all((diff <= atol + rtol * np.abs(np.where(np.isfinite(reference), reference, 0.0)))))
+    finite = reference[np.isfinite(reference)]
+    floor = noise_floor(finite.astype(np.float32), finite) if finite.size else 1.0
+    worst = float(np.nanmax(np.where(np.isnan(diff), np.inf, diff))) if diff.size else 0.0
+    where = str(list(np.unravel_index(int(np.nanargmax(np.where(np.isnan(diff), np.inf, diff))), diff.shape))) \
+        if diff.size and diff.ndim else ""
+    return suite_ok, worst <= FLOAT32_ONLY_MULTIPLE * floor, worst, worst / floor, where
+
+
+def _last_sentence(message: str) -> str:
+    """ONNX Runtime ends a refusal with what it supports ("... is till opset 26."), after C++ source paths."""
+    sentences = [s.strip() for s in message.replace("\n", " ").split(". ") if s.strip()]
+    return (sentences[-1] if sentences else message).rstrip(".")[:300]
+
+
+def case_job(argument: dict) -> dict:
+    """Job: one case converted to one target and run; its CaseResult as JSON. argument: {"case": Case as a dict,
+    "target": name, "work": folder for the converted artifact (removed after)}."""
+    from rosetta.convert.store import run_conversion
+    from rosetta.convert.targets import get_target, load_verify_runner
+    from rosetta.errors import Unsupported, WorkerDied, one_line
+    from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
+
+    case = Case(**{**argument["case"], "ops": tuple(argument["case"]["ops"])})
+    target = get_target(argument["target"])
+    result = CaseResult(case.name, case.suite, list(case.ops), target.name, PASS)
+    folder, started = Path(case.folder), time.perf_counter()
+    info = json.loads((folder / "case.json").read_text())
+    if info.get("cannot") or (info.get("onnxruntime_only") and target.runner != "onnxruntime"):
+        result.verdict = CANNOT
+        result.reason = info.get("cannot") or f"dtype {info['onnxruntime_only']}: no tensor type of {target.runner}'s"
+        return result.to_json()
+    chain = target.chain[target.chain.index("onnx"):]
+    artifact = Path(argument["work"]) / f"{case.suite}-{case.name}-{target.name}"
+    stage = "conversion"
+    try:
+        if len(chain) > 1:
+            run_conversion(folder, chain, artifact, force=True)
+        stage = "loading"
+        runner = load_verify_runner(target.runner, artifact if len(chain) > 1 else folder)
+        stage = "run"
+        with np.load(folder / "inputs.npz") as inputs:
+            outputs = runner.predict({name: inputs[name] for name in inputs.files})
+    except Exception as error:  # noqa: BLE001 - every failure is this cell's row
+        # a runtime that refuses the case's own model (ONNX Runtime on an opset newer than it knows) is a
+        # converter's refusal, not a crash: CANNOT
+        refused = stage == "loading" and len(chain) == 1 and not isinstance(error, WorkerDied)
+        result.verdict = CANNOT if isinstance(error, Unsupported) or refused else \
+            failure_verdict(stage, isinstance(error, WorkerDied))
+        message = f"{target.runner} refused the model: {_last_sentence(str(error))}" if refused else one_line(error)
+        result.reason = message if message.startswith(stage) else f"{stage} failed: {message}"
+        return result.to_json()
+    finally:
+        shutil.rmtree(artifact, ignore_errors=True)
+        result.seconds = round(time.perf_counter() - started, 3)
+    reasons, suite_ok, calibrated_ok, ratio = [], True, True, 0.0
+    with np.load(folder / "expected.npz") as expected:
+        for name in expected.files:
+            wanted, got = expected[name], outputs.get(name)
+            if got is None or np.shape(got) != wanted.shape:
+                shape = None if got is None else tuple(np.shape(got))
+                reasons.append(f"{name}: shape {shape}, the suite expects {wanted.shape}")
+                suite_ok = calibrated_ok = False
+                continue
+            ok, calibrated, worst, output_ratio, where = _compare(np.asarray(got), wanted, case.rtol, case.atol)
+            suite_ok, calibrated_ok = suite_ok and ok, calibrated_ok and calibrated
+            result.max_abs_error = worst if math.isnan(result.max_abs_error) else max(result.max_abs_error, worst)
+            ratio = max(ratio, output_ratio)
+            if not ok:
+                reasons.append(f"{name}: max abs error {worst:.3g} at {where} (rtol {case.rtol:g}, atol {case.atol:g})")
+    result.suite_tolerance = {"rtol": case.rtol, "atol": case.atol, "passed": suite_ok}
+    result.calibrated = {"multiple": FLOAT32_ONLY_MULTIPLE, "error_ratio": ratio, "passed": calibrated_ok}
+    result.verdict, result.reason = (PASS, "") if suite_ok else (FAIL, "; ".join(reasons))
+    return result.to_json()
+
+
+def run_conformance(cases: list[Case], targets: list, work: Path, executor=None, progress: bool = False) -> list[CaseResult]:
+    """Every (case, target) as a job of `executor` (default local); a job that dies is an ERROR row."""
+    from rosetta.execution import Job
+    from rosetta.execution.executors import Task, get_executor
+    from rosetta.progress import progress_bar
+
+    executor = executor or get_executor("local")
+    Path(work).mkdir(parents=True, exist_ok=True)
+    pairs = [(case, target) for case in cases for target in targets]
+    tasks = [Task(Job(CASE_JOB, {"case": asdict(case), "target": target.name, "work": str(work)},
+                      what=f"{case.name} -> {target.name}"), f"{case.name} -> {target.name}") for case, target in pairs]
+    with progress_bar(len(tasks), "conformance", enabled=progress) as advance:
+        outcomes = executor.run(tasks, advance)
+        advance(None)
+    results = []
+    for (case, target), outcome in zip(pairs, outcomes):
+        if outcome.error:
+            results.append(CaseResult(case.name, case.suite, list(case.ops), target.name, ERROR, outcome.error))
+        else:
+            results.append(CaseResult(**outcome.result))
+    return results

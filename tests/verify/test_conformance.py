@@ -1,0 +1,121 @@
+"""rosetta conformance: ONNX's backend test cases through every target. A fixed subset runs here for real (the
+whole suite is a benchmark: `rosetta conformance --targets all --report docs`); the verdicts are shown to say
+FAIL on a wrong result, CANNOT on a refusal and ERROR on a crash."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from rosetta.cli import main
+from rosetta.report.conformance import conformance_markdown, op_table, summary
+from rosetta.verify import conformance
+from rosetta.verify.conformance import case_job, collect_cases
+
+# measured on the pinned converters: a case every target gets right, and ONNX Runtime's Hardmax along axis 0,
+# which MXNet's importer computes along another axis without complaint (a silent wrong result)
+SUBSET = {
+    "test_relu": {"onnxruntime": "PASS", "tensorflow": "PASS", "keras": "PASS", "torch": "PASS", "mxnet": "PASS",
+                  "tensorflow-roundtrip": "PASS"},
+    "test_hardmax_axis_0": {"onnxruntime": "PASS", "tensorflow": "CANNOT", "keras": "CANNOT", "torch": "CANNOT",
+                            "mxnet": "FAIL", "tensorflow-roundtrip": "CANNOT"},
+}
+
+
+@pytest.fixture(scope="module")
+def relu(tmp_path_factory):
+    return collect_cases(tmp_path_factory.mktemp("cases"), ("node",), cases=["test_relu"])[0]
+
+
+def test_node_cases_are_collected_by_op_with_their_expanded_twins(tmp_path):
+    cases = collect_cases(tmp_path, ("node",), ops=["Hardmax"])
+    assert len(cases) >= 6 and all("hardmax" in c.name for c in cases)
+    assert all(c.ops == ("Hardmax",) for c in cases)  # an expanded twin counts under the op it expands
+    folder = tmp_path / "node" / "test_hardmax_axis_0"
+    assert {p.name for p in folder.iterdir()} >= {"model.onnx", "manifest.json", "inputs.npz", "expected.npz"}
+
+
+@pytest.mark.parametrize("suite,case,target,reason", [
+    ("node", "test_optional_has_element_optional_input", "onnxruntime", "sequence, optional or map values"),
+    ("simple", "test_strnorm_model_nostopwords_nochangecase", "torch", "dtype str: no tensor type of torch's"),
+])
+def test_a_case_no_runner_takes_is_cannot_with_its_reason(suite, case, target, reason, tmp_path):
+    cases = collect_cases(tmp_path, (suite,), cases=[case])
+    row = case_job({"case": asdict(cases[0]), "target": target, "work": str(tmp_path / "w")})
+    assert row["verdict"] == "CANNOT" and row["reason"].startswith(reason), row
+
+
+def test_the_subset_through_every_target(tmp_path):
+    out = tmp_path / "conformance.json"
+    status = main(["conformance", "--targets", "all", "--cases", ",".join(SUBSET), "--json", str(out),
+                   "--report", str(tmp_path / "report"), "--no-progress", "--work-dir", str(tmp_path / "work")])
+    data = json.loads(out.read_text())
+    verdicts = {(row["case"], row["target"]): row["verdict"] for row in data["rows"]}
+    assert verdicts == {(case, target): v for case, by_target in SUBSET.items() for target, v in by_target.items()}
+    assert status == 1  # a FAIL: as rosetta verify's exit status
+    failure = next(row for row in data["rows"] if row["verdict"] == "FAIL")
+    assert failure["suite_tolerance"]["passed"] is False and failure["max_abs_error"] >= 1
+    assert "max abs error" in failure["reason"]
+    for row in data["rows"]:
+        assert row["verdict"] != "CANNOT" or row["reason"].strip()
+    markdown = (tmp_path / "report" / "conformance.md").read_text()
+    assert "| mxnet | 2 | 1 | 1 | 0 | 0 | 1 of 2 (50 %) |" in markdown
+    assert "`test_hardmax_axis_0` -> mxnet" in markdown and (tmp_path / "report" / "conformance.png").stat().st_size
+
+
+class _Runner:
+    def __init__(self, outputs):
+        self.outputs = outputs
+
+    def predict(self, feeds):
+        if isinstance(self.outputs, Exception):
+            raise self.outputs
+        return self.outputs(feeds)
+
+
+@pytest.mark.parametrize("outputs,verdict,reason", [
+    (lambda feeds: {"y": np.maximum(feeds["x"], 0)}, "PASS", ""),
+    (lambda feeds: {"y": np.maximum(feeds["x"], 0) * 1.01}, "FAIL", "y: max abs error"),
+    (lambda feeds: {"y": np.maximum(feeds["x"], 0)[:, :2]}, "FAIL", "y: shape (3, 2, 5), the suite expects (3, 4, 5)"),
+    (lambda feeds: {}, "FAIL", "y: shape None"),
+    (RuntimeError("segfault-ish"), "ERROR", "run failed: RuntimeError: segfault-ish"),
+])
+def test_a_wrong_result_is_fail_and_a_crash_is_error(relu, tmp_path, monkeypatch, outputs, verdict, reason):
+    from rosetta.convert import targets
+
+    monkeypatch.setattr(targets, "load_verify_runner", lambda framework, folder: _Runner(outputs))
+    row = case_job({"case": asdict(relu), "target": "onnxruntime", "work": str(tmp_path)})
+    assert row["verdict"] == verdict and row["reason"].startswith(reason), row
+    if verdict == "PASS":
+        assert row["calibrated"]["passed"] and row["suite_tolerance"] == {"rtol": 1e-3, "atol": 1e-7, "passed": True}
+
+
+def test_a_converter_that_refuses_is_cannot(relu, tmp_path, monkeypatch):
+    from rosetta.convert import store
+    from rosetta.errors import RosettaError
+
+    def refuse(*_, **__):
+        raise RosettaError("conversion onnx -> mxnet failed: ONNX op Relu cannot be converted to mxnet")
+    monkeypatch.setattr(store, "run_conversion", refuse)
+    row = case_job({"case": asdict(relu), "target": "mxnet", "work": str(tmp_path)})
+    assert row["verdict"] == "CANNOT" and row["reason"] == "conversion onnx -> mxnet failed: ONNX op Relu cannot be converted to mxnet"
+
+
+def test_the_report_counts_each_op_and_names_every_fail():
+    rows = [{"case": "a", "ops": ["Relu"], "target": "t", "verdict": "PASS", "reason": ""},
+            {"case": "b", "ops": ["Relu"], "target": "t", "verdict": "FAIL", "reason": "y: off"},
+            {"case": "c", "ops": ["Conv"], "target": "t", "verdict": "CANNOT", "reason": "no Conv"}]
+    assert op_table(rows) == {"Conv": {"t": (0, 1, "CANNOT")}, "Relu": {"t": (1, 2, "FAIL")}}
+    assert summary(rows)["t"] == {"PASS": 1, "CANNOT": 1, "ERROR": 0, "FAIL": 1, "cases": 3, "ops": 2,
+                                  "ops_correct": 0, "ops_correct_percent": 0.0}
+    markdown = conformance_markdown(rows, "title", "rosetta conformance")
+    assert "| Relu | 1/2 **FAIL** |" in markdown and "- `b` -> t: y: off" in markdown
+
+
+def test_unknown_suite_is_a_usage_error(capsys):
+    assert main(["conformance", "--suite", "nodes"]) == 2
+    assert "unknown suite nodes; choose from: node, pytorch-converted" in capsys.readouterr().err
+    assert conformance.SUITES[0] == "node"
