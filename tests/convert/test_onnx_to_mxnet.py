@@ -10,11 +10,8 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from rosetta.convert.store import run_conversion
 from rosetta.errors import RosettaError
-from rosetta.frameworks import load_runner
-from rosetta.frameworks.onnx_graph import graph_inputs, value_info_signature
-from rosetta.manifest import Manifest, sha256_of
+from tests.convert.test_onnx_rewrites import _mxnet_outputs as _mxnet  # converted by rosetta, run in MXNet
 
 
 def _model(nodes, inputs, outputs, initializers=(), opset=17):
@@ -27,19 +24,6 @@ def _model(nodes, inputs, outputs, initializers=(), opset=17):
 
 def _onnxruntime(model, feeds):
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
-
-
-def _mxnet(model, feeds, tmp_path):
-    """`model` converted by rosetta's onnx -> mxnet path and run in MXNet."""
-    source = tmp_path / "onnx"
-    source.mkdir()
-    onnx.save(model, str(source / "model.onnx"))
-    Manifest(artifact="model.onnx", format="onnx", source={"path": "test"}, converter={"name": "test"},
-             inputs=value_info_signature(graph_inputs(model)), outputs=value_info_signature(model.graph.output),
-             sha256=sha256_of(source / "model.onnx"), opset=model.opset_import[0].version).write(source)
-    run_conversion(source, ("onnx", "mxnet"), tmp_path / "mxnet")
-    outputs = load_runner("mxnet", tmp_path / "mxnet").predict(feeds)
-    return [outputs[value.name] for value in model.graph.output]
 
 
 def _check(model, feeds, tmp_path, atol=1e-6):
