@@ -238,6 +238,18 @@ def _layer_norm_with_scale_shape(original):
     return convert
 
 
+def exact_batchnorm_momentum(module) -> None:
+    """ONNX keeps BatchNorm's momentum as a float32 attribute (torch's 0.1 is exported as 0.9, stored as
+    0.899999976) and onnx2torch makes torch's momentum 1 - that (0.100000024, 2.4e-7 off, which float64
+    training sees): the float32's shortest decimal is the value the exporter was given."""
+    import numpy as np
+    import torch
+
+    for layer in module.modules():
+        if isinstance(layer, torch.nn.modules.batchnorm._BatchNorm) and layer.momentum is not None:
+            layer.momentum = 1.0 - float(np.format_float_positional(np.float32(1.0 - layer.momentum)))
+
+
 def build_module(graph_path: Path):
     """The torch.fx.GraphModule onnx2torch makes of an ONNX file, with one-line errors."""
     import onnx
@@ -246,7 +258,9 @@ def build_module(graph_path: Path):
     try:
         model = onnx.load(str(graph_path), load_external_data=False)
         # with external data (e.g. over protobuf's 2 GB), onnx2torch infers shapes by path instead of in memory
-        return onnx2torch.convert(str(graph_path) if external_data_files(model) else onnx.load(str(graph_path)))
+        module = onnx2torch.convert(str(graph_path) if external_data_files(model) else onnx.load(str(graph_path)))
+        exact_batchnorm_momentum(module)
+        return module
     except RosettaError:
         raise
     except NotImplementedError as error:  # onnx2torch: "Converter is not implemented (OperationDescription(...))"

@@ -2,7 +2,8 @@
 
 A trainer owns a model in one framework, in train mode, with its optimiser: step(feeds, labels) runs one
 optimiser step and returns that step's loss (computed before the update, as every framework reports it);
-parameters() returns every trainable value. Parameters are compared as sorted value lists: a conversion
+parameters() returns every trainable value, statistics() every BatchNorm running mean and variance and
+optimizer_state() the optimiser's buffers in PyTorch's convention. Parameters are compared as sorted value lists: a conversion
 may lay a weight out differently (Keras HWIO kernels, MXNet's fused RNN vector, gates reordered) but must
 hold the same values, so the sorted lists agree element for element when the weights agree.
 """
@@ -41,6 +42,19 @@ class Trainer(ABC):
     def parameters(self) -> np.ndarray:
         """Every trainable value, flattened and concatenated, as float64."""
 
+    # how the framework's BatchNorm updates its running variance: with the unbiased batch variance (PyTorch,
+    # n/(n-1) x the biased one) or the biased one (Keras, MXNet): a convention of the framework, not the port's
+    biased_running_variance = False
+
+    def statistics(self) -> np.ndarray:
+        """Every BatchNorm running mean and variance (state that trains without gradients), as float64."""
+        return np.zeros(0)
+
+    def optimizer_state(self) -> np.ndarray | None:
+        """The optimiser's per-value state in PyTorch's convention (SGD's momentum buffer, Adam's first and
+        second moments), flattened as float64; None where the framework does not expose it."""
+        return None
+
     def synchronize(self) -> None:
         """Wait for the device (CUDA) so that a clock read after it times finished work."""
 
@@ -72,7 +86,8 @@ def run_training(framework: str, folder: str | Path, batches: list, options: dic
                  keep_parameters: bool = True) -> dict:
     """Train on `batches` (the first `warmup` untimed), each step timed between device synchronisations.
 
-    Returns losses and step times of the timed steps, the final parameters (keep_parameters), the framework
+    Returns losses and step times of the timed steps, the final parameters, BatchNorm statistics and optimiser
+    state (keep_parameters), the framework
     version and settings, and peak memory. Runs where the framework's isolation says (rosetta.execution):
     in its worker, `peak_rss_mb` is the worker's peak during this training (None in this process)."""
     from rosetta.frameworks import isolation
@@ -99,5 +114,7 @@ def train_job(argument: dict) -> dict:
               "version": trainer.version(), "settings": trainer.settings(),
               "peak_device_mb": trainer.peak_device_mb()}
     if argument["keep_parameters"]:
-        result["parameters"] = trainer.parameters()
+        result["parameters"], result["statistics"] = trainer.parameters(), trainer.statistics()
+        result["optimizer_state"] = trainer.optimizer_state()
+        result["biased_running_variance"] = trainer.biased_running_variance
     return result

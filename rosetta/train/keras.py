@@ -6,6 +6,9 @@ PyTorch's epsilon placement through `TorchEpsilonAdam`, a subclass that override
 extension point `update_step`, which also sums a sparse embedding gradient's repeated rows before squaring
 them, as PyTorch does; Keras' own Adam is kept for the epsilon="hat" mismatch. Keras' SGD casts
 its momentum through float32 (0.9 -> 0.89999998); `ExactMomentumSGD` keeps it in the weights' dtype.
+Keras' SGD velocity is v = m*v - lr*g, so optimizer_state() reports -v/lr, PyTorch's momentum buffer.
+`model_changes` (seeded faults, see rosetta.train.torch): "batchnorm_momentum": "flipped" (Keras momentum
+0.1 where the ONNX 0.9 belongs), "frozen_layer": "first".
 """
 
 from __future__ import annotations
@@ -85,9 +88,10 @@ def keras_loss(keras, name: str, dtype: str):
 
 class KerasTrainer(Trainer):
     framework = "keras"
+    biased_running_variance = True  # moving_variance follows the batch's biased variance
 
     def __init__(self, folder, manifest, optimizer: dict, loss: str, precision: str = "float32", threads: int = 0,
-                 device: str = "cpu", jit_compile: bool = False) -> None:
+                 device: str = "cpu", jit_compile: bool = False, model_changes: dict | None = None) -> None:
         check_options(precision, device)
         keras = import_keras()
         backend = keras.backend.backend()
@@ -109,10 +113,19 @@ class KerasTrainer(Trainer):
         self.keras, self.manifest, self.precision = keras, manifest, precision
         model = keras.saving.load_model(str(artifact_file(folder, manifest)), compile=False, safe_mode=True)
         model = in_precision(model, precision)
+        self.batchnorms = [layer for layer in model._flatten_layers(include_self=False)
+                           if isinstance(layer, keras.layers.BatchNormalization)]
+        changes = model_changes or {}
+        if changes.get("batchnorm_momentum") == "flipped":
+            for layer in self.batchnorms:
+                layer.momentum = 1 - layer.momentum
+        if changes.get("frozen_layer") == "first":
+            next(layer for layer in model._flatten_layers(include_self=False) if layer.trainable_weights).trainable = False
         floatx = keras.config.floatx()
         keras.config.set_floatx(precision)  # the optimiser's learning-rate variable in `precision`, not float32
         try:
-            model.compile(optimizer=keras_optimizer(keras, OptimizerSpec.from_json(optimizer)),
+            self.spec = OptimizerSpec.from_json(optimizer)
+            model.compile(optimizer=keras_optimizer(keras, self.spec),
                           loss=keras_loss(keras, loss, precision), jit_compile=jit_compile)
             model.optimizer.build(model.trainable_variables)
         finally:
@@ -136,9 +149,21 @@ class KerasTrainer(Trainer):
         return float(loss[0] if isinstance(loss, (list, tuple)) else loss)
 
     def parameters(self) -> np.ndarray:
+        return self._flat(self.model.trainable_weights)
+
+    def statistics(self) -> np.ndarray:
+        return self._flat([w for layer in self.batchnorms for w in (layer.moving_mean, layer.moving_variance)])
+
+    def optimizer_state(self) -> np.ndarray | None:
+        optimizer = self.model.optimizer
+        if self.spec.name == "adam":
+            return self._flat([*optimizer._momentums, *optimizer._velocities])
+        return -self._flat(optimizer.momentums) / self.spec.lr  # Keras' v = m*v - lr*g; PyTorch's buffer m*b + g
+
+    def _flat(self, variables) -> np.ndarray:
         ops = self.keras.ops
-        return np.concatenate([np.asarray(ops.convert_to_numpy(w.value), dtype=np.float64).ravel()
-                               for w in self.model.trainable_weights])
+        return np.concatenate([np.asarray(ops.convert_to_numpy(v.value), dtype=np.float64).ravel() for v in variables]
+                              or [np.zeros(0)])
 
     def peak_device_mb(self) -> float | None:
         if self.keras.backend.backend() != "tensorflow":

@@ -5,6 +5,10 @@ so it steps with 1. MXNet's SGD with momentum is PyTorch's plain momentum (see t
 operator holds lr and momentum as C floats, so float64 runs use `ExactMomentumSGD`, the same rule in Python. Its Adam puts
 eps before the bias correction; `torch_epsilon_adam` registers an Adam subclass with PyTorch's placement
 through MXNet's optimizer registry (mx.optimizer.register), the framework's extension point for this.
+Its SGD state is Keras' v = m*v - lr*g, so optimizer_state() reports -v/lr, PyTorch's momentum buffer.
+`model_changes` (seeded faults, see rosetta.train.torch): "batchnorm_momentum": "flipped" rewrites every
+BatchNorm's momentum in the symbol to 1 - momentum, "frozen_layer": "first" freezes the first layer's
+parameters, "trainable_set": "as converted" trains the graph constants too (the importer's trainable set).
 """
 
 from __future__ import annotations
@@ -86,11 +90,39 @@ def mxnet_optimizer(mx, spec: OptimizerSpec, precision: str):
     return adam(learning_rate=spec.lr, beta1=spec.betas[0], beta2=spec.betas[1], epsilon=spec.eps)
 
 
+def flip_batchnorm_momentum(mx, symbol):
+    """The symbol with every BatchNorm's momentum m rewritten as 1 - m (a seeded fault)."""
+    import json
+
+    graph = json.loads(symbol.tojson())
+    for node in graph["nodes"]:
+        if node["op"] == "BatchNorm":
+            attrs = node.setdefault("attrs", {})
+            attrs["momentum"] = repr(1 - float(attrs.get("momentum", 0.9)))
+    return mx.sym.load_json(json.dumps(graph))
+
+
+def freeze_first_layer(symbol, parameters) -> list[str]:
+    """The trainable inputs of the symbol's first operator that has any, frozen (a seeded fault); their names."""
+    import json
+
+    graph = json.loads(symbol.tojson())
+    for node in graph["nodes"]:
+        names = [graph["nodes"][i[0]]["name"] for i in node["inputs"]] if node["op"] != "null" else []
+        frozen = [n for n in names if n in parameters and parameters[n].grad_req != "null"]
+        if frozen:
+            for name in frozen:
+                parameters[name].grad_req = "null"
+            return frozen
+    return []
+
+
 class MXNetTrainer(Trainer):
     framework = "mxnet"
+    biased_running_variance = True  # BatchNorm's running_var follows the batch's biased variance
 
     def __init__(self, folder, manifest, optimizer: dict, loss: str, precision: str = "float32", threads: int = 0,
-                 device: str = "cpu", hybridize: bool = True) -> None:
+                 device: str = "cpu", hybridize: bool = True, model_changes: dict | None = None) -> None:
         import os
 
         check_options(precision, device)
@@ -104,18 +136,29 @@ class MXNetTrainer(Trainer):
         self.context = mx.gpu() if device == "cuda" else mx.cpu()
         artifact = artifact_file(folder, manifest)
         names = [entry["name"] for entry in manifest.inputs]
-        self.block = mx.gluon.SymbolBlock.imports(str(artifact / SYMBOL_FILE), names, str(artifact / PARAMS_FILE),
-                                                  ctx=self.context)
+        changes = model_changes or {}
+        symbol = mx.sym.load(str(artifact / SYMBOL_FILE))
+        if changes.get("batchnorm_momentum") == "flipped":
+            symbol = flip_batchnorm_momentum(mx, symbol)
+        self.block = mx.gluon.SymbolBlock(symbol, [mx.sym.var(name) for name in names])
+        self.block.collect_params().load(str(artifact / PARAMS_FILE), self.context, cast_dtype=True,
+                                         dtype_source="saved")  # as SymbolBlock.imports loads them
+        self.auxiliary = set(symbol.list_auxiliary_states())  # BatchNorm's running mean and variance
         if precision != "float32":
             self.block.cast(precision)
         if hybridize:
             self.block.hybridize(static_alloc=True, static_shape=True)
         constants = set(manifest.converter.get("constant_parameters", []))
+        if changes.get("trainable_set") == "as converted":
+            constants = set()
         for name, parameter in self.block.collect_params().items():
             if name in constants:
                 parameter.grad_req = "null"
+        if changes.get("frozen_layer") == "first":
+            freeze_first_layer(symbol, self.block.collect_params())
         self.trainable = [p for p in self.block.collect_params().values() if p.grad_req != "null"]
-        self.trainer = mx.gluon.Trainer(self.trainable, mxnet_optimizer(mx, OptimizerSpec.from_json(optimizer), precision),
+        self.spec = OptimizerSpec.from_json(optimizer)
+        self.trainer = mx.gluon.Trainer(self.trainable, mxnet_optimizer(mx, self.spec, precision),
                                         kvstore=None)
         if loss == "cross_entropy":
             self.loss = mx.gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=True)
@@ -146,6 +189,19 @@ class MXNetTrainer(Trainer):
 
     def parameters(self) -> np.ndarray:
         return np.concatenate([p.data().asnumpy().astype(np.float64).ravel() for p in self.trainable])
+
+    def statistics(self) -> np.ndarray:
+        values = [p for name, p in self.block.collect_params().items() if name in self.auxiliary]
+        return np.concatenate([p.data().asnumpy().astype(np.float64).ravel() for p in values] or [np.zeros(0)])
+
+    def optimizer_state(self) -> np.ndarray | None:
+        states = self.trainer._updaters[0].states
+        arrays = []
+        for index in sorted(states):
+            state = states[index]
+            arrays.extend(state if isinstance(state, (list, tuple)) else [state])
+        values = np.concatenate([a.asnumpy().astype(np.float64).ravel() for a in arrays if a is not None] or [np.zeros(0)])
+        return values if self.spec.name == "adam" else -values / self.spec.lr  # MXNet's v = m*v - lr*g
 
     def synchronize(self) -> None:
         self.mx.nd.waitall()

@@ -4,6 +4,11 @@ onnx2torch keeps ONNX initializers that no layer owns (the GRU model's embedding
 buffers of an `initializers` container, which an optimiser never sees. `make_initializers_trainable` turns
 its floating-point buffers into Parameters so the converted model trains every weight the original trains
 (the test checks the trainable count equals the reference's).
+
+`model_changes` seed wrong models for the training faults (rosetta.verify.training): "batchnorm_momentum":
+"flipped" writes 1 - momentum into every BatchNorm (0.9 where torch means 0.1, as MMdnn's PyTorch emitter
+does); "frozen_layer": "first" leaves the first layer with weights untrained; "trainable_set": "as converted"
+skips make_initializers_trainable (onnx2torch's own trainable set).
 """
 
 from __future__ import annotations
@@ -33,6 +38,25 @@ def torch_loss(name: str):
     return {"cross_entropy": F.cross_entropy, "mse": F.mse_loss}[name]
 
 
+def flip_batchnorm_momentum(module) -> int:
+    """Every BatchNorm's momentum m replaced by 1 - m (a seeded fault); returns how many layers."""
+    layers = [layer for layer in module.modules() if "BatchNorm" in type(layer).__name__ and layer.momentum is not None]
+    for layer in layers:
+        layer.momentum = 1 - layer.momentum
+    return len(layers)
+
+
+def freeze_first_layer(module) -> list[str]:
+    """The first layer that holds trainable parameters made untrainable (a seeded fault); its parameter names."""
+    for name, layer in module.named_modules():
+        own = [(key, p) for key, p in layer.named_parameters(recurse=False) if p.requires_grad]
+        if own:
+            for _, parameter in own:
+                parameter.requires_grad_(False)
+            return [f"{name}.{key}" for key, _ in own]
+    return []
+
+
 def make_initializers_trainable(module) -> int:
     """Re-register onnx2torch's floating-point initializer buffers as Parameters; returns how many."""
     import torch
@@ -52,10 +76,16 @@ class TorchTrainer(Trainer):
     framework = "torch"
 
     def __init__(self, module, input_names: list[str], optimizer: dict, loss: str, precision: str = "float32",
-                 threads: int = 0, device: str = "cpu", compile: bool = False, cudnn_benchmark: bool = True) -> None:
+                 threads: int = 0, device: str = "cpu", compile: bool = False, cudnn_benchmark: bool = True,
+                 model_changes: dict | None = None) -> None:
         import torch
 
         check_options(precision, device)
+        changes = model_changes or {}
+        if changes.get("batchnorm_momentum") == "flipped":
+            flip_batchnorm_momentum(module)
+        if changes.get("frozen_layer") == "first":
+            freeze_first_layer(module)
         if threads:
             torch.set_num_threads(threads)
         self.torch, self.device, self.dtype = torch, torch_device(device), getattr(torch, precision)
@@ -67,7 +97,8 @@ class TorchTrainer(Trainer):
         self.module = module.to(self.dtype).to(self.device).train()
         self.input_names = list(input_names)
         self.trainable = [p for p in self.module.parameters() if p.requires_grad]
-        self.optimizer = torch_optimizer(self.trainable, OptimizerSpec.from_json(optimizer))
+        self.spec = OptimizerSpec.from_json(optimizer)
+        self.optimizer = torch_optimizer(self.trainable, self.spec)
         self.loss = torch_loss(loss)
         self.forward = torch.compile(self.module) if compile else self.module
         self._settings = {"threads": torch.get_num_threads(), "compile": compile,
@@ -103,6 +134,15 @@ class TorchTrainer(Trainer):
     def parameters(self) -> np.ndarray:
         return np.concatenate([p.detach().cpu().double().numpy().ravel() for p in self.trainable])
 
+    def statistics(self) -> np.ndarray:
+        buffers = [b for name, b in self.module.named_buffers() if name.rsplit(".", 1)[-1] in ("running_mean", "running_var")]
+        return np.concatenate([b.detach().cpu().double().numpy().ravel() for b in buffers] or [np.zeros(0)])
+
+    def optimizer_state(self) -> np.ndarray | None:
+        keys = ("exp_avg", "exp_avg_sq") if self.spec.name == "adam" else ("momentum_buffer",)
+        values = [self.optimizer.state[p][key] for p in self.trainable for key in keys if key in self.optimizer.state[p]]
+        return np.concatenate([v.detach().cpu().double().numpy().ravel() for v in values] or [np.zeros(0)])
+
     def synchronize(self) -> None:
         if self.device.type == "cuda":
             self.torch.cuda.synchronize()
@@ -119,5 +159,6 @@ class TorchArtifactTrainer(TorchTrainer):
 
     def __init__(self, folder, manifest, **options) -> None:
         module = load_module(folder, manifest)
-        make_initializers_trainable(module)
+        if (options.get("model_changes") or {}).get("trainable_set") != "as converted":
+            make_initializers_trainable(module)
         super().__init__(module, [entry["name"] for entry in manifest.inputs], **options)

@@ -34,3 +34,35 @@ def test_reference_training_is_deterministic():
 def test_inference_only_framework_cannot_train():
     with pytest.raises(RosettaError, match="onnxruntime artifacts are inference-only"):
         trainer_class("onnxruntime")
+
+
+@pytest.mark.parametrize("model,moments", [("cnn", 1), ("gru", 2)])
+def test_optimizer_state_is_one_buffer_per_value_and_moment(model, moments):
+    """SGD keeps one momentum buffer per trainable value, Adam two moments; neither model has BatchNorm."""
+    spec = get_model(model)
+    trained = run_training("torch", REFERENCE, training_batches(spec, 1, 2, 0),
+                           {**training_options(spec), "model": model, "seed": 0})
+    assert trained["optimizer_state"].size == moments * spec.parameter_count
+    assert trained["statistics"].size == 0
+
+
+def test_resnet50_exposes_every_batchnorm_running_mean_and_variance():
+    import torch
+
+    spec = get_model("resnet50")
+    channels = sum(m.num_features for m in spec.build(0).modules() if isinstance(m, torch.nn.BatchNorm2d))
+    trained = run_training("torch", REFERENCE, training_batches(spec, 1, 2, 0),
+                           {**training_options(spec), "model": "resnet50", "seed": 0})
+    assert trained["statistics"].size == 2 * channels
+
+
+def test_seeded_model_changes():
+    """The training faults' model changes: BatchNorm momentum 1 - m, the first layer with weights frozen."""
+    import torch
+
+    from rosetta.train.torch import flip_batchnorm_momentum, freeze_first_layer
+
+    module = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2), torch.nn.Conv2d(2, 2, 1))
+    assert flip_batchnorm_momentum(module) == 1 and module[1].momentum == pytest.approx(0.9)
+    assert freeze_first_layer(module) == ["0.weight", "0.bias"]
+    assert [p.requires_grad for p in module.parameters()] == [False, False, True, True, True, True]
