@@ -37,6 +37,10 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     kept = {name: layout for name, layout in layouts.items() if name not in nchw["inputs"] + nchw["outputs"]}
     run_tf2onnx(previous.artifact_path(source), target, opset, nchw["inputs"], nchw["outputs"])
     signature_in, signature_out = check_tensor_names(load_checked(target), previous)
+    # a tensor whose layout the runner changes is fed and returned as the source model's: its signature
+    before = {entry["name"]: entry for entry in previous.inputs + previous.outputs}
+    signature_in, signature_out = ([before[e["name"]] if e["name"] in kept else e for e in signature]
+                                   for signature in (signature_in, signature_out))
     return Manifest(
         artifact=ARTIFACT, format="onnx", source=previous.source,
         converter={"name": "tf2onnx", "version": version("tf2onnx"), "framework_version": tensorflow_version(),
