@@ -62,7 +62,10 @@ def test_target_trains_like_the_reference(store, trained_references, model, targ
 FAULT_EVIDENCE = {"sgd-nesterov": "weights (sorted)", "adam-epsilon-hat": "weights (sorted)",
                   "batchnorm-momentum-flipped": "statistics (sorted)", "frozen-layer": "trainable values",
                   "trainable-count": "trainable values"}
-FAULTS = [(fault, cell, precision) for fault, cell in training_fault_cells() for precision in ("float64", "float32")]
+# every fault in both precisions, but ResNet-50's in float64 only: its float32 cell is a float32 FAIL and the
+# same float64 cell again (the re-check), which the cnn and gru faults already show, at a tenth of the cost
+FAULTS = [(fault, cell, precision) for fault, cell in training_fault_cells()
+          for precision in (("float64",) if fault.model == "resnet50" else ("float64", "float32"))]
 
 
 @pytest.mark.parametrize("fault,cell,precision", FAULTS, ids=[f"{f.name}->{c.target}-{p}" for f, c, p in FAULTS])
