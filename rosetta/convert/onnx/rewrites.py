@@ -193,25 +193,25 @@ def initializers_as_inputs(model):
 _SAME_SHAPE_OPS = ("Relu", "Identity", "Cast", "BatchNormalization", "Sigmoid", "Tanh", "Dropout", "LeakyRelu")
 
 
-def constant_reshape_shapes(model):
-    """MXNet and the Keras mapper: a Reshape whose target shape is computed at run time from the shape of its
-    own input (how tf2onnx writes Keras' Flatten: Shape -> Gather -> Slice -> Concat -> Reshape) gets that
-    shape as a constant, with 0 where it keeps an input axis of unknown size (ONNX Reshape copies the input's
-    size for 0). Only rewritten when every element is a known size or provably that same input axis."""
-    import onnx
-    from onnx import numpy_helper
+def _shape_tracer(model, follow_equal_sizes: bool = False):
+    """(elements, dim) for following shape arithmetic back to what it is made of. `dim(tensor, axis)`: the
+    size of that axis, an int when known, else the (tensor, axis) pair it is provably equal to (through
+    Transpose and _SAME_SHAPE_OPS when `follow_equal_sizes`, else that very pair). `elements(tensor)`: the
+    elements of a small 1-D integer tensor (a shape), as ints and such pairs, traced through Shape, Cast,
+    Squeeze/Unsqueeze, Identity, Gather, Slice and Concat of constants; None where one is neither."""
+    from onnx import helper
 
-    static = _static_shapes(model)
+    static, constants = _static_shapes(model), _constants(model)
     producers = {output: node for node in model.graph.node for output in node.output}
-    constants = _constants(model)
-    attributes = lambda node: {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}  # noqa: E731
+
+    def attributes(node) -> dict:
+        return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
     def dim(tensor: str, axis: int):
-        """The size of `tensor` on `axis`: an int when known, else the (tensor, axis) it is provably equal to."""
         shape = static.get(tensor)
         if shape and axis < len(shape) and shape[axis]:
             return shape[axis]
-        node = producers.get(tensor)
+        node = producers.get(tensor) if follow_equal_sizes else None
         if node is not None and node.op_type == "Transpose":
             return dim(node.input[0], attributes(node)["perm"][axis])
         if node is not None and node.op_type in _SAME_SHAPE_OPS:
@@ -219,32 +219,51 @@ def constant_reshape_shapes(model):
         return (tensor, axis)
 
     def elements(tensor: str):
-        """The elements of a small 1-D integer tensor (ints or dim symbols), or None when unknown."""
         if tensor in constants:
             array = constants[tensor]
             return [int(v) for v in array.ravel()] if array.ndim <= 1 else None
         node = producers.get(tensor)
         if node is None:
             return None
-        if node.op_type == "Shape" and not node.attribute and static.get(node.input[0]) is not None:
-            return [dim(node.input[0], axis) for axis in range(len(static[node.input[0]]))]
-        if node.op_type in ("Cast", "Squeeze", "Unsqueeze"):
+        given = attributes(node)
+        if node.op_type == "Shape" and static.get(node.input[0]) is not None:
+            dims = [dim(node.input[0], axis) for axis in range(len(static[node.input[0]]))]
+            return dims[given.get("start", 0): given.get("end", len(dims))]
+        if node.op_type in ("Cast", "Squeeze", "Unsqueeze", "Identity"):
             return elements(node.input[0])
-        if node.op_type == "Gather" and node.input[1] in constants and not attributes(node).get("axis", 0):
+        if node.op_type == "Gather" and node.input[1] in constants and not given.get("axis", 0):
             data = elements(node.input[0])
-            return None if data is None else [data[int(i)] for i in constants[node.input[1]].ravel()]
-        if node.op_type == "Slice" and all(name in constants for name in node.input[1:] if name):
+            indices = constants[node.input[1]].ravel()
+            if data is None or any(not -len(data) <= int(i) < len(data) for i in indices):
+                return None
+            return [data[int(i)] for i in indices]
+        if node.op_type == "Slice" and len(node.input) >= 3 and all(n in constants for n in node.input[1:] if n):
+            parameters = [constants[n].ravel() if n else None for n in list(node.input[1:]) + [""] * (5 - len(node.input))]
+            if len(parameters[0]) != 1 or (parameters[2] is not None and int(parameters[2][0]) not in (0, -1)):
+                return None
             data = elements(node.input[0])
-            starts, ends = (int(constants[name].ravel()[0]) for name in node.input[1:3])
-            steps = int(constants[node.input[4]].ravel()[0]) if len(node.input) > 4 and node.input[4] else 1
-            return None if data is None else data[starts:ends:steps]
+            step = int(parameters[3][0]) if parameters[3] is not None else 1
+            return None if data is None else data[slice(int(parameters[0][0]), int(parameters[1][0]), step)]
         if node.op_type == "Concat":
             parts = [elements(name) for name in node.input]
             return None if any(p is None for p in parts) else [e for p in parts for e in p]
         return None
 
+    return elements, dim
+
+
+def constant_reshape_shapes(model):
+    """MXNet and the Keras mapper: a Reshape whose target shape is computed at run time from the shape of its
+    own input (how tf2onnx writes Keras' Flatten: Shape -> Gather -> Slice -> Concat -> Reshape) gets that
+    shape as a constant, with 0 where it keeps an input axis of unknown size (ONNX Reshape copies the input's
+    size for 0). Only rewritten when every element is a known size or provably that same input axis."""
+    from onnx import helper, numpy_helper
+
+    constants = _constants(model)
+    elements, dim = _shape_tracer(model, follow_equal_sizes=True)
     for node in model.graph.node:
-        if node.op_type != "Reshape" or node.input[1] in constants or attributes(node).get("allowzero", 0):
+        allowzero = any(a.name == "allowzero" and helper.get_attribute_value(a) for a in node.attribute)
+        if node.op_type != "Reshape" or node.input[1] in constants or allowzero:
             continue
         shape = elements(node.input[1])
         if shape is None:

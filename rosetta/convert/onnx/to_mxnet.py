@@ -274,58 +274,15 @@ def name_omitted_inputs(model):
     return model
 
 
-def _shape_elements(model):
-    """A function giving the elements of a small 1-D integer tensor (a shape) as ints and (tensor, axis)
-    pairs, the size of that axis of that tensor; None where one is neither."""
-    import onnx
-
-    from rosetta.convert.onnx import rewrites as rw
-
-    static, constants = rw._static_shapes(model), rw._constants(model)
-    producers = {output: node for node in model.graph.node for output in node.output}
-
-    def elements(tensor: str):
-        if tensor in constants:
-            array = constants[tensor]
-            return [int(v) for v in array.ravel()] if array.ndim <= 1 else None
-        node = producers.get(tensor)
-        if node is None:
-            return None
-        attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        if node.op_type == "Shape" and static.get(node.input[0]) is not None:
-            shape = static[node.input[0]]
-            dims = [size if size else (node.input[0], axis) for axis, size in enumerate(shape)]
-            return dims[attributes.get("start", 0): attributes.get("end", len(dims))]
-        if node.op_type in ("Cast", "Squeeze", "Unsqueeze", "Identity"):
-            return elements(node.input[0])
-        if node.op_type == "Gather" and node.input[1] in constants and not attributes.get("axis", 0):
-            data = elements(node.input[0])
-            indices = constants[node.input[1]].ravel()
-            if data is None or any(not -len(data) <= int(i) < len(data) for i in indices):
-                return None
-            return [data[int(i)] for i in indices]
-        if node.op_type == "Slice" and len(node.input) >= 3 and all(n in constants for n in node.input[1:] if n):
-            parameters = [constants[n].ravel() if n else None for n in list(node.input[1:]) + [""] * (5 - len(node.input))]
-            if len(parameters[0]) != 1 or (parameters[2] is not None and int(parameters[2][0]) not in (0, -1)):
-                return None
-            data = elements(node.input[0])
-            step = int(parameters[3][0]) if parameters[3] is not None else 1
-            return None if data is None else data[slice(int(parameters[0][0]), int(parameters[1][0]), step)]
-        if node.op_type == "Concat":
-            parts = [elements(name) for name in node.input]
-            return None if any(p is None for p in parts) else [e for p in parts for e in p]
-        return None
-
-    return elements
-
-
 def shapes_as_references(model):
-    """Expand and ConstantOfShape whose shape is traced (`_shape_elements`) to constants and axes of graph
+    """Expand and ConstantOfShape whose shape is traced (rewrites._shape_tracer) to constants and axes of graph
     tensors become RosettaExpand(x, tensors...) with attributes sizes (-1 for a traced axis), references and
     axes; ConstantOfShape's x is its value. MXNet-only: the importer's `_expand_to_references` reads it."""
     from onnx import helper, numpy_helper
 
-    elements = _shape_elements(model)
+    from rosetta.convert.onnx.rewrites import _shape_tracer
+
+    elements, _ = _shape_tracer(model)
     nodes = []
     for node in model.graph.node:
         shape = elements(node.input[0] if node.op_type == "ConstantOfShape" else node.input[-1]) \
