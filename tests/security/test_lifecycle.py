@@ -16,7 +16,6 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rosetta.errors import RosettaError
 from rosetta.output import atomic_folder
 from rosetta.processes import die_with_parent
 from rosetta.scratch import DAY_S, LOCK_NAME, remove_stale, scratch_folder
@@ -144,21 +143,6 @@ def test_a_child_whose_parent_died_before_prctl_exits_at_once(monkeypatch):
     start = time.monotonic()
     done = subprocess.run(["sleep", "30"], preexec_fn=in_child, timeout=20)
     assert done.returncode == -signal.SIGKILL and time.monotonic() - start < 10
-
-
-def test_tf2onnx_dies_with_its_worker(tmp_path, monkeypatch):
-    from rosetta.convert.onnx import from_tensorflow
-
-    seen = {}
-
-    def fake_run(command, **options):
-        seen.update(options)
-        return subprocess.CompletedProcess(command, 1, "", "ValueError: no")
-
-    monkeypatch.setattr(from_tensorflow.subprocess, "run", fake_run)
-    with pytest.raises(RosettaError, match="tf2onnx failed"):
-        from_tensorflow.run_tf2onnx(tmp_path, tmp_path / "model.onnx", 17)
-    assert callable(seen["preexec_fn"])
 
 
 # --- atomic output folders ------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Keras -> ONNX: the Keras model saved as a SavedModel whose signature keeps the Keras input and output
-names, then tf2onnx's command line (tf2onnx's from_keras predates Keras 3). The layout stays the Keras
-model's (channels-last images stay channels-last), so the ONNX model takes the same arrays."""
+names, then tf2onnx on it as on any SavedModel (tf2onnx's from_keras predates Keras 3). The layout stays
+the Keras model's (channels-last images stay channels-last), so the ONNX model takes the same arrays."""
 
 from __future__ import annotations
 
