@@ -23,6 +23,10 @@ extension points:
 4. onnx2torch has no GlobalMaxPool converter (tf2onnx writes Keras' GlobalMaxPooling1D/2D as one).
    `OnnxGlobalMaxPool`, registered with `add_converter`, is the max over every axis after N and C, kept as
    size 1 (torch.amax, which like ONNX propagates NaN).
+5. onnx2torch returns one value per graph-output *node*, not per graph output: an output of a node with
+   several outputs (a GRU's Y_h, a TopK's indices) is returned as the node's whole tuple, and two outputs of
+   one node collapse into one. `_outputs_per_value` rewrites the FX graph's output: one value per ONNX graph
+   output, the node's own output taken by index.
 """
 
 from __future__ import annotations
@@ -259,6 +263,7 @@ def build_module(graph_path: Path):
         model = onnx.load(str(graph_path), load_external_data=False)
         # with external data (e.g. over protobuf's 2 GB), onnx2torch infers shapes by path instead of in memory
         module = onnx2torch.convert(str(graph_path) if external_data_files(model) else onnx.load(str(graph_path)))
+        _outputs_per_value(module, model)
         exact_batchnorm_momentum(module)
         return module
     except RosettaError:
@@ -269,6 +274,33 @@ def build_module(graph_path: Path):
             raise RosettaError(f"ONNX op {found.group(1)} (opset {found.group(2)}) cannot be converted to torch: "
                                "onnx2torch has no converter for it") from None
         raise RosettaError(f"onnx2torch cannot convert this model: {str(error).strip().splitlines()[0]}") from None
+
+
+def _outputs_per_value(module, model) -> None:
+    """One FX output per ONNX graph output (see 5. above). onnx2torch's output list holds one FX node per
+    producing ONNX node, in the order of their first graph output; a graph output that is a graph input or
+    an initializer is left as onnx2torch returns it."""
+    import operator
+
+    producers = {name: node for node in model.graph.node for name in node.output if name}
+    wanted = [producers.get(value.name) for value in model.graph.output]
+    if None in wanted or all(len(node.output) == 1 for node in wanted):  # onnx2torch picks by index past 1
+        return  # nothing onnx2torch gets wrong
+    order = list(dict.fromkeys(id(node) for node in wanted))
+    output = next(node for node in module.graph.nodes if node.op == "output")
+    returned = output.args[0] if isinstance(output.args[0], (list, tuple)) else [output.args[0]]
+    if len(returned) != len(order):
+        return
+    values = []
+    with module.graph.inserting_before(output):
+        for value, node in zip(model.graph.output, wanted):
+            produced = returned[order.index(id(node))]
+            if len(node.output) > 1:
+                produced = module.graph.call_function(operator.getitem, (produced, list(node.output).index(value.name)))
+            values.append(produced)
+    output.args = (values if len(values) > 1 else values[0],)
+    module.graph.lint()
+    module.recompile()
 
 
 def load_module(folder: Path, manifest):

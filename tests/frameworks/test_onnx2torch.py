@@ -172,3 +172,25 @@ def test_global_max_pool_converter_matches_onnxruntime(tmp_path, shape):
         actual = build_module(path)(torch.from_numpy(x))
     assert actual.shape == expected.shape
     np.testing.assert_array_equal(actual.numpy(), expected)
+
+
+def test_each_graph_output_of_a_multi_output_node_is_its_own_value(tmp_path):
+    """onnx2torch returns one value per graph-output node: TopK's whole (values, indices) tuple where one of
+    them is a graph output, one value where both are. Each graph output must be its own tensor, in order."""
+    import onnxruntime as ort
+
+    nodes = [helper.make_node("TopK", ["X", "K"], ["values", "indices"], axis=1),
+             helper.make_node("Relu", ["X"], ["relu"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 6])],
+                              [helper.make_tensor_value_info("indices", TensorProto.INT64, [2, 3]),
+                               helper.make_tensor_value_info("relu", TensorProto.FLOAT, [2, 6]),
+                               helper.make_tensor_value_info("values", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor("K", TensorProto.INT64, [1], [3])])
+    path = tmp_path / "topk.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    x = np.random.default_rng(0).standard_normal((2, 6)).astype(np.float32)
+    expected = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"X": x})
+    got = build_module(path)(torch.from_numpy(x))
+    assert len(got) == 3
+    for value, wanted in zip(got, expected):
+        np.testing.assert_array_equal(value.numpy(), wanted)
