@@ -236,12 +236,12 @@ def test_nan_and_inf_outputs_fail_with_counts(tmp_path):
 
 def test_a_worker_that_crashes_or_hangs_is_an_error_row_and_the_others_run(files, tmp_path):
     out = run("verify", str(files / "small.keras"), str(files / "crash.keras"), str(files / "hang.keras"),
-              str(files / "small.h5"), "--trust-code", "--timeout", "60", "--json", str(tmp_path / "r.json"))
+              str(files / "small.h5"), "--trust-code", "--timeout", "20", "--json", str(tmp_path / "r.json"))
     assert out.returncode == 3  # ERROR rows, no FAIL
     results = json.loads((tmp_path / "r.json").read_text())["results"]
     assert [r["verdict"] for r in results] == ["ERROR", "ERROR", "PASS"]
     assert results[0]["reason"] == "reading failed: reading crash.keras (keras) crashed: worker died with SIGSEGV"
-    assert results[1]["reason"] == "reading failed: reading hang.keras (keras) timed out after 60 s (worker killed)"
+    assert results[1]["reason"] == "reading failed: reading hang.keras (keras) timed out after 20 s (worker killed)"
 
 
 @pytest.fixture(scope="module")
