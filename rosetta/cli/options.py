@@ -200,12 +200,15 @@ def console():
 
 
 def print_results(results, title: str, verbose: bool) -> None:
-    from rosetta.report.tables import failure_lines, verify_table
+    from rosetta.report.tables import failure_lines, locate_table, verify_table
 
     out = console()
     out.print(verify_table(results, title=title))
     for line in failure_lines(results):
         out.print(line, highlight=False)
+    for result in results:
+        if result.locate.get("rows"):
+            out.print(locate_table(result))
     if verbose:
         for result in results:
             if result.detail:

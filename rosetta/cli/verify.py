@@ -30,6 +30,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                "  rosetta verify net.py:build model.onnx --input x:Nx16:float32 --trust-code --atol out:1e-5\n"
                "  rosetta verify --model cnn,gru,resnet50 --targets onnxruntime --json results.json\n"
                "  rosetta verify --model gru --targets all\n"
+               "  rosetta verify --model cnn --targets keras,tensorflow --locate   (where does a FAIL diverge?)\n"
                "  rosetta verify --model resnet50 --via onnx,mmdnn --targets torch,tensorflow,keras,mxnet,onnxruntime\n"
                "  rosetta verify --model cnn,gru --targets torch,keras,mxnet --train-steps 5 --precision float64\n"
                + EPILOG_EXIT,
@@ -52,6 +53,10 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     verify.add_argument("--train-batch", type=positive_int, default=4, help="training check batch size (default: 4)")
     verify.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
     verify.add_argument("--work-dir", type=Path, help="keep converted artifacts here (default: a temporary folder)")
+    verify.add_argument("--locate", action="store_true",
+                        help="for each FAIL (inference, ONNX route): name the first ONNX node whose value in the target "
+                             "crosses the tolerance, its torch module, and whether its conversion introduced the error "
+                             "(prefix graphs converted along the same chain; per-node figures in --json)")
     verify.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
     verify.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_user_model_options(verify)
@@ -66,8 +71,8 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     if args.paths:
-        if args.model or args.train_steps:
-            raise RosettaError("--model and --train-steps are for reference models; give model files or --model")
+        if args.model or args.train_steps or args.locate:
+            raise RosettaError("--model, --train-steps and --locate are for reference models; give model files or --model")
         return _verify_files(args)
     for flag in ("inputs", "save_inputs", "save_outputs", "load_outputs"):
         if getattr(args, flag) is not None:
@@ -80,7 +85,7 @@ def run(args) -> int:
                                    progress=progress(args), seeds=args.seed, batch=args.batch,
                                    threads=args.threads, atol=args.atol, rtol=args.rtol,
                                    tolerance_multiple=args.tolerance_multiple, export=export_options(args),
-                                   train_steps=args.train_steps, train_batch=args.train_batch,
+                                   train_steps=args.train_steps, train_batch=args.train_batch, locate=args.locate,
                                    precision=args.precision, max_memory=args.max_memory, results_file=args.json,
                                    executor=executor(args))
     print_results(done.results, f"rosetta verify ({done.policy.describe()})", args.verbose)

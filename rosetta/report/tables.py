@@ -44,9 +44,39 @@ def _verdict(verdict: str) -> str:
 
 
 def failure_lines(results: list[VerifyResult]) -> list[str]:
-    """One line per row that is not a PASS: its verdict (styled), the cell, and the reason."""
-    return [f"{_verdict(r.verdict)} {r.model} -> {r.target} ({r.route}): {r.reason}" for r in results
-            if r.verdict not in (PASS, "converted")]
+    """One line per row that is not a PASS: its verdict (styled), the cell, and the reason; under a FAIL that
+    was located (--locate), where it diverges."""
+    from rich.markup import escape
+
+    lines = []
+    for r in results:
+        if r.verdict not in (PASS, "converted"):
+            lines.append(f"{_verdict(r.verdict)} {r.model} -> {r.target} ({r.route}): {r.reason}")
+        if r.locate:
+            from rosetta.verify.locate import report_from_json
+
+            lines.append(f"  [bold]where[/]: {escape(report_from_json(r.locate).summary())}")
+    return lines
+
+
+def locate_table(result: VerifyResult, after: int = 2):
+    """The per-node rows of a located FAIL, up to `after` rows past the first failing one."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from rosetta.verify.locate import report_from_json
+
+    report = report_from_json(result.locate)
+    table = Table(title=f"where {result.model} -> {result.target} diverges ({report.mechanism})", title_justify="left")
+    for column in ("#", "ONNX node", "op", "torch module", "error / floor", "", "origin"):
+        table.add_column(column)
+    failing = [n for n, row in enumerate(report.rows) if row.passed is False]
+    last = (failing[0] + after) if failing else len(report.rows) - 1
+    for row in report.rows[: last + 1]:
+        verdict = "?" if row.passed is None else (PASS if row.passed else "FAIL")
+        table.add_row(str(row.index), escape(row.node), row.op, escape(row.source_layer),
+                      "" if row.passed is None else f"{row.error_ratio:.3g}", _verdict(verdict), row.origin)
+    return table
 
 
 def _signature(tensors) -> str:

@@ -86,14 +86,17 @@ def plan_training_cells(specs: list, targets: list, *, steps: int, seeds: Sequen
 
 
 def verify_reference_models(models: str, targets: str, routes: str, *, work_dir: Path | None = None,
-                            progress: bool = False, executor=None, **options) -> VerifiedModels:
+                            progress: bool = False, executor=None, locate: bool = False, **options) -> VerifiedModels:
     """Plan the cells (`plan_reference_cells` takes `options`) and run them, the artifacts converted into
-    `work_dir` (None: a temporary folder)."""
+    `work_dir` (None: a temporary folder); `locate`: then find where each failing inference cell diverges."""
     from rosetta.convert.store import ArtifactStore
     from rosetta.verify.cells import run_cells
+    from rosetta.verify.locate import locate_failures
 
     plan = plan_reference_cells(models, targets, routes, **options)
     with scratch_folder("rosetta-") as scratch:
         store = ArtifactStore(work_dir or Path(scratch))
         results = run_cells(plan.cells, store, progress=progress, executor=executor)
+        if locate:
+            locate_failures(plan.cells, results, store, Path(scratch) / "locate", executor, progress)
     return VerifiedModels(results, plan.policy)

@@ -89,6 +89,7 @@ class VerifyResult:
     detail: str = ""  # the end of the traceback when a stage failed (shown with -v)
     check: str = "inference"  # or "training" (verify.training: losses and weights after K optimiser steps)
     training: dict = field(default_factory=dict)  # steps, precision, optimizer of a training check
+    locate: dict = field(default_factory=dict)  # where a FAIL diverges (verify.locate.LocateReport), with --locate
 
     @property
     def passed(self) -> bool:

@@ -1,0 +1,480 @@
+"""Where a converted model stops being the same function: the first ONNX node whose error crosses the tolerance.
+
+The source ONNX graph (the export every ONNX-route target starts from) is the common language. Every tensor
+of it gets reference values twice, in float32 (ONNX Runtime, every node output made a graph output) and in
+float64 (ONNX's reference evaluator on the graph cast to float64), so every tensor has its own noise floor,
+as the model's outputs do (rosetta.verify.tolerance). The target's value of a tensor is read by converting a
+model whose graph outputs are that tensor along the target's own chain (ONNX -> X), running it with the
+target's runner (which returns it in ONNX's layout, as the converter recorded it), and comparing:
+
+- *intermediates*: one model with every float tensor as a graph output, converted once: a row per node
+  (Polygraphy's `mark all`). It can change what a converter does (an extra output stops a fusion), so its
+  first failing row is only a candidate, confirmed by the next mechanism;
+- *bisection*: the prefix graph that ends at node k (onnx.utils.Extractor), converted with the same chain:
+  nothing in the graph changes but where it ends. O(log N) conversions find the first failing prefix;
+- *introduced or inherited*: the first failing node alone, fed the reference's own values of its inputs
+  (Polygraphy's `debug reduce` advice): if it still fails, its conversion introduced the error; if not, the
+  error came in from before it, or from how the converter joined it with its neighbours.
+
+Each conversion is one `convert(onnx folder, destination)` call: a job like any other (rosetta.execution).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from rosetta.errors import RosettaError, one_line
+from rosetta.verify.tolerance import TolerancePolicy
+
+LOCATE_JOB = "rosetta.verify.locate:locate_job"
+INTRODUCED, INHERITED = "introduced", "inherited"
+
+
+@dataclass
+class NodeRow:
+    """One node output of the source graph: its error in the target as a multiple of its own noise floor."""
+
+    index: int  # the node's position in the graph's topological order
+    node: str
+    op: str
+    tensor: str
+    source_layer: str  # the PyTorch module the exporter's scope names (or "")
+    passed: bool | None = None  # None: not measured (its model did not convert or run: `reason`)
+    error_ratio: float = math.nan
+    max_abs_error: float = math.nan
+    noise_floor: float = math.nan
+    origin: str = ""  # INTRODUCED (its inputs pass) or INHERITED (an input fails), for a failing row
+    reason: str = ""
+
+
+@dataclass
+class LocateReport:
+    target: str
+    verdict: str  # "located", "not reproduced" (every measured tensor passes), "not located" (reason)
+    first: NodeRow | None = None
+    origin: str = ""  # INTRODUCED / INHERITED, from the node run alone on the reference's inputs
+    alone: NodeRow | None = None  # that run
+    unread: list[str] = field(default_factory=list)  # nodes just before `first` whose value the target cannot give
+    unread_reason: str = ""
+    rows: list[NodeRow] = field(default_factory=list)  # every node, from the intermediates model
+    mechanism: str = ""  # which mechanisms gave the figures
+    conversions: int = 0
+    reason: str = ""
+
+    def summary(self) -> str:
+        """One line: where the target diverges, or why that is not known."""
+        if self.verdict != "located" or self.first is None:
+            return f"{self.target}: {self.verdict}" + (f": {self.reason}" if self.reason else "")
+        first = self.first
+        layer = f" (torch module {first.source_layer})" if first.source_layer else ""
+        text = (f"{self.target}: first diverges at node {first.node} ({first.op}){layer}: "
+                f"{_ratio(first.error_ratio)} its noise floor")
+        if self.unread:
+            text += (f", or at {', '.join(self.unread)} just before it, whose value cannot be read in the target "
+                     f"({self.unread_reason})")
+        if self.origin == INTRODUCED:
+            text += f"; introduced there (alone, on the reference's inputs: {_ratio(self.alone.error_ratio)})"
+        elif self.origin == INHERITED:
+            text += "; not introduced there (alone, on the reference's inputs, it passes): inherited, or how the " \
+                    "converter joined it with the nodes before it"
+        elif self.reason:
+            text += f"; whether it was introduced there is unknown: {self.reason}"
+        return text
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.3g}x" if math.isfinite(value) else str(value)
+
+
+# ---- the source graph and its reference values ---------------------------------------------------------------
+def float64_model(model):
+    """The same graph computing in float64: float32 weights, constants, casts and tensor types made float64
+    (what ONNX's reference evaluator then runs in float64, as the float64 reference of rosetta's outputs)."""
+    import onnx
+    from onnx import TensorProto, numpy_helper
+
+    def widen(tensor):
+        if tensor.data_type == TensorProto.FLOAT:
+            tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor).astype(np.float64), tensor.name))
+
+    wide = onnx.ModelProto()
+    wide.CopyFrom(model)
+    graph = wide.graph
+    for tensor in graph.initializer:
+        widen(tensor)
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        if value.type.tensor_type.elem_type == TensorProto.FLOAT:
+            value.type.tensor_type.elem_type = TensorProto.DOUBLE
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.name in ("to", "dtype") and attribute.type == onnx.AttributeProto.INT \
+                    and attribute.i == TensorProto.FLOAT:
+                attribute.i = TensorProto.DOUBLE
+            elif attribute.type == onnx.AttributeProto.TENSOR:
+                widen(attribute.t)
+    return wide
+
+
+def float_tensors(model) -> dict[str, object]:
+    """{name: value info} of every float32 tensor a node computes, by ONNX shape inference."""
+    import onnx
+    from onnx import TensorProto
+
+    inferred = onnx.shape_inference.infer_shapes(model)
+    known = {v.name: v for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    return {name: known[name] for node in model.graph.node if node.op_type != "Constant" for name in node.output
+            if name in known and known[name].type.tensor_type.elem_type == TensorProto.FLOAT}
+
+
+def with_outputs(model, names: list[str]):
+    """The model with `names` (float32 tensors) as its graph outputs, after the ones it has."""
+    import onnx
+
+    marked = onnx.ModelProto()
+    marked.CopyFrom(model)
+    infos = float_tensors(model)
+    present = {o.name for o in marked.graph.output}
+    marked.graph.output.extend(infos[name] for name in names if name not in present)
+    return marked
+
+
+def tensor_references(model, feeds: dict) -> tuple[dict, dict]:
+    """(float32 values of every float tensor, float64 values of every tensor) of the graph on `feeds`: ONNX
+    Runtime (optimiser off, as rosetta verifies) on the float32 graph with every float tensor as an output;
+    ONNX's reference evaluator on the float64 graph (integer tensors keep their dtype)."""
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+
+    names = list(float_tensors(model))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    marked = with_outputs(model, names)
+    session = ort.InferenceSession(marked.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    outputs = [o.name for o in marked.graph.output]
+    ref32 = dict(zip(outputs, session.run(outputs, feeds)))
+    wide = {name: value.astype(np.float64) if value.dtype == np.float32 else value for name, value in feeds.items()}
+    values = ReferenceEvaluator(float64_model(model)).run(None, wide, intermediate=True)
+    return ref32, {name: np.asarray(value) for name, value in values.items() if isinstance(value, np.ndarray)}
+
+
+def source_layer(node_name: str, modules: set[str] | None = None) -> str:
+    """The PyTorch module path in the TorchScript exporter's scope name ("/layer2/layer2.2/conv1/Conv" ->
+    "layer2.2.conv1"); a module called twice is scoped with a suffix ("relu_1"), dropped when `modules` (the
+    model's module names) knows the name without it. "" for a node at the top level or another exporter."""
+    parts = [part for part in node_name.split("/") if part][:-1]
+    if not parts or "/" not in node_name:
+        return ""
+    path = ""
+    for part in parts:
+        path = part if not path or part.startswith(path + ".") else f"{path}.{part}"
+    if modules is not None and path not in modules:
+        bare = re.sub(r"_\d+$", "", path)
+        return bare if bare in modules else ""
+    return path
+
+
+# ---- the models that read one tensor of the target -----------------------------------------------------------
+def extracted(model, inputs: list[str], outputs: list[str]):
+    """The part of the graph from `inputs` to `outputs` (onnx.utils.Extractor), as a model of its own."""
+    from onnx.utils import Extractor
+
+    return Extractor(model).extract_model(inputs, outputs)
+
+
+def span_inputs(model, start: int, tensor: str) -> list[str]:
+    """The inputs of the part of the graph that computes `tensor` from nodes `start` onwards: the tensors it
+    reads that an earlier node or the graph's input made (not weights, nor what constants alone compute)."""
+    constants = {init.name for init in model.graph.initializer}
+    for other in model.graph.node:
+        if other.op_type == "Constant" or (other.input and all(i in constants for i in other.input if i)):
+            constants.update(other.output)
+    producers = {name: index for index, node in enumerate(model.graph.node) for name in node.output}
+    inputs, seen, stack = set(), set(), [tensor]
+    while stack:
+        name = stack.pop()
+        if not name or name in seen or name in constants:
+            continue
+        seen.add(name)
+        if producers.get(name, -1) < start:
+            inputs.add(name)
+        else:
+            stack.extend(model.graph.node[producers[name]].input)
+    return sorted(inputs, key=lambda name: producers.get(name, -1))
+
+
+def write_source(model, folder: Path, like) -> Path:
+    """`model` as an ONNX artifact folder a conversion chain starts from (a manifest like the source's)."""
+    import onnx
+
+    from rosetta.frameworks.onnx_graph import graph_inputs, value_info_signature
+    from rosetta.manifest import Manifest, sha256_of
+
+    folder.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(folder / "model.onnx"))
+    Manifest(artifact="model.onnx", format="onnx", source=like.source, converter=like.converter,
+             inputs=value_info_signature(graph_inputs(model)), outputs=value_info_signature(model.graph.output),
+             sha256=sha256_of(folder / "model.onnx"), opset=like.opset, chain=like.chain).write(folder)
+    return folder
+
+
+class Probe:
+    """Reads tensors of the target: writes a model, converts it along the target's chain, runs it, compares each
+    output with the reference; counts the conversions."""
+
+    def __init__(self, source: Path, convert: Callable[[Path, Path], Path], load: Callable[[Path], object],
+                 feeds: dict, policy: TolerancePolicy, work: Path, modules: set[str] | None = None):
+        import onnx
+
+        from rosetta.manifest import Manifest
+
+        self.manifest = Manifest.read(source)
+        # with every tensor's type and shape, which the Extractor needs of the tensors it cuts at
+        self.model = onnx.shape_inference.infer_shapes(onnx.load(str(Path(source) / self.manifest.artifact)))
+        self.convert, self.load, self.feeds, self.policy, self.work = convert, load, feeds, policy, Path(work)
+        self.ref32, self.values = tensor_references(self.model, feeds)
+        self.ref64 = {name: self.values[name] for name in self.ref32 if name in self.values}
+        self.nodes = [(i, node) for i, node in enumerate(self.model.graph.node)
+                      if any(name in self.ref64 for name in node.output)]
+        self.modules, self.conversions, self.prefixes = modules, 0, {}
+
+    def row(self, index: int, node, tensor: str) -> NodeRow:
+        return NodeRow(index, node.name or f"#{index}", node.op_type, tensor, source_layer(node.name, self.modules))
+
+    def measure(self, model, feeds: dict, rows: list[NodeRow]) -> None:
+        """Convert `model`, run it on `feeds`, and fill each row from the output named as its tensor."""
+        from rosetta.verify.compare import compare_output
+
+        self.conversions += 1
+        folder = self.work / f"probe-{self.conversions}"
+        try:
+            source = write_source(model, folder / "onnx", self.manifest)
+            artifact = self.convert(source, folder / "target")
+            outputs = self.load(artifact).predict(feeds)
+        except Exception as error:  # noqa: BLE001 - the rows say why they have no figures
+            for row in rows:
+                row.reason = one_line(error)
+            return
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        for row in rows:
+            compared = compare_output(row.tensor, outputs.get(row.tensor), self.ref32[row.tensor],
+                                      self.ref64[row.tensor], self.policy)
+            row.passed, row.reason = compared.passed, compared.reason
+            row.error_ratio, row.max_abs_error, row.noise_floor = (compared.error_ratio, compared.max_abs_error,
+                                                                   compared.noise_floor)
+
+    def graph_inputs(self) -> list[str]:
+        from rosetta.frameworks.onnx_graph import graph_inputs
+
+        return [value.name for value in graph_inputs(self.model)]
+
+    def prefix(self, position: int) -> NodeRow:
+        """The row of node `position` (of self.nodes), from the prefix graph that ends there (measured once)."""
+        if position not in self.prefixes:
+            index, node = self.nodes[position]
+            row = self.row(index, node, next(name for name in node.output if name in self.ref64))
+            self.measure(extracted(self.model, self.graph_inputs(), [row.tensor]), self.feeds, [row])
+            self.prefixes[position] = row
+        return self.prefixes[position]
+
+    def alone(self, row: NodeRow, start: int) -> NodeRow:
+        """The row of the nodes from `start` (graph index) to `row`'s node, run alone: fed the reference's own
+        values of what they read (float64 values, in the graph's dtypes). The inputs are renamed input_0, ...:
+        an intermediate's name is rarely a valid input name for a framework (Keras refuses
+        "/pool/MaxPool_output_0")."""
+        inputs = span_inputs(self.model, start, row.tensor)
+        model = extracted(self.model, inputs, [row.tensor])
+        renamed = {name: f"input_{n}" for n, name in enumerate(inputs)}
+        for value in model.graph.input:
+            value.name = renamed.get(value.name, value.name)
+        for each in model.graph.node:
+            each.input[:] = [renamed.get(name, name) for name in each.input]
+        feeds = {renamed[name]: self.feeds[name] if name in self.feeds else
+                 np.asarray(self.values[name]).astype(self.ref32[name].dtype if name in self.ref32
+                                                      else np.asarray(self.values[name]).dtype)
+                 for name in inputs}
+        alone = NodeRow(**{**asdict(row), "passed": None, "reason": "", "origin": ""})
+        self.measure(model, feeds, [alone])
+        return alone
+
+    def intermediates(self) -> list[NodeRow]:
+        """A row per node from one model with every node's float output as a graph output."""
+        rows = []
+        for index, node in self.nodes:
+            rows.extend(self.row(index, node, name) for name in node.output if name in self.ref64)
+        self.measure(with_outputs(self.model, [row.tensor for row in rows]), self.feeds, rows)
+        producers = {row.tensor: row for row in rows}
+        for row in rows:  # a failing row whose inputs pass introduced its error (as measured here)
+            if row.passed is False:
+                inputs = [producers[name] for name in self.model.graph.node[row.index].input if name in producers]
+                row.origin = INHERITED if any(i.passed is False for i in inputs) else INTRODUCED
+        return rows
+
+
+def locate(source: Path, convert: Callable[[Path, Path], Path], load: Callable[[Path], object], feeds: dict,
+           policy: TolerancePolicy, work: Path, target: str = "", modules: set[str] | None = None,
+           mechanisms: tuple[str, ...] = ("intermediates", "bisection")) -> LocateReport:
+    """The first node of the ONNX graph in `source` whose value in the target (`convert` makes the target's
+    artifact of an ONNX folder, `load` its runner) fails `policy` against the reference values on `feeds`."""
+    probe = Probe(source, convert, load, feeds, policy, work, modules)
+    report = LocateReport(target, "not located")
+    if not probe.nodes:
+        report.reason = "the graph computes no float32 tensor to compare"
+        return report
+    used, candidate = [], None
+    if "intermediates" in mechanisms:
+        report.rows = probe.intermediates()
+        used.append("intermediates")
+        candidate = next((row for row in report.rows if row.passed is False), None)
+    if "bisection" in mechanisms:
+        found = _bisect(probe, candidate, used)
+    else:
+        found = (_position(probe, candidate) - 1, _position(probe, candidate)) if candidate else None
+    report.mechanism, report.conversions = " + ".join(used), probe.conversions
+    if isinstance(found, str):
+        report.reason = found
+        return report
+    if found is None:
+        report.verdict = "not reproduced"
+        report.reason = "every tensor measured passes" + ("" if report.rows else " (bisection)")
+        return report
+    good, bad = found
+    first = probe.prefix(bad) if "bisection" in mechanisms else candidate
+    report.first, report.verdict = first, "located"
+    report.unread = [probe.nodes[p][1].name for p in range(good + 1, bad)]
+    if report.unread:
+        report.unread_reason = probe.prefix(good + 1).reason
+    start = probe.nodes[good + 1][0] if report.unread else first.index
+    report.alone = probe.alone(first, start)
+    report.conversions = probe.conversions
+    if report.alone.passed is None:
+        report.reason = f"the node alone did not convert or run: {report.alone.reason}"
+    else:
+        report.origin = INHERITED if report.alone.passed else INTRODUCED
+        for row in report.rows:  # the table's guess at the first node, replaced by the measurement
+            if row.tensor == first.tensor:
+                row.origin = report.origin
+    return report
+
+
+def _position(probe: Probe, row: NodeRow) -> int:
+    return next(p for p, (index, _) in enumerate(probe.nodes) if index == row.index)
+
+
+def _bisect(probe: Probe, candidate: NodeRow | None, used: list) -> tuple[int, int] | str | None:
+    """(last passing, first failing) positions in probe.nodes of the prefix graphs, the positions between them
+    being prefixes that did not convert or run (-1: the graph's inputs); None when the whole graph passes; a
+    reason when it cannot tell. A candidate from the intermediates model is tried first: if its prefix fails
+    and the one before passes, no bisection is needed. Assumes, as any bisection does, that an error once in
+    stays in (a later node that hides it, a Relu under a wrong negative value, can only move the answer later)."""
+    used.append("bisection")
+
+    def fails(position: int) -> bool | None:  # None: the prefix did not convert or run
+        passed = probe.prefix(position).passed
+        return None if passed is None else not passed
+
+    last = len(probe.nodes) - 1
+    if candidate is not None:
+        position = _position(probe, candidate)
+        if fails(position) and (position == 0 or fails(position - 1) is False):
+            return position - 1, position
+    if not fails(last):
+        if fails(last) is None:
+            return f"the whole graph did not convert or run: {probe.prefix(last).reason}"
+        return None
+    good, bad = -1, last  # invariant: prefix `bad` fails, prefix `good` passes, unknown ones lie between
+    unknown: set[int] = set()
+    while any(p not in unknown for p in range(good + 1, bad)):
+        middle = (good + bad) // 2
+        at = min((p for p in range(good + 1, bad) if p not in unknown), key=lambda p: abs(p - middle))
+        outcome = fails(at)
+        if outcome is None:
+            unknown.add(at)
+        elif outcome:
+            bad = at
+        else:
+            good = at
+    return good, bad
+
+
+# ---- a job per FAIL cell ----------------------------------------------------------------------------------------
+def locate_job(argument: dict) -> dict:
+    """Job: locate one FAIL cell of `rosetta verify` (argument: {"cell": cell JSON, "store": folder, "work":
+    scratch folder}); its LocateReport as JSON."""
+    from rosetta.convert.store import run_conversion
+    from rosetta.convert.targets import get_target
+    from rosetta.frameworks import load_runner
+    from rosetta.models import get_model
+    from rosetta.verify.cells import _store, cell_from_json, reference_for
+
+    cell = cell_from_json(argument["cell"])
+    target = get_target(cell.target, cell.route)
+    if cell.route != "onnx" or "onnx" not in target.chain:
+        return LocateReport(cell.target, "not located",
+                            reason=f"the {cell.route} route has no ONNX graph to cut (ONNX route only)").to_json()
+    spec = get_model(cell.model)
+    options = target.export_options(dict(cell.export))
+    cut = target.chain.index("onnx") + 1
+    try:
+        source = _store(argument["store"]).get(spec, cell.seed, target.chain[:cut], options)
+    except Exception as error:  # noqa: BLE001
+        return LocateReport(cell.target, "not located", reason=f"no ONNX export: {one_line(error)}").to_json()
+    chain = target.chain[cut - 1:]
+
+    def convert(folder: Path, destination: Path) -> Path:
+        if len(chain) == 1:
+            return folder
+        run_conversion(folder, chain, destination, options, force=True)
+        return destination
+
+    load = lambda folder: load_runner(target.runner, folder, threads=cell.threads,  # noqa: E731
+                                      **dict(target.verify_options))
+    feeds = reference_for(cell.model, cell.seed, cell.batch).feeds
+    modules = {name for name, _ in spec.build(cell.seed).named_modules() if name}
+    work = Path(argument["work"])
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        return locate(source, convert, load, feeds, cell.tolerance, work, cell.target, modules).to_json()
+    except RosettaError as error:
+        return LocateReport(cell.target, "not located", reason=one_line(error)).to_json()
+
+
+def locate_failures(cells: list, results: list, store, work: Path, executor=None, progress: bool = False) -> None:
+    """For each FAIL inference row of `results` (one per cell, in order), a locate job run by `executor`
+    (default local); its report lands in the row's `locate`."""
+    from rosetta.execution import Job
+    from rosetta.execution.executors import Task, get_executor
+    from rosetta.progress import progress_bar
+    from rosetta.verify.cells import cell_to_json
+    from rosetta.verify.results import FAIL
+
+    failed = [(cell, result) for cell, result in zip(cells, results)
+              if result.verdict == FAIL and result.check == "inference"]
+    tasks = [Task(Job(LOCATE_JOB, {"cell": cell_to_json(cell), "store": str(store.root), "work": str(work / str(n))},
+                      what=f"locate {cell.label}"), f"locate {cell.label}") for n, (cell, _) in enumerate(failed)]
+    if not tasks:
+        return
+    with progress_bar(len(tasks), "locating", enabled=progress) as advance:
+        outcomes = (executor or get_executor("local")).run(tasks, advance)
+        advance(None)
+    for (cell, result), outcome in zip(failed, outcomes):
+        result.locate = outcome.result if not outcome.error else \
+            LocateReport(cell.target, "not located", reason=f"task failed: {outcome.error}").to_json()
+
+
+def report_from_json(data: dict) -> LocateReport:
+    rows = lambda items: [NodeRow(**item) for item in items]  # noqa: E731
+    return LocateReport(**{**data, "rows": rows(data.get("rows", [])),
+                           "first": NodeRow(**data["first"]) if data.get("first") else None,
+                           "alone": NodeRow(**data["alone"]) if data.get("alone") else None})
+
