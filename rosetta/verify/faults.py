@@ -29,6 +29,18 @@ class Fault:
     build: Callable[[ArtifactStore, int, Target, dict], Path]
     targets: tuple = ()  # target names it applies to; empty: every target of the route
     route: str = "onnx"
+    node: str = ""  # the ONNX node where it was seeded (in the reference's export, or in the wrong model's)
+    in_export: bool = True  # made by exporting a wrong model (False: a correct artifact edited afterwards)
+
+    def export(self, store: ArtifactStore, seed: int, target: Target, options: dict) -> Path:
+        """The ONNX export the fault's artifact for `target` was made from (for an edited artifact: the
+        reference's own export)."""
+        from dataclasses import replace
+
+        chain = target.chain[: target.chain.index("onnx") + 1]
+        if not self.in_export:
+            return store.get(get_model(self.model), seed, chain, target.export_options(options))
+        return self.build(store, seed, replace(target, chain=chain), options)
 
     def applies_to(self) -> list[str]:
         return list(self.targets) or list_targets(self.route)
@@ -65,19 +77,21 @@ def _dropout_active(store: ArtifactStore, seed: int, target: Target, options: di
 
 register_fault(Fault("cnn-dropout-active", "cnn",
                      "exported as a training-mode graph: Dropout stays active at inference", _dropout_active,
-                     targets=("onnxruntime",)))
+                     targets=("onnxruntime",), node="/drop1/Dropout"))
 register_fault(Fault("resnet50-weight-perturbed", "resnet50",
                      f"one weight tensor ({PERTURBED_TENSOR}) perturbed by {PERTURBATION:g} relative",
                      _variant("resnet50", "weight-perturbed", lambda seed: perturb_parameter(
                          get_model("resnet50").build(seed), PERTURBED_TENSOR, PERTURBATION, seed)),
-                     targets=("onnxruntime",)))
+                     targets=("onnxruntime",), node="/layer3/layer3.2/conv2/Conv"))
 register_fault(Fault("cnn-nhwc-flatten", "cnn", "flattened in NHWC order before the first dense layer",
-                     _variant("cnn", "nhwc-flatten", build_cnn_nhwc_flatten)))
+                     _variant("cnn", "nhwc-flatten", build_cnn_nhwc_flatten), node="/Transpose"))
 register_fault(Fault("gru-gates-swapped", "gru", "GRU reset and update gates swapped (gate order mix-up)",
-                     _variant("gru", "gates-swapped", lambda seed: swap_gru_gates(get_model("gru").build(seed)))))
+                     _variant("gru", "gates-swapped", lambda seed: swap_gru_gates(get_model("gru").build(seed))),
+                     node="/gru/GRU"))
 register_fault(Fault("gru-recurrent-transposed", "gru", "GRU recurrent kernels transposed (in/out layout mix-up)",
                      _variant("gru", "recurrent-transposed",
-                              lambda seed: transpose_gru_recurrent_kernels(get_model("gru").build(seed)))))
+                              lambda seed: transpose_gru_recurrent_kernels(get_model("gru").build(seed))),
+                     node="/gru/GRU"))
 
 
 # ---- corruptions of a converted artifact itself: a converter that got one detail wrong ---------------------
@@ -126,9 +140,12 @@ def _torch_gru_gates_swapped(artifact: Path) -> None:
 
 
 register_fault(Fault("keras-gru-gates-swapped", "gru", "Keras GRU kernels with the z and r gate blocks swapped",
-                     _corrupted("gru", "keras-gates-swapped", _keras_gru_gates_swapped), targets=("keras",)))
+                     _corrupted("gru", "keras-gates-swapped", _keras_gru_gates_swapped), targets=("keras",),
+                     node="/gru/GRU", in_export=False))
 register_fault(Fault("keras-flatten-order-dropped", "cnn",
                      "Keras Dense after a channels-last flatten with the ONNX (c, h, w) row order",
-                     _corrupted("cnn", "keras-flatten-order-dropped", _keras_flatten_order_dropped), targets=("keras",)))
+                     _corrupted("cnn", "keras-flatten-order-dropped", _keras_flatten_order_dropped), targets=("keras",),
+                     node="/fc1/Gemm", in_export=False))
 register_fault(Fault("torch-gru-gates-swapped", "gru", "onnx2torch GRU with the r and z gate blocks swapped",
-                     _corrupted("gru", "torch-gates-swapped", _torch_gru_gates_swapped), targets=("torch",)))
+                     _corrupted("gru", "torch-gates-swapped", _torch_gru_gates_swapped), targets=("torch",),
+                     node="/gru/GRU", in_export=False))

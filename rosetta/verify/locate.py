@@ -64,6 +64,7 @@ class LocateReport:
     unread: list[str] = field(default_factory=list)  # nodes just before `first` whose value the target cannot give
     unread_reason: str = ""
     rows: list[NodeRow] = field(default_factory=list)  # every node, from the intermediates model
+    stage: str = ""  # where the error was found: "export", "artifact" or "conversion" (see `locate`)
     mechanism: str = ""  # which mechanisms gave the figures
     conversions: int = 0
     reason: str = ""
@@ -74,12 +75,15 @@ class LocateReport:
             return f"{self.target}: {self.verdict}" + (f": {self.reason}" if self.reason else "")
         first = self.first
         layer = f" (torch module {first.source_layer})" if first.source_layer else ""
-        text = (f"{self.target}: first diverges at node {first.node} ({first.op}){layer}: "
+        where = {"export": " of the ONNX export it was made from", "artifact": " of the artifact itself"}.get(self.stage, "")
+        text = (f"{self.target}: first diverges at node {first.node} ({first.op}){layer}{where}: "
                 f"{_ratio(first.error_ratio)} its noise floor")
         if self.unread:
             text += (f", or at {', '.join(self.unread)} just before it, whose value cannot be read in the target "
                      f"({self.unread_reason})")
-        if self.origin == INTRODUCED:
+        if self.origin == INTRODUCED and self.alone is None:
+            text += "; introduced there (its inputs pass)"
+        elif self.origin == INTRODUCED:
             text += f"; introduced there (alone, on the reference's inputs: {_ratio(self.alone.error_ratio)})"
         elif self.origin == INHERITED:
             text += "; not introduced there (alone, on the reference's inputs, it passes): inherited, or how the " \
@@ -227,21 +231,41 @@ def write_source(model, folder: Path, like) -> Path:
     return folder
 
 
+@dataclass
+class References:
+    """The reference export's tensors on one set of feeds: float32 values, every value in float64."""
+
+    feeds: dict
+    ref32: dict
+    values: dict  # float64 for float tensors, the graph's dtype for the rest
+
+    @classmethod
+    def of(cls, model, feeds: dict) -> "References":
+        ref32, values = tensor_references(model, feeds)
+        return cls(feeds, ref32, values)
+
+
+def inferred(folder: Path):
+    """The ONNX model of an ONNX artifact folder, with every tensor's type and shape (which the Extractor needs
+    of the tensors it cuts at), and its manifest."""
+    import onnx
+
+    from rosetta.manifest import Manifest
+
+    manifest = Manifest.read(folder)
+    return onnx.shape_inference.infer_shapes(onnx.load(str(manifest.artifact_path(folder)))), manifest
+
+
 class Probe:
-    """Reads tensors of the target: writes a model, converts it along the target's chain, runs it, compares each
-    output with the reference; counts the conversions."""
+    """Reads tensors of the target: cuts a model out of `graph` (an ONNX artifact folder: the reference export,
+    or the export a wrong model came from), converts it with `convert`, runs it with `load`'s runner, and
+    compares each output with the reference value of the tensor of that name; counts the conversions."""
 
-    def __init__(self, source: Path, convert: Callable[[Path, Path], Path], load: Callable[[Path], object],
-                 feeds: dict, policy: TolerancePolicy, work: Path, modules: set[str] | None = None):
-        import onnx
-
-        from rosetta.manifest import Manifest
-
-        self.manifest = Manifest.read(source)
-        # with every tensor's type and shape, which the Extractor needs of the tensors it cuts at
-        self.model = onnx.shape_inference.infer_shapes(onnx.load(str(Path(source) / self.manifest.artifact)))
-        self.convert, self.load, self.feeds, self.policy, self.work = convert, load, feeds, policy, Path(work)
-        self.ref32, self.values = tensor_references(self.model, feeds)
+    def __init__(self, graph: Path, references: References, convert: Callable[[Path, Path], Path],
+                 load: Callable[[Path], object], policy: TolerancePolicy, work: Path, modules: set[str] | None = None):
+        self.model, self.manifest = inferred(graph)
+        self.convert, self.load, self.policy, self.work = convert, load, policy, Path(work)
+        self.feeds, self.ref32, self.values = references.feeds, references.ref32, references.values
         self.ref64 = {name: self.values[name] for name in self.ref32 if name in self.values}
         self.nodes = [(i, node) for i, node in enumerate(self.model.graph.node)
                       if any(name in self.ref64 for name in node.output)]
@@ -252,8 +276,6 @@ class Probe:
 
     def measure(self, model, feeds: dict, rows: list[NodeRow]) -> None:
         """Convert `model`, run it on `feeds`, and fill each row from the output named as its tensor."""
-        from rosetta.verify.compare import compare_output
-
         self.conversions += 1
         folder = self.work / f"probe-{self.conversions}"
         try:
@@ -266,10 +288,18 @@ class Probe:
             return
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+        self.compare(outputs, rows)
+
+    def compare(self, outputs: dict, rows: list[NodeRow]) -> None:
+        """Fill each row from the output named as its tensor. An output the target does not give, or gives in
+        another shape, leaves the row unmeasured (passed None), with the reason: it was not read, not wrong."""
+        from rosetta.verify.compare import compare_output
+
         for row in rows:
             compared = compare_output(row.tensor, outputs.get(row.tensor), self.ref32[row.tensor],
                                       self.ref64[row.tensor], self.policy)
-            row.passed, row.reason = compared.passed, compared.reason
+            measured = not (math.isnan(compared.error_ratio) and not compared.nan_count)
+            row.passed, row.reason = (compared.passed if measured else None), compared.reason
             row.error_ratio, row.max_abs_error, row.noise_floor = (compared.error_ratio, compared.max_abs_error,
                                                                    compared.noise_floor)
 
@@ -307,12 +337,39 @@ class Probe:
         self.measure(model, feeds, [alone])
         return alone
 
-    def intermediates(self) -> list[NodeRow]:
-        """A row per node from one model with every node's float output as a graph output."""
-        rows = []
-        for index, node in self.nodes:
-            rows.extend(self.row(index, node, name) for name in node.output if name in self.ref64)
-        self.measure(with_outputs(self.model, [row.tensor for row in rows]), self.feeds, rows)
+    def artifact_intermediates(self, artifact: Path) -> list[NodeRow]:
+        """A row per node read from the artifact itself, where the artifact is an ONNX graph with its weights
+        beside it (onnx2torch's: model.onnx + state_dict.pt): the same graph with every tensor as an output,
+        the artifact's own weights loaded. No conversion: what was converted, edited or not, is what runs."""
+        import onnx
+
+        from rosetta.frameworks.onnx_graph import value_info_signature
+        from rosetta.manifest import Manifest
+
+        rows = self._rows()
+        folder = self.work / "artifact"
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(artifact, folder)
+        try:
+            manifest = Manifest.read(folder)
+            graph = manifest.artifact_path(folder) / "model.onnx"
+            marked = with_outputs(onnx.shape_inference.infer_shapes(onnx.load(str(graph))), [r.tensor for r in rows])
+            onnx.save(marked, str(graph))
+            manifest.outputs = value_info_signature(marked.graph.output)
+            manifest.sha256 = manifest.digest(folder)
+            manifest.write(folder)
+            self.compare(self.load(folder).predict(self.feeds), rows)
+        except Exception as error:  # noqa: BLE001 - the rows say why they have no figures
+            for row in rows:
+                row.reason = one_line(error)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return self._origins(rows)
+
+    def _rows(self) -> list[NodeRow]:
+        return [self.row(index, node, name) for index, node in self.nodes for name in node.output if name in self.ref64]
+
+    def _origins(self, rows: list[NodeRow]) -> list[NodeRow]:
         producers = {row.tensor: row for row in rows}
         for row in rows:  # a failing row whose inputs pass introduced its error (as measured here)
             if row.passed is False:
@@ -320,16 +377,66 @@ class Probe:
                 row.origin = INHERITED if any(i.passed is False for i in inputs) else INTRODUCED
         return rows
 
+    def intermediates(self) -> list[NodeRow]:
+        """A row per node from one model with every node's float output as a graph output, converted."""
+        rows = self._rows()
+        self.measure(with_outputs(self.model, [row.tensor for row in rows]), self.feeds, rows)
+        return self._origins(rows)
 
-def locate(source: Path, convert: Callable[[Path, Path], Path], load: Callable[[Path], object], feeds: dict,
+
+def locate(reference: Path, convert: Callable[[Path, Path], Path], load: Callable[[Path], object], feeds: dict,
            policy: TolerancePolicy, work: Path, target: str = "", modules: set[str] | None = None,
-           mechanisms: tuple[str, ...] = ("intermediates", "bisection")) -> LocateReport:
-    """The first node of the ONNX graph in `source` whose value in the target (`convert` makes the target's
-    artifact of an ONNX folder, `load` its runner) fails `policy` against the reference values on `feeds`."""
-    probe = Probe(source, convert, load, feeds, policy, work, modules)
-    report = LocateReport(target, "not located")
+           mechanisms: tuple[str, ...] = ("intermediates", "bisection"), export: Path | None = None,
+           artifact: Path | None = None) -> LocateReport:
+    """The first node whose value in the target fails `policy` against the reference values on `feeds`, looked
+    for where the error can be, in order:
+    1. `export`, the ONNX export the target's artifact was made from, where it is not the `reference` export
+       (a wrong model was exported: a fault, a user's other model): its tensors in ONNX Runtime, by name;
+    2. `artifact`, where it is an ONNX graph with its weights beside it (onnx2torch's): read as it is, so an
+       artifact edited after conversion is seen as it runs;
+    3. the conversion: models cut from the reference export, made by `convert` (ONNX folder, destination ->
+       artifact) and run by `load`'s runner (see the module docstring)."""
+    from rosetta.convert.targets import load_verify_runner
+
+    model, manifest = inferred(reference)
+    references = References.of(model, feeds)
+    work = Path(work)
+    if export is not None and inferred(export)[1].sha256 != manifest.sha256:
+        probe = Probe(export, references, lambda folder, _: folder,
+                      lambda folder: load_verify_runner("onnxruntime", folder), policy, work / "export", modules)
+        report = _locate_with(probe, target, mechanisms, "export")
+        if report.verdict == "located":
+            return report
+    if artifact is not None and _graph_with_weights(Path(artifact)):
+        probe = Probe(reference, references, convert, load, policy, work / "artifact", modules)
+        rows = probe.artifact_intermediates(Path(artifact))
+        first = next((row for row in rows if row.passed is False), None)
+        if first is not None:
+            return LocateReport(target, "located", first=first, origin=first.origin, rows=rows, stage="artifact",
+                                mechanism="intermediates")
+    report = _locate_with(Probe(reference, references, convert, load, policy, work / "conversion", modules), target,
+                          mechanisms, "conversion")
+    if report.verdict == "not reproduced" and artifact is not None:
+        report.reason += (": converting again along the target's chain gives a model that passes, so the artifact "
+                          "is not what this chain makes (edited after conversion, or made by another converter "
+                          "version)")
+    return report
+
+
+def _graph_with_weights(folder: Path) -> bool:
+    """Whether the artifact in `folder` is an ONNX graph with its weights beside it (onnx2torch's artifact)."""
+    from rosetta.manifest import Manifest
+
+    path = Manifest.read(folder).artifact_path(folder)
+    return path.is_dir() and (path / "model.onnx").is_file()
+
+
+def _locate_with(probe: Probe, target: str, mechanisms: tuple[str, ...], stage: str) -> LocateReport:
+    """The first failing node of `probe`'s graph: the intermediates model's rows, bisection of prefixes, and
+    the first failing span run alone on the reference's inputs."""
+    report = LocateReport(target, "not located", stage=stage)
     if not probe.nodes:
-        report.reason = "the graph computes no float32 tensor to compare"
+        report.reason = "the graph computes no float32 tensor the reference has a value of"
         return report
     used, candidate = [], None
     if "intermediates" in mechanisms:
@@ -346,16 +453,23 @@ def locate(source: Path, convert: Callable[[Path, Path], Path], load: Callable[[
         return report
     if found is None:
         report.verdict = "not reproduced"
-        report.reason = "every tensor measured passes" + ("" if report.rows else " (bisection)")
+        report.reason = "every tensor measured passes"
         return report
     good, bad = found
     first = probe.prefix(bad) if "bisection" in mechanisms else candidate
     report.first, report.verdict = first, "located"
-    report.unread = [probe.nodes[p][1].name for p in range(good + 1, bad)]
-    if report.unread:
-        report.unread_reason = probe.prefix(good + 1).reason
-    start = probe.nodes[good + 1][0] if report.unread else first.index
-    report.alone = probe.alone(first, start)
+    # the nodes between the last that passes and the first that fails: their values could not be read (the
+    # target cannot give them, or the reference has no tensor of their name: a node the wrong model added)
+    after = probe.nodes[good][0] if good >= 0 else -1
+    floats = set(float_tensors(probe.model))
+    between = [i for i, node in enumerate(probe.model.graph.node)
+               if after < i < first.index and any(name in floats for name in node.output)]
+    report.unread = [probe.model.graph.node[i].name or f"#{i}" for i in between]
+    if between:
+        measured = {index: position for position, (index, _) in enumerate(probe.nodes)}
+        report.unread_reason = probe.prefix(measured[between[0]]).reason if between[0] in measured else \
+            "the reference has no tensor of its output's name"
+    report.alone = probe.alone(first, between[0] if between else first.index)
     report.conversions = probe.conversions
     if report.alone.passed is None:
         report.reason = f"the node alone did not convert or run: {report.alone.reason}"
@@ -425,10 +539,12 @@ def locate_job(argument: dict) -> dict:
     spec = get_model(cell.model)
     options = target.export_options(dict(cell.export))
     cut = target.chain.index("onnx") + 1
+    store = _store(argument["store"])
     try:
-        source = _store(argument["store"]).get(spec, cell.seed, target.chain[:cut], options)
+        source = store.get(spec, cell.seed, target.chain[:cut], options)
+        artifact = store.get(spec, cell.seed, target.chain, options)
     except Exception as error:  # noqa: BLE001
-        return LocateReport(cell.target, "not located", reason=f"no ONNX export: {one_line(error)}").to_json()
+        return LocateReport(cell.target, "not located", reason=f"no artifact: {one_line(error)}").to_json()
     chain = target.chain[cut - 1:]
 
     def convert(folder: Path, destination: Path) -> Path:
@@ -444,7 +560,8 @@ def locate_job(argument: dict) -> dict:
     work = Path(argument["work"])
     work.mkdir(parents=True, exist_ok=True)
     try:
-        return locate(source, convert, load, feeds, cell.tolerance, work, cell.target, modules).to_json()
+        return locate(source, convert, load, feeds, cell.tolerance, work, cell.target, modules,
+                      artifact=artifact).to_json()
     except RosettaError as error:
         return LocateReport(cell.target, "not located", reason=one_line(error)).to_json()
 
