@@ -57,6 +57,9 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                         help="for each FAIL (inference, ONNX route): name the first ONNX node whose value in the target "
                              "crosses the tolerance, its torch module, and whether its conversion introduced the error "
                              "(prefix graphs converted along the same chain; per-node figures in --json)")
+    verify.add_argument("--locate-dir", metavar="DIR", type=Path,
+                        help="with --locate: write locate-MODEL.png (error/floor by depth, one line per target) and "
+                             "locate-MODEL-TARGET.explorer.json (node data for Google's Model Explorer) here")
     verify.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
     verify.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_user_model_options(verify)
@@ -74,6 +77,8 @@ def run(args) -> int:
         if args.model or args.train_steps or args.locate:
             raise RosettaError("--model, --train-steps and --locate are for reference models; give model files or --model")
         return _verify_files(args)
+    if args.locate_dir and not args.locate:
+        raise RosettaError("--locate-dir is for --locate: add --locate")
     for flag in ("inputs", "save_inputs", "save_outputs", "load_outputs"):
         if getattr(args, flag) is not None:
             raise RosettaError(f"--{flag.replace('_', '-')} needs model files: rosetta verify MODEL [MODEL ...]")
@@ -91,6 +96,11 @@ def run(args) -> int:
     print_results(done.results, f"rosetta verify ({done.policy.describe()})", args.verbose)
     if args.json:
         write_results_json(done.results, args.json, {"tolerance": done.policy.to_json()})
+    if args.locate_dir:
+        from rosetta.report.locate import write_locate_reports
+
+        for path in write_locate_reports(done.results, args.locate_dir, done.policy.multiple):
+            print(f"wrote {path}")
     return exit_for(done.results, args)
 
 

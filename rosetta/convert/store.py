@@ -13,6 +13,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Callable
 
 from rosetta import __version__
 from rosetta.convert.onnx.from_torch import TorchSource
@@ -46,6 +47,19 @@ def run_conversion(source, chain: tuple[str, ...], destination: Path, options: d
                 manifest.write(out)
                 current = out
     return manifest
+
+
+def from_onnx(target, options: dict | None = None) -> Callable[[Path, Path], Path]:
+    """convert(ONNX artifact folder, destination) -> the target's artifact folder: the target's chain from its
+    ONNX step on (for ONNX Runtime, whose chain ends there, the folder itself is the artifact)."""
+    chain = target.chain[target.chain.index("onnx"):]
+
+    def convert(folder: Path, destination: Path) -> Path:
+        if len(chain) == 1:
+            return Path(folder)
+        run_conversion(Path(folder), chain, Path(destination), options, force=True)
+        return Path(destination)
+    return convert
 
 
 def convert_reference_model(name: str, to: str, route: str, output: Path, seed: int = 0,

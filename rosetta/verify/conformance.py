@@ -218,10 +218,15 @@ def _last_sentence(message: str) -> str:
     return (sentences[-1] if sentences else message).rstrip(".")[:300]
 
 
+def artifact_is_source(target) -> bool:
+    """Whether the target runs the case's own ONNX model (ONNX Runtime: nothing converts it)."""
+    return target.chain.index("onnx") == len(target.chain) - 1
+
+
 def case_job(argument: dict) -> dict:
     """Job: one case converted to one target and run; its CaseResult as JSON. argument: {"case": Case as a dict,
     "target": name, "work": folder for the converted artifact (removed after)}."""
-    from rosetta.convert.store import run_conversion
+    from rosetta.convert.store import from_onnx
     from rosetta.convert.targets import get_target, load_verify_runner
     from rosetta.errors import Unsupported, WorkerDied, one_line
     from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
@@ -235,28 +240,26 @@ def case_job(argument: dict) -> dict:
         result.verdict = CANNOT
         result.reason = info.get("cannot") or f"dtype {info['onnxruntime_only']}: no tensor type of {target.runner}'s"
         return result.to_json()
-    chain = target.chain[target.chain.index("onnx"):]
-    artifact = Path(argument["work"]) / f"{case.suite}-{case.name}-{target.name}"
+    staging = Path(argument["work"]) / f"{case.suite}-{case.name}-{target.name}"
     stage = "conversion"
     try:
-        if len(chain) > 1:
-            run_conversion(folder, chain, artifact, force=True)
+        artifact = from_onnx(target)(folder, staging)
         stage = "loading"
-        runner = load_verify_runner(target.runner, artifact if len(chain) > 1 else folder)
+        runner = load_verify_runner(target.runner, artifact)
         stage = "run"
         with np.load(folder / "inputs.npz") as inputs:
             outputs = runner.predict({name: inputs[name] for name in inputs.files})
     except Exception as error:  # noqa: BLE001 - every failure is this cell's row
         # a runtime that refuses the case's own model (ONNX Runtime on an opset newer than it knows) is a
         # converter's refusal, not a crash: CANNOT
-        refused = stage == "loading" and len(chain) == 1 and not isinstance(error, WorkerDied)
+        refused = stage == "loading" and artifact_is_source(target) and not isinstance(error, WorkerDied)
         result.verdict = CANNOT if isinstance(error, Unsupported) or refused else \
             failure_verdict(stage, isinstance(error, WorkerDied))
         message = f"{target.runner} refused the model: {_last_sentence(str(error))}" if refused else one_line(error)
         result.reason = message if message.startswith(stage) else f"{stage} failed: {message}"
         return result.to_json()
     finally:
-        shutil.rmtree(artifact, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
         result.seconds = round(time.perf_counter() - started, 3)
     reasons, suite_ok, calibrated_ok, ratio = [], True, True, 0.0
     with np.load(folder / "expected.npz") as expected:

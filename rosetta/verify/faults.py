@@ -149,3 +149,91 @@ register_fault(Fault("keras-flatten-order-dropped", "cnn",
 register_fault(Fault("torch-gru-gates-swapped", "gru", "onnx2torch GRU with the r and z gate blocks swapped",
                      _corrupted("gru", "torch-gates-swapped", _torch_gru_gates_swapped), targets=("torch",),
                      node="/gru/GRU", in_export=False))
+
+
+# ---- converters that write one node wrong: for `--locate`, which must name that node ------------------------
+@dataclass(frozen=True)
+class ConverterFault:
+    """A buggy converter: the target's own chain, after an edit of the ONNX graph it is given that a converter
+    with one wrong mapping would make. Applied to every model the chain converts (whole graphs, prefixes, single
+    nodes), it is wrong wherever that mapping is used, as a real converter bug is."""
+
+    name: str
+    model: str
+    description: str
+    edit: Callable  # (onnx.ModelProto) -> None, in place
+    node: str  # where `rosetta verify --locate` must say the target first diverges
+    origin: str  # "introduced" (the node alone is wrong) or "inherited" (wrong only joined with the one before)
+
+
+CONVERTER_FAULTS: Registry[ConverterFault] = Registry("converter fault", key=lambda fault: fault.name)
+
+
+def _bias_misread(node_name: str):
+    """The bias of node `node_name` (its third input: a Conv's or a Gemm's) read one channel off by 1e-2."""
+    def edit(model) -> None:
+        from onnx import numpy_helper
+
+        node = next((node for node in model.graph.node if node.name == node_name), None)
+        for init in model.graph.initializer if node is not None and len(node.input) > 2 else ():
+            if init.name == node.input[2]:
+                values = numpy_helper.to_array(init).copy()
+                values[0] += 1e-2
+                init.CopyFrom(numpy_helper.from_array(values, init.name))
+    return edit
+
+
+def _gru_gates_swapped(model) -> None:
+    """ONNX GRU's z and r gate blocks swapped in W, R and B (ONNX order z, r, h)."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    gru = next((node for node in model.graph.node if node.op_type == "GRU"), None)
+    for init in model.graph.initializer if gru else ():
+        if init.name in gru.input[1:4]:
+            values = numpy_helper.to_array(init)
+            blocks = np.split(values, 6 if init.name == gru.input[3] else 3, axis=1)
+            order = [1, 0, 2, 4, 3, 5] if len(blocks) == 6 else [1, 0, 2]
+            init.CopyFrom(numpy_helper.from_array(np.concatenate([blocks[i] for i in order], axis=1), init.name))
+
+
+def _relu_after_pool_dropped(model) -> None:
+    """A 'MaxPool + Relu' fusion that forgets the Relu: wrong only where a Relu follows a MaxPool."""
+    from onnx import helper
+
+    pooled = {out for node in model.graph.node if node.op_type == "MaxPool" for out in node.output}
+    for node in model.graph.node:
+        if node.op_type == "Relu" and node.input[0] in pooled:
+            node.CopyFrom(helper.make_node("Identity", list(node.input), list(node.output), name=node.name))
+
+
+for _fault in (
+    ConverterFault("cnn-conv3-bias-misread", "cnn", "conv3's bias read one channel off by 1e-2",
+                   _bias_misread("/conv3/Conv"), "/conv3/Conv", "introduced"),
+    ConverterFault("cnn-relu-after-pool-dropped", "cnn", "a MaxPool + Relu fusion that drops the Relu",
+                   _relu_after_pool_dropped, "/Relu_1", "inherited"),
+    ConverterFault("gru-gates-misordered", "gru", "ONNX GRU gates z and r taken in the wrong order",
+                   _gru_gates_swapped, "/gru/GRU", "introduced"),
+    ConverterFault("resnet50-layer3-bias-misread", "resnet50",
+                   "layer3.2.conv2's folded BatchNorm bias read one channel off by 1e-2 (a deep node)",
+                   _bias_misread("/layer3/layer3.2/conv2/Conv"), "/layer3/layer3.2/conv2/Conv", "introduced"),
+):
+    CONVERTER_FAULTS.register(_fault)
+
+
+def faulty_chain(target: Target, edit: Callable | None = None) -> Callable[[Path, Path], Path]:
+    """convert(ONNX folder, destination) -> artifact: the target's chain from ONNX (convert.store.from_onnx),
+    after `edit` of the graph (None: the correct converter)."""
+    from rosetta.convert.store import from_onnx
+
+    correct = from_onnx(target)
+
+    def convert(folder: Path, destination: Path) -> Path:
+        if edit is not None:
+            import onnx
+
+            model = onnx.load(str(Path(folder) / "model.onnx"))
+            edit(model)
+            onnx.save(model, str(Path(folder) / "model.onnx"))
+        return correct(folder, destination)
+    return convert

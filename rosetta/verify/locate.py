@@ -525,7 +525,7 @@ def _bisect(probe: Probe, candidate: NodeRow | None, used: list) -> tuple[int, i
 def locate_job(argument: dict) -> dict:
     """Job: locate one FAIL cell of `rosetta verify` (argument: {"cell": cell JSON, "store": folder, "work":
     scratch folder}); its LocateReport as JSON."""
-    from rosetta.convert.store import run_conversion
+    from rosetta.convert.store import from_onnx
     from rosetta.convert.targets import get_target
     from rosetta.frameworks import load_runner
     from rosetta.models import get_model
@@ -545,14 +545,7 @@ def locate_job(argument: dict) -> dict:
         artifact = store.get(spec, cell.seed, target.chain, options)
     except Exception as error:  # noqa: BLE001
         return LocateReport(cell.target, "not located", reason=f"no artifact: {one_line(error)}").to_json()
-    chain = target.chain[cut - 1:]
-
-    def convert(folder: Path, destination: Path) -> Path:
-        if len(chain) == 1:
-            return folder
-        run_conversion(folder, chain, destination, options, force=True)
-        return destination
-
+    convert = from_onnx(target, options)
     load = lambda folder: load_runner(target.runner, folder, threads=cell.threads,  # noqa: E731
                                       **dict(target.verify_options))
     feeds = reference_for(cell.model, cell.seed, cell.batch).feeds

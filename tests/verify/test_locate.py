@@ -1,7 +1,8 @@
 """`--locate`: the first ONNX node at which a wrong conversion diverges, and whether its conversion introduced
-the error. Each wrong converter is the target's real chain after an edit of the ONNX graph that a buggy
-converter would make (one node's bias misread, a recurrent node's gates swapped, a Relu dropped where it
-follows a MaxPool): the report must name that node, and a correct conversion must not be blamed."""
+the error. Each wrong converter (verify.faults.CONVERTER_FAULTS) is the target's real chain after an edit of
+the ONNX graph that a buggy converter would make (one node's bias misread, a recurrent node's gates swapped, a
+Relu dropped where it follows a MaxPool); each wrong model (verify.faults.FAULTS) carries the node it was
+seeded at: the report must name that node, and a correct conversion must not be blamed."""
 
 from __future__ import annotations
 
@@ -12,60 +13,18 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import helper, numpy_helper
 
-from rosetta.convert.store import run_conversion
 from rosetta.convert.targets import get_target, load_verify_runner
 from rosetta.models import get_model
 from rosetta.verify.cells import reference_for
-from rosetta.verify.faults import fault_cases
+from rosetta.verify.faults import CONVERTER_FAULTS, fault_cases, faulty_chain
 from rosetta.verify.locate import INHERITED, INTRODUCED, locate, source_layer, tensor_references
 from rosetta.verify.tolerance import TolerancePolicy
 
 
-def _bias_misread(model):
-    """conv3's bias read one channel off by 1e-2."""
-    for init in model.graph.initializer:
-        if init.name == "conv3.bias":
-            values = numpy_helper.to_array(init).copy()
-            values[0] += 1e-2
-            init.CopyFrom(numpy_helper.from_array(values, init.name))
-
-
-def _gates_swapped(model):
-    """The GRU's z and r gate blocks swapped in W, R and B (ONNX gate order z, r, h)."""
-    gru = next((node for node in model.graph.node if node.op_type == "GRU"), None)
-    for init in model.graph.initializer if gru else ():
-        if init.name in gru.input[1:4]:
-            values = numpy_helper.to_array(init)
-            blocks = np.split(values, 6 if init.name == gru.input[3] else 3, axis=1)
-            order = [1, 0, 2, 4, 3, 5] if len(blocks) == 6 else [1, 0, 2]
-            init.CopyFrom(numpy_helper.from_array(np.concatenate([blocks[i] for i in order], axis=1), init.name))
-
-
-def _relu_after_pool_dropped(model):
-    """A 'MaxPool + Relu' fusion that forgets the Relu: wrong only where a Relu follows a MaxPool."""
-    pooled = {out for node in model.graph.node if node.op_type == "MaxPool" for out in node.output}
-    for node in model.graph.node:
-        if node.op_type == "Relu" and node.input[0] in pooled:
-            node.CopyFrom(helper.make_node("Identity", list(node.input), list(node.output), name=node.name))
-
-
 def _converter(target_name: str, edit=None):
-    """The target's chain from ONNX, after `edit` of the graph (None: the correct converter)."""
     target = get_target(target_name)
-    chain = target.chain[target.chain.index("onnx"):]
-
-    def convert(folder: Path, destination: Path) -> Path:
-        if edit is not None:
-            model = onnx.load(str(folder / "model.onnx"))
-            edit(model)
-            onnx.save(model, str(folder / "model.onnx"))
-        if len(chain) == 1:
-            return folder
-        run_conversion(folder, chain, destination, force=True)
-        return destination
-    return convert, lambda folder: load_verify_runner(target.runner, folder)
+    return faulty_chain(target, edit), lambda folder: load_verify_runner(target.runner, folder)
 
 
 def _locate(store, model_name, target_name, edit, tmp_path, batch=4, **options):
@@ -90,18 +49,23 @@ def test_the_graph_in_float64_gives_the_float64_reference(model_name, store):
         np.testing.assert_allclose(ref32[name], reference.float32[name], rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("model_name, target_name, edit, node, layer, origin, unread", [
-    ("cnn", "onnxruntime", _bias_misread, "/conv3/Conv", "conv3", INTRODUCED, []),
-    ("cnn", "torch", _bias_misread, "/conv3/Conv", "conv3", INTRODUCED, []),
-    ("cnn", "keras", _relu_after_pool_dropped, "/Relu_1", "", INHERITED, []),
-    ("gru", "torch", _gates_swapped, "/gru/GRU", "gru", INTRODUCED, []),
+CONVERTER_CASES = [  # (converter fault, target, the node's torch module, nodes before it the target cannot give)
+    ("cnn-conv3-bias-misread", "onnxruntime", "conv3", []),
+    ("cnn-conv3-bias-misread", "torch", "conv3", []),
+    ("cnn-relu-after-pool-dropped", "keras", "", []),
+    ("gru-gates-misordered", "torch", "gru", []),
     # the Keras mapper writes ONNX's GRU with the Squeeze after it as one layer: the GRU's own output cannot be
-    # read, nor the two run alone (their zero initial state is then an input): named, origin unknown
-    ("gru", "keras", _gates_swapped, "/gru/Squeeze", "gru", "", ["/gru/GRU"]),
-])
-def test_locate_names_the_node_a_wrong_converter_broke(model_name, target_name, edit, node, layer, origin, unread,
-                                                       store, tmp_path):
-    report = _locate(store, model_name, target_name, edit, tmp_path)
+    # read, nor the two run alone (their zero initial state is then an input): both named, origin unknown
+    ("gru-gates-misordered", "keras", "gru", ["/gru/GRU"]),
+]
+
+
+@pytest.mark.parametrize("name, target_name, layer, unread", CONVERTER_CASES,
+                         ids=[f"{name}->{target}" for name, target, _, _ in CONVERTER_CASES])
+def test_locate_names_the_node_a_wrong_converter_broke(name, target_name, layer, unread, store, tmp_path):
+    fault = CONVERTER_FAULTS.get(name)
+    node, origin = (unread and "/gru/Squeeze") or fault.node, "" if unread else fault.origin
+    report = _locate(store, fault.model, target_name, fault.edit, tmp_path)
     assert report.verdict == "located", report.reason
     assert (report.first.node, report.first.source_layer, report.origin, report.unread) == \
         (node, layer, origin, unread), report.summary()
@@ -127,7 +91,8 @@ def test_a_correct_conversion_is_not_blamed(store, tmp_path):
 
 
 def test_bisection_alone_finds_the_node_in_log_n_conversions(store, tmp_path):
-    report = _locate(store, "cnn", "onnxruntime", _bias_misread, tmp_path, mechanisms=("bisection",))
+    report = _locate(store, "cnn", "onnxruntime", CONVERTER_FAULTS.get("cnn-conv3-bias-misread").edit, tmp_path,
+                     mechanisms=("bisection",))
     nodes = len(get_model("cnn").build(0)._modules) + 10  # an upper bound on the graph's nodes
     assert report.first.node == "/conv3/Conv" and report.origin == INTRODUCED and not report.rows
     assert report.conversions <= math.ceil(math.log2(nodes)) + 2
@@ -147,23 +112,29 @@ def test_verify_locate_reports_where_a_failing_target_diverges(tmp_path, monkeyp
     from rosetta.cli import main
     from rosetta.convert.onnx import to_torch
 
-    real = to_torch.convert
+    real, edit = to_torch.convert, CONVERTER_FAULTS.get("cnn-conv3-bias-misread").edit
 
     def broken(source, staging, options):
         model = onnx.load(str(Path(source) / "model.onnx"))
-        _bias_misread(model)
+        edit(model)
         onnx.save(model, str(Path(source) / "model.onnx"))
         return real(source, staging, options)
 
     monkeypatch.setattr(to_torch, "convert", broken)
     out = tmp_path / "results.json"
     code = main(["verify", "--model", "cnn", "--targets", "torch,onnxruntime", "--locate", "--batch", "4",
-                 "--jobs", "1", "--no-progress", "--work-dir", str(tmp_path / "work"), "--json", str(out)])
+                 "--jobs", "1", "--no-progress", "--work-dir", str(tmp_path / "work"), "--json", str(out),
+                 "--locate-dir", str(tmp_path / "where")])
     assert code == 1
     rows = {row["target"]: row for row in json.loads(out.read_text())["results"]}
     assert rows["torch"]["verdict"] == "FAIL" and rows["torch"]["locate"]["first"]["node"] == "/conv3/Conv"
     assert rows["onnxruntime"]["verdict"] == "PASS" and not rows["onnxruntime"]["locate"]
     assert "first diverges at node /conv3/Conv" in capsys.readouterr().out
+    # the picture, and Model Explorer's node data: keyed by output tensor, the failing node red
+    assert (tmp_path / "where" / "locate-cnn.png").stat().st_size > 10_000
+    node_data = json.loads((tmp_path / "where" / "locate-cnn-torch.explorer.json").read_text())
+    assert node_data["results"]["/conv3/Conv_output_0"]["bgColor"] == "#f4a09a"
+    assert "bgColor" not in node_data["results"]["/conv2/Conv_output_0"]
 
 
 FAULTS = fault_cases("onnx")
