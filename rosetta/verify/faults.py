@@ -114,7 +114,8 @@ def _keras_gru_gates_swapped(artifact: Path) -> None:
     from rosetta.frameworks.keras import edit_keras_weights
 
     # Keras GRU kernels are (in, 3H) with gates z, r, h along the last axis
-    edit_keras_weights(artifact, lambda name, array: _swap_first_two_blocks(array, -1) if "/gru/cell/vars/" in name else None)
+    edit_keras_weights(artifact, lambda name, array: _swap_first_two_blocks(array, -1)
+                       if "/gru/cell/vars/" in name else None)
 
 
 def _keras_flatten_order_dropped(artifact: Path) -> None:
@@ -169,14 +170,15 @@ class ConverterFault:
 CONVERTER_FAULTS: Registry[ConverterFault] = Registry("converter fault", key=lambda fault: fault.name)
 
 
-def _bias_misread(node_name: str):
-    """The bias of node `node_name` (its third input: a Conv's or a Gemm's) read one channel off by 1e-2."""
+def _weight_misread(node_name: str):
+    """The first output channel of node `node_name`'s weight (its second input: a Conv's) read 1e-2 off; the
+    weight, not the bias, because an export that keeps BatchNorm (training preserve) has Convs without one."""
     def edit(model) -> None:
         from onnx import numpy_helper
 
         node = next((node for node in model.graph.node if node.name == node_name), None)
-        for init in model.graph.initializer if node is not None and len(node.input) > 2 else ():
-            if init.name == node.input[2]:
+        for init in model.graph.initializer if node is not None else ():
+            if init.name == node.input[1]:
                 values = numpy_helper.to_array(init).copy()
                 values[0] += 1e-2
                 init.CopyFrom(numpy_helper.from_array(values, init.name))
@@ -208,15 +210,15 @@ def _relu_after_pool_dropped(model) -> None:
 
 
 for _fault in (
-    ConverterFault("cnn-conv3-bias-misread", "cnn", "conv3's bias read one channel off by 1e-2",
-                   _bias_misread("/conv3/Conv"), "/conv3/Conv", "introduced"),
+    ConverterFault("cnn-conv3-weight-misread", "cnn", "conv3's first output channel of weights read 1e-2 off",
+                   _weight_misread("/conv3/Conv"), "/conv3/Conv", "introduced"),
     ConverterFault("cnn-relu-after-pool-dropped", "cnn", "a MaxPool + Relu fusion that drops the Relu",
                    _relu_after_pool_dropped, "/Relu_1", "inherited"),
     ConverterFault("gru-gates-misordered", "gru", "ONNX GRU gates z and r taken in the wrong order",
                    _gru_gates_swapped, "/gru/GRU", "introduced"),
-    ConverterFault("resnet50-layer3-bias-misread", "resnet50",
-                   "layer3.2.conv2's folded BatchNorm bias read one channel off by 1e-2 (a deep node)",
-                   _bias_misread("/layer3/layer3.2/conv2/Conv"), "/layer3/layer3.2/conv2/Conv", "introduced"),
+    ConverterFault("resnet50-layer3-weight-misread", "resnet50",
+                   "layer3.2.conv2's first output channel of weights read 1e-2 off (a node deep in the graph)",
+                   _weight_misread("/layer3/layer3.2/conv2/Conv"), "/layer3/layer3.2/conv2/Conv", "introduced"),
 ):
     CONVERTER_FAULTS.register(_fault)
 

@@ -16,7 +16,10 @@ target's runner (which returns it in ONNX's layout, as the converter recorded it
   (Polygraphy's `debug reduce` advice): if it still fails, its conversion introduced the error; if not, the
   error came in from before it, or from how the converter joined it with its neighbours.
 
-Each conversion is one `convert(onnx folder, destination)` call: a job like any other (rosetta.execution).
+Before the conversion is suspected, `locate` looks where else the error can be: in the export the artifact
+was made from, when a wrong model was exported (its tensors in ONNX Runtime, matched by name), and in an
+artifact that is an ONNX graph with its weights (onnx2torch's), read as it runs. Each conversion is one
+`convert(onnx folder, destination)` call (rosetta.convert.store.from_onnx, or a registered buggy converter).
 """
 
 from __future__ import annotations
@@ -75,7 +78,8 @@ class LocateReport:
             return f"{self.target}: {self.verdict}" + (f": {self.reason}" if self.reason else "")
         first = self.first
         layer = f" (torch module {first.source_layer})" if first.source_layer else ""
-        where = {"export": " of the ONNX export it was made from", "artifact": " of the artifact itself"}.get(self.stage, "")
+        where = {"export": " of the ONNX export it was made from",
+                 "artifact": " of the artifact itself"}.get(self.stage, "")
         text = (f"{self.target}: first diverges at node {first.node} ({first.op}){layer}{where}: "
                 f"{_ratio(first.error_ratio)} its noise floor")
         if self.unread:

@@ -1,6 +1,6 @@
 """`--locate`: the first ONNX node at which a wrong conversion diverges, and whether its conversion introduced
 the error. Each wrong converter (verify.faults.CONVERTER_FAULTS) is the target's real chain after an edit of
-the ONNX graph that a buggy converter would make (one node's bias misread, a recurrent node's gates swapped, a
+the ONNX graph that a buggy converter would make (one node's weight misread, a recurrent node's gates swapped, a
 Relu dropped where it follows a MaxPool); each wrong model (verify.faults.FAULTS) carries the node it was
 seeded at: the report must name that node, and a correct conversion must not be blamed."""
 
@@ -50,8 +50,8 @@ def test_the_graph_in_float64_gives_the_float64_reference(model_name, store):
 
 
 CONVERTER_CASES = [  # (converter fault, target, the node's torch module, nodes before it the target cannot give)
-    ("cnn-conv3-bias-misread", "onnxruntime", "conv3", []),
-    ("cnn-conv3-bias-misread", "torch", "conv3", []),
+    ("cnn-conv3-weight-misread", "onnxruntime", "conv3", []),
+    ("cnn-conv3-weight-misread", "torch", "conv3", []),
     ("cnn-relu-after-pool-dropped", "keras", "", []),
     ("gru-gates-misordered", "torch", "gru", []),
     # the Keras mapper writes ONNX's GRU with the Squeeze after it as one layer: the GRU's own output cannot be
@@ -91,7 +91,7 @@ def test_a_correct_conversion_is_not_blamed(store, tmp_path):
 
 
 def test_bisection_alone_finds_the_node_in_log_n_conversions(store, tmp_path):
-    report = _locate(store, "cnn", "onnxruntime", CONVERTER_FAULTS.get("cnn-conv3-bias-misread").edit, tmp_path,
+    report = _locate(store, "cnn", "onnxruntime", CONVERTER_FAULTS.get("cnn-conv3-weight-misread").edit, tmp_path,
                      mechanisms=("bisection",))
     nodes = len(get_model("cnn").build(0)._modules) + 10  # an upper bound on the graph's nodes
     assert report.first.node == "/conv3/Conv" and report.origin == INTRODUCED and not report.rows
@@ -112,7 +112,7 @@ def test_verify_locate_reports_where_a_failing_target_diverges(tmp_path, monkeyp
     from rosetta.cli import main
     from rosetta.convert.onnx import to_torch
 
-    real, edit = to_torch.convert, CONVERTER_FAULTS.get("cnn-conv3-bias-misread").edit
+    real, edit = to_torch.convert, CONVERTER_FAULTS.get("cnn-conv3-weight-misread").edit
 
     def broken(source, staging, options):
         model = onnx.load(str(Path(source) / "model.onnx"))
