@@ -1,5 +1,5 @@
-"""Atomic output folders: a conversion writes into a hidden sibling and renames it into place only on success,
-so a failure (or Ctrl-C) leaves nothing half-written behind."""
+"""Atomic output folders and files: a conversion writes into a hidden sibling and renames it into place only on
+success, so a failure (or Ctrl-C) leaves nothing half-written behind."""
 
 from __future__ import annotations
 
@@ -60,3 +60,17 @@ def _usual_folder_modes(root: Path) -> None:
     os.umask(mask)
     for path in [root, *(p for p in root.rglob("*") if p.is_dir() and not p.is_symlink())]:
         path.chmod(0o777 & ~mask)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file beside it and a rename: a reader (or a run that is
+    stopped half-way) sees the old file or the new one, never a half-written one."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

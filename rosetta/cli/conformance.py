@@ -38,6 +38,15 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     conformance.add_argument("--json", metavar="FILE", type=Path, help="write every row and the summary as JSON")
     conformance.add_argument("--report", metavar="DIR", type=Path,
                              help="write DIR/conformance.md (summary, op x target table, every FAIL) and DIR/conformance.png")
+    conformance.add_argument("--resume", action="store_true",
+                             help="keep the rows of --json FILE from an earlier run of the same command (all but "
+                                  "ERROR rows) and run only the rest; FILE is rewritten every 60 pairs, so a run "
+                                  "that is stopped resumes where it was")
+    conformance.add_argument("--check", metavar="FILE", type=Path,
+                             help="compare every verdict with the expectations in FILE (--write-expectations): "
+                                  "exit 1 and list each pair whose verdict changed, for better or worse")
+    conformance.add_argument("--write-expectations", metavar="FILE", type=Path,
+                             help="write this run's verdicts as expectations for --check")
     conformance.add_argument("--timeout", type=positive_int, default=DEFAULT_TIMEOUT_S,
                              help=f"seconds a conversion or run may take before it is an ERROR (default {DEFAULT_TIMEOUT_S})")
     conformance.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -48,7 +57,9 @@ def run(args) -> int:
     from rosetta.convert.targets import parse_target_list
     from rosetta.report.conformance import conformance_heatmap, conformance_markdown, conformance_table, summary
     from rosetta.scratch import scratch_folder
-    from rosetta.verify.conformance import SUITES, collect_cases, run_conformance
+    from rosetta.output import atomic_write_text
+    from rosetta.verify.conformance import (SUITES, check_expectations, collect_cases, expectations, pair_key,
+                                            run_conformance)
     from rosetta.verify.results import exit_status
 
     targets = parse_target_list(args.targets)
@@ -57,24 +68,59 @@ def run(args) -> int:
     if unknown:
         raise RosettaError(f"unknown suite {', '.join(unknown)}; choose from: {', '.join(SUITES)}")
     check_writable_file(args.json)
+    check_writable_file(args.write_expectations)
+    expected = _read_json(args.check, "--check") if args.check else None
+    if args.resume and not args.json:
+        raise RosettaError("--resume needs --json FILE: the rows of the earlier run are read from it")
+    done = {}
+    if args.resume and args.json.is_file():
+        done = {pair_key(r["suite"], r["case"], r["target"]): r for r in _read_json(args.json, "--json").get("rows", [])}
     ops = [o.strip() for o in args.ops.split(",")] if args.ops else None
     names = [c.strip() for c in args.cases.split(",")] if args.cases else None
     chosen = executor(args)
+
+    def write(results) -> None:
+        if args.json:
+            rows = [r.to_json() for r in results]
+            atomic_write_text(args.json, json.dumps({"suites": suites, "targets": [t.name for t in targets],
+                                                     "executor": chosen.describe(), "summary": summary(rows),
+                                                     "rows": rows}, indent=1) + "\n")
+
     with scratch_folder("rosetta-conformance-") as scratch:
         work = args.work_dir or Path(scratch)
         cases = collect_cases(work / "cases", suites, ops, names)
         if not cases:
             raise RosettaError("no test case matches --ops/--cases in the chosen suites")
-        rows = [r.to_json() for r in run_conformance(cases, targets, work / "converted", chosen, progress(args))]
+        results = run_conformance(cases, targets, work / "converted", chosen, progress(args), done, write)
+    rows = [r.to_json() for r in results]
     console().print(conformance_table(rows))
     command = "rosetta " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "rosetta conformance"
-    if args.json:
-        args.json.write_text(json.dumps({"suites": suites, "targets": [t.name for t in targets],
-                                         "executor": chosen.describe(), "summary": summary(rows), "rows": rows},
-                                        indent=1) + "\n")
+    write(results)
+    if done:
+        print(f"resumed: {sum(pair_key(r['suite'], r['case'], r['target']) in done for r in rows)} of {len(rows)} "
+              f"rows kept from {args.json}")
+    if args.write_expectations:
+        atomic_write_text(args.write_expectations, json.dumps(expectations(rows), indent=1, sort_keys=True) + "\n")
+        print(f"wrote {args.write_expectations}")
     if args.report:
         args.report.mkdir(parents=True, exist_ok=True)
         (args.report / "conformance.md").write_text(conformance_markdown(rows, "ONNX backend-test conformance", command))
         conformance_heatmap(rows, args.report / "conformance.png")
         print(f"wrote {args.report / 'conformance.md'}, {args.report / 'conformance.png'}")
-    return exit_status([row["verdict"] for row in rows])
+    status = exit_status([row["verdict"] for row in rows])
+    if expected is not None:
+        differences, unnamed = check_expectations(rows, expected)
+        for line in differences:
+            print(f"changed: {line}")
+        if unnamed:
+            print(f"{len(unnamed)} pair(s) not in {args.check} (not checked), e.g. {unnamed[0]}")
+        print(f"--check: {len(rows) - len(unnamed) - len(differences)} verdicts as expected, {len(differences)} changed")
+        return 1 if differences else 0  # an expected FAIL or ERROR is what --check was told to expect
+    return status
+
+
+def _read_json(path: Path, flag: str) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise RosettaError(f"{flag} {path}: not a readable JSON file ({type(error).__name__})") from None

@@ -282,24 +282,60 @@ def case_job(argument: dict) -> dict:
     return result.to_json()
 
 
-def run_conformance(cases: list[Case], targets: list, work: Path, executor=None, progress: bool = False) -> list[CaseResult]:
-    """Every (case, target) as a job of `executor` (default local); a job that dies is an ERROR row."""
+def pair_key(suite: str, case: str, target: str) -> str:
+    """How a (case, target) pair is named in an expectations file and in a resumed run."""
+    return f"{suite}/{case} -> {target}"
+
+
+def run_conformance(cases: list[Case], targets: list, work: Path, executor=None, progress: bool = False,
+                    done: dict | None = None, on_rows=None, chunk: int = 60) -> list[CaseResult]:
+    """Every (case, target) as a job of `executor` (default local); a job that dies is an ERROR row. `done`:
+    {pair_key: row JSON} of an earlier run, whose rows are kept instead of run again (but for ERROR rows: a
+    crash or a hang may have been the machine's); `on_rows(rows so far)` is called after every `chunk` pairs,
+    so that a run that is stopped keeps what it finished (`rosetta conformance --resume`)."""
     from rosetta.execution import Job
     from rosetta.execution.executors import Task, get_executor
     from rosetta.progress import progress_bar
 
     executor = executor or get_executor("local")
     Path(work).mkdir(parents=True, exist_ok=True)
+    done = {key: row for key, row in (done or {}).items() if row.get("verdict") != ERROR}
     pairs = [(case, target) for case in cases for target in targets]
-    tasks = [Task(Job(CASE_JOB, {"case": asdict(case), "target": target.name, "work": str(work)},
-                      what=f"{case.name} -> {target.name}"), f"{case.name} -> {target.name}") for case, target in pairs]
-    with progress_bar(len(tasks), "conformance", enabled=progress) as advance:
-        outcomes = executor.run(tasks, advance)
+    results: dict[int, CaseResult] = {n: CaseResult(**done[pair_key(case.suite, case.name, target.name)])
+                                      for n, (case, target) in enumerate(pairs)
+                                      if pair_key(case.suite, case.name, target.name) in done}
+    todo = [n for n in range(len(pairs)) if n not in results]
+    with progress_bar(len(todo), "conformance", enabled=progress) as advance:
+        for start in range(0, len(todo), chunk):
+            part = todo[start:start + chunk]
+            tasks = [Task(Job(CASE_JOB, {"case": asdict(pairs[n][0]), "target": pairs[n][1].name, "work": str(work)},
+                              what=f"{pairs[n][0].name} -> {pairs[n][1].name}"),
+                          f"{pairs[n][0].name} -> {pairs[n][1].name}") for n in part]
+            for n, outcome in zip(part, executor.run(tasks, advance)):
+                case, target = pairs[n]
+                results[n] = CaseResult(**outcome.result) if not outcome.error else \
+                    CaseResult(case.name, case.suite, list(case.ops), target.name, ERROR, outcome.error)
+            if on_rows is not None:
+                on_rows([results[n] for n in sorted(results)])
         advance(None)
-    results = []
-    for (case, target), outcome in zip(pairs, outcomes):
-        if outcome.error:
-            results.append(CaseResult(case.name, case.suite, list(case.ops), target.name, ERROR, outcome.error))
-        else:
-            results.append(CaseResult(**outcome.result))
-    return results
+    return [results[n] for n in range(len(pairs))]
+
+
+# ---- expectations: the verdicts a run is checked against ----------------------------------------------------
+def expectations(rows: list[dict]) -> dict[str, str]:
+    """{pair_key: verdict} of a run's rows: what `--write-expectations` writes and `--check` reads."""
+    return {pair_key(row["suite"], row["case"], row["target"]): row["verdict"] for row in rows}
+
+
+def check_expectations(rows: list[dict], expected: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(differences, pairs the expectations do not name): a pair whose verdict is not the expected one is a
+    difference either way (a fix is checked in with its new expectation, as a regression is caught)."""
+    differences, unnamed = [], []
+    for row in rows:
+        key = pair_key(row["suite"], row["case"], row["target"])
+        if key not in expected:
+            unnamed.append(key)
+        elif expected[key] != row["verdict"]:
+            reason = f" ({row['reason'][:120]})" if row.get("reason") else ""
+            differences.append(f"{key}: expected {expected[key]}, got {row['verdict']}{reason}")
+    return differences, unnamed

@@ -52,7 +52,7 @@ def test_a_case_no_runner_takes_is_cannot_with_its_reason(suite, case, target, r
     assert row["verdict"] == "CANNOT" and row["reason"].startswith(reason), row
 
 
-def test_the_subset_through_every_target(tmp_path):
+def test_the_subset_through_every_target(tmp_path, capsys):
     out = tmp_path / "conformance.json"
     status = main(["conformance", "--targets", "all", "--cases", ",".join(SUBSET), "--json", str(out),
                    "--report", str(tmp_path / "report"), "--no-progress", "--work-dir", str(tmp_path / "work")])
@@ -68,6 +68,20 @@ def test_the_subset_through_every_target(tmp_path):
     markdown = (tmp_path / "report" / "conformance.md").read_text()
     assert "| mxnet | 3 | 2 | 1 | 0 | 0 | 2 of 3 (66.7 %) |" in markdown
     assert "`test_hardmax_axis_0` -> mxnet" in markdown and (tmp_path / "report" / "conformance.png").stat().st_size
+    # resumed from its own JSON, nothing runs again; its verdicts are written as expectations and checked
+    again = ["conformance", "--targets", "all", "--cases", ",".join(SUBSET), "--json", str(out), "--resume",
+             "--no-progress", "--work-dir", str(tmp_path / "work2")]
+    expected = tmp_path / "expected.json"
+    assert main(again + ["--write-expectations", str(expected)]) == 1
+    assert "resumed: 18 of 18 rows kept" in capsys.readouterr().out
+    assert not (tmp_path / "work2" / "converted").exists() or not any((tmp_path / "work2" / "converted").iterdir())
+    assert main(again + ["--check", str(expected)]) == 0  # the expected FAIL is expected
+    # a changed verdict, for better or worse, fails the check and is named
+    doctored = json.loads(expected.read_text())
+    doctored["node/test_hardmax_axis_0 -> mxnet"] = "PASS"
+    expected.write_text(json.dumps(doctored))
+    assert main(again + ["--check", str(expected)]) == 1
+    assert "changed: node/test_hardmax_axis_0 -> mxnet: expected PASS, got FAIL" in capsys.readouterr().out
 
 
 class _Runner:
