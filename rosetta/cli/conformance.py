@@ -39,9 +39,10 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     conformance.add_argument("--report", metavar="DIR", type=Path,
                              help="write DIR/conformance.md (summary, op x target table, every FAIL) and DIR/conformance.png")
     conformance.add_argument("--resume", action="store_true",
-                             help="keep the rows of --json FILE from an earlier run of the same command (all but "
-                                  "ERROR rows) and run only the rest; FILE is rewritten every 60 pairs, so a run "
-                                  "that is stopped resumes where it was")
+                             help="keep the rows of --json FILE from an earlier run (all but ERROR rows and rows "
+                                  "made by other versions of rosetta, a converter or the runtime) and run only the "
+                                  "rest; FILE is rewritten every 60 pairs, so a run that is stopped resumes where "
+                                  "it was")
     conformance.add_argument("--check", metavar="FILE", type=Path,
                              help="compare every verdict with the expectations in FILE (--write-expectations): "
                                   "exit 1 and list each pair whose verdict changed, for better or worse")
@@ -59,7 +60,7 @@ def run(args) -> int:
     from rosetta.scratch import scratch_folder
     from rosetta.output import atomic_write_text
     from rosetta.verify.conformance import (SUITES, check_expectations, collect_cases, expectations, pair_key,
-                                            run_conformance)
+                                            reusable, run_conformance)
     from rosetta.verify.results import exit_status
 
     targets = parse_target_list(args.targets)
@@ -74,7 +75,8 @@ def run(args) -> int:
         raise RosettaError("--resume needs --json FILE: the rows of the earlier run are read from it")
     done = {}
     if args.resume and args.json.is_file():
-        done = {pair_key(r["suite"], r["case"], r["target"]): r for r in _read_json(args.json, "--json").get("rows", [])}
+        done = reusable({pair_key(r["suite"], r["case"], r["target"]): r
+                         for r in _read_json(args.json, "--json").get("rows", [])}, targets)
     ops = [o.strip() for o in args.ops.split(",")] if args.ops else None
     names = [c.strip() for c in args.cases.split(",")] if args.cases else None
     chosen = executor(args)

@@ -49,6 +49,15 @@ def get_conversion(source: str, target: str) -> ConversionPath:
     return CONVERSIONS.get((source, target), label=f"{source} -> {target}", choices=known)
 
 
+def chain_versions(chain) -> dict[str, str]:
+    """rosetta's version and that of every package that makes a step of `chain` (formats, source first): what
+    decides the artifact a chain makes, beside its options."""
+    from rosetta import __version__
+
+    return {"rosetta": __version__,
+            **{k: v for a, b in zip(chain, chain[1:]) for k, v in get_conversion(a, b).versions().items()}}
+
+
 def list_conversions() -> list[ConversionPath]:
     return list(CONVERSIONS)
 

@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from rosetta import __version__
 from rosetta.convert.onnx.from_torch import TorchSource
-from rosetta.convert.registry import get_conversion
+from rosetta.convert.registry import chain_versions, get_conversion
 from rosetta.execution import Job, execute, runs_here
 from rosetta.manifest import MANIFEST_NAME, Manifest
 from rosetta.output import atomic_folder
@@ -123,9 +122,7 @@ class ArtifactStore:
     def _folder(self, key: str, chain: tuple[str, ...], options: dict | None, tag: str) -> Path:
         """Named by what decides the artifact: the chain, the options, the variant, and the versions of rosetta
         and of every converter on the chain (an artifact made by other code is made again, never reused)."""
-        versions = {"rosetta": __version__,
-                    **{k: v for a, b in zip(chain, chain[1:]) for k, v in get_conversion(a, b).versions().items()}}
-        identity = json.dumps({"chain": chain, "options": options or {}, "tag": tag, "versions": versions},
+        identity = json.dumps({"chain": chain, "options": options or {}, "tag": tag, "versions": chain_versions(chain)},
                               sort_keys=True)
         digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
         label = "-".join(chain[1:]) + (f"-{tag}" if tag else "")

@@ -7,7 +7,8 @@ had when it started (framework output printed to stdout goes to stderr instead, 
 reply): {"ok": true, "result", "arrays": bool, "peak_rss_mb", "rss_mb", "seconds", "retire"} or {"ok": false,
 "error": one line, "detail": traceback}. After each job the worker puts back what a job may change: the
 environment, the current folder, and each framework's registered state (rosetta.execution.after_each_job);
-its peak memory is reset before each job, so each reply's peak is that job's.
+its peak memory is reset before each job, so each reply's peak is that job's. A worker has no network
+(`refuse_network`): a job that reaches for a host other than this machine fails at once, with that reason.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def reset_peak_rss() -> None:
 
 def peak_rss_mb(children_before: float = 0.0) -> float:
     """Peak resident memory of this job: this process's VmHWM (reset before the job), or that of a child it
-    waited for (tf2onnx's command line), if a child of this job went higher. Not getrusage(RUSAGE_SELF):
+    waited for (a converter's own subprocess), if a child of this job went higher. Not getrusage(RUSAGE_SELF):
     Linux keeps ru_maxrss across execve, so a worker would report its parent's high-water mark."""
     own = _status_mb("VmHWM")
     if own is None:  # not Linux
@@ -83,7 +84,57 @@ def _reset(environment: dict, folder: str) -> None:
         reset()
 
 
+_LOOPBACK = ("localhost", "127.", "::1", "0.0.0.0")
+
+
+def _local(host) -> bool:
+    return host is None or isinstance(host, bytes) or str(host) in ("", "::") or str(host).startswith(_LOOPBACK)
+
+
+def refuse_network() -> None:
+    """rosetta runs without network (nothing is downloaded at run time). A library that reaches for a host
+    (onnx2tf did, on a plain MaxPool case) would otherwise wait on a DNS lookup or a connect timeout on a
+    machine without network, and may retry: here resolving or connecting to any host but this machine fails at
+    once, with an error that names the host. Local sockets (loopback, Unix) are left alone."""
+    import socket
+
+    resolve, connect, connect_ex = socket.getaddrinfo, socket.socket.connect, socket.socket.connect_ex
+
+    def refused(host) -> str:
+        return f"rosetta runs without network: a job tried to reach {host!s} (nothing is downloaded at run time)"
+
+    def getaddrinfo(host, *args, **kwargs):
+        if not _local(host):
+            raise socket.gaierror(socket.EAI_NONAME, refused(host))
+        return resolve(host, *args, **kwargs)
+
+    def checked(method):
+        def guarded(self, address):
+            if self.family in (socket.AF_INET, socket.AF_INET6) and not _local(address[0]):
+                raise ConnectionRefusedError(refused(address[0]))
+            return method(self, address)
+        return guarded
+
+    socket.getaddrinfo = getaddrinfo
+    socket.socket.connect, socket.socket.connect_ex = checked(connect), checked(connect_ex)
+
+
+def reach_job(argument: dict) -> dict:
+    """Job: try to reach argument["host"] as a library would (urllib); {"error", "seconds"}: how a worker
+    answers a job that reaches for the network (tests)."""
+    import urllib.request
+
+    start = time.perf_counter()
+    try:
+        urllib.request.urlopen(f"http://{argument['host']}/", timeout=30)
+        error = ""
+    except Exception as raised:  # noqa: BLE001 - the answer is the error
+        error = one_line(raised)
+    return {"error": error, "seconds": time.perf_counter() - start}
+
+
 def serve(jobs: int) -> int:
+    refuse_network()
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # print() from a framework lands on stderr, never in a reply
     environment, folder = dict(os.environ), os.getcwd()

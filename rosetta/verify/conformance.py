@@ -59,6 +59,7 @@ class CaseResult:
     suite_tolerance: dict = field(default_factory=dict)  # {"rtol", "atol", "passed"}
     calibrated: dict = field(default_factory=dict)  # {"multiple", "error_ratio", "passed"}
     seconds: float = 0.0
+    versions: dict = field(default_factory=dict)  # of rosetta and the converters (runner_versions): --resume's key
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -218,6 +219,24 @@ def _last_sentence(message: str) -> str:
     return (sentences[-1] if sentences else message).rstrip(".")[:300]
 
 
+def runner_versions(target) -> dict[str, str]:
+    """What decides a (case, target) verdict besides the case: rosetta's version, every converter's on the
+    target's chain from ONNX, and the runtime's (read from package metadata, nothing imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from rosetta.convert.registry import chain_versions
+
+    versions = chain_versions(target.chain[target.chain.index("onnx"):])
+    for package in {"onnxruntime": ("onnxruntime",), "torch": ("torch",), "mxnet": ("mxnet",),
+                    "keras": ("keras", "tensorflow-cpu", "tensorflow"),
+                    "tensorflow": ("tensorflow-cpu", "tensorflow")}.get(target.runner, ()):
+        try:
+            versions.setdefault(package, version(package))
+        except PackageNotFoundError:
+            continue
+    return versions
+
+
 def artifact_is_source(target) -> bool:
     """Whether the target runs the case's own ONNX model (ONNX Runtime: nothing converts it)."""
     return target.chain.index("onnx") == len(target.chain) - 1
@@ -233,7 +252,7 @@ def case_job(argument: dict) -> dict:
 
     case = Case(**{**argument["case"], "ops": tuple(argument["case"]["ops"])})
     target = get_target(argument["target"])
-    result = CaseResult(case.name, case.suite, list(case.ops), target.name, PASS)
+    result = CaseResult(case.name, case.suite, list(case.ops), target.name, PASS, versions=runner_versions(target))
     folder, started = Path(case.folder), time.perf_counter()
     info = json.loads((folder / "case.json").read_text())
     if info.get("cannot") or (info.get("onnxruntime_only") and target.runner != "onnxruntime"):
@@ -287,11 +306,20 @@ def pair_key(suite: str, case: str, target: str) -> str:
     return f"{suite}/{case} -> {target}"
 
 
+def reusable(done: dict, targets: list) -> dict:
+    """The rows of an earlier run (by pair_key) that a resumed run keeps: not ERROR rows (a crash or a hang may
+    have been the machine's), and made by the same versions of rosetta, the converters and the runtime."""
+    now = {target.name: runner_versions(target) for target in targets}
+    return {key: row for key, row in done.items()
+            if row.get("verdict") != ERROR and row.get("versions") == now.get(row.get("target"))}
+
+
 def run_conformance(cases: list[Case], targets: list, work: Path, executor=None, progress: bool = False,
                     done: dict | None = None, on_rows=None, chunk: int = 60) -> list[CaseResult]:
     """Every (case, target) as a job of `executor` (default local); a job that dies is an ERROR row. `done`:
-    {pair_key: row JSON} of an earlier run, whose rows are kept instead of run again (but for ERROR rows: a
-    crash or a hang may have been the machine's); `on_rows(rows so far)` is called after every `chunk` pairs,
+    {pair_key: row JSON} of an earlier run, whose rows are kept instead of run again, unless they are ERROR rows
+    (a crash or a hang may have been the machine's) or were made by other versions of rosetta, the converters
+    or the runtime (runner_versions); `on_rows(rows so far)` is called after every `chunk` pairs,
     so that a run that is stopped keeps what it finished (`rosetta conformance --resume`)."""
     from rosetta.execution import Job
     from rosetta.execution.executors import Task, get_executor
@@ -299,7 +327,7 @@ def run_conformance(cases: list[Case], targets: list, work: Path, executor=None,
 
     executor = executor or get_executor("local")
     Path(work).mkdir(parents=True, exist_ok=True)
-    done = {key: row for key, row in (done or {}).items() if row.get("verdict") != ERROR}
+    done = reusable(done or {}, targets)
     pairs = [(case, target) for case in cases for target in targets]
     results: dict[int, CaseResult] = {n: CaseResult(**done[pair_key(case.suite, case.name, target.name)])
                                       for n, (case, target) in enumerate(pairs)
@@ -322,12 +350,14 @@ def run_conformance(cases: list[Case], targets: list, work: Path, executor=None,
 
 
 # ---- expectations: the verdicts a run is checked against ----------------------------------------------------
-def expectations(rows: list[dict]) -> dict[str, str]:
-    """{pair_key: verdict} of a run's rows: what `--write-expectations` writes and `--check` reads."""
-    return {pair_key(row["suite"], row["case"], row["target"]): row["verdict"] for row in rows}
+def expectations(rows: list[dict]) -> dict[str, dict]:
+    """{pair_key: {"verdict", "reason"}} of a run's rows: what `--write-expectations` writes and `--check` reads
+    (the verdict is checked; the reason, as ONNX Runtime's backend-test filters give theirs, says why)."""
+    return {pair_key(row["suite"], row["case"], row["target"]): {"verdict": row["verdict"], "reason": row["reason"]}
+            for row in rows}
 
 
-def check_expectations(rows: list[dict], expected: dict[str, str]) -> tuple[list[str], list[str]]:
+def check_expectations(rows: list[dict], expected: dict) -> tuple[list[str], list[str]]:
     """(differences, pairs the expectations do not name): a pair whose verdict is not the expected one is a
     difference either way (a fix is checked in with its new expectation, as a regression is caught)."""
     differences, unnamed = [], []
@@ -335,7 +365,9 @@ def check_expectations(rows: list[dict], expected: dict[str, str]) -> tuple[list
         key = pair_key(row["suite"], row["case"], row["target"])
         if key not in expected:
             unnamed.append(key)
-        elif expected[key] != row["verdict"]:
+            continue
+        wanted = expected[key]["verdict"] if isinstance(expected[key], dict) else expected[key]
+        if wanted != row["verdict"]:
             reason = f" ({row['reason'][:120]})" if row.get("reason") else ""
-            differences.append(f"{key}: expected {expected[key]}, got {row['verdict']}{reason}")
+            differences.append(f"{key}: expected {wanted}, got {row['verdict']}{reason}")
     return differences, unnamed

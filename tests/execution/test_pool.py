@@ -128,3 +128,14 @@ def test_arrays_cross_anywhere_in_a_job():
     again = unpack(packed, arrays)
     assert again["feeds"]["x"].dtype == np.int64 and np.array_equal(again["feeds"]["x"], value["feeds"]["x"])
     assert np.array_equal(again["batches"][0][1], np.zeros(1))
+
+
+def test_a_job_that_reaches_for_the_network_fails_at_once_with_the_host_named():
+    """No network at run time: a library that tries to download (onnx2tf did) gets a clear error at once, in
+    every worker, instead of a DNS wait or a connect timeout, or retries."""
+    for family in ("tensorflow", FRESH):
+        answer = execute(Job("rosetta.execution.worker:reach_job", {"host": "example.com"}, family)).result
+        assert "rosetta runs without network: a job tried to reach example.com" in answer["error"], answer
+        assert answer["seconds"] < 2
+        local = execute(Job("rosetta.execution.worker:reach_job", {"host": "127.0.0.1:9"}, family)).result
+        assert "without network" not in local["error"]  # loopback is not the network: refused by the port
