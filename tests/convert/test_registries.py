@@ -43,7 +43,7 @@ def test_an_artifact_is_stored_under_its_effective_export_settings(target, tmp_p
 
 def test_an_artifact_made_by_another_converter_version_is_made_again(tmp_path, monkeypatch):
     """The store's key holds rosetta's version and every converter's on the chain: an upgrade re-converts."""
-    from rosetta.convert import registry, store as store_module
+    from rosetta.convert import registry
 
     store, spec, chain = ArtifactStore(tmp_path), get_model("cnn"), ("torch", "onnx", "mxnet")
     before, prefix = store.folder_for(spec, 0, chain), store.folder_for(spec, 0, chain[:2])
@@ -54,7 +54,7 @@ def test_an_artifact_made_by_another_converter_version_is_made_again(tmp_path, m
     assert store.folder_for(spec, 0, chain) != before
     assert store.folder_for(spec, 0, chain[:2]) == prefix  # the ONNX export it starts from is still good
     monkeypatch.undo()
-    monkeypatch.setattr(store_module, "__version__", "9.9.9")
+    monkeypatch.setattr("rosetta.__version__", "9.9.9")
     assert store.folder_for(spec, 0, chain) != before
 
 
