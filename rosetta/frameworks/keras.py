@@ -206,12 +206,56 @@ class KerasRunner(Runner):
         return f"{keras.__version__} ({keras.backend.backend()} backend)"
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return from_layouts(dict(zip(self.output_names, self._run(self.model, feeds))), self.layouts)
+
+    def _run(self, model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         check_feeds(feeds, self.manifest.inputs)
         feeds = to_layouts(feeds, self.layouts)
         arrays = [in_float(feeds[entry["name"]], self.precision) for entry in self.manifest.inputs]
         # predict_on_batch runs Keras' compiled predict step (tf.function / jax.jit), as Keras users infer;
         # calling the model eagerly is several times slower (a GRU steps through Python).
-        result = self.model.predict_on_batch(arrays if len(arrays) > 1 else arrays[0])
+        result = model.predict_on_batch(arrays if len(arrays) > 1 else arrays[0])
         result = result if isinstance(result, (list, tuple)) else [result]
-        return from_layouts({name: np.asarray(self.keras.ops.convert_to_numpy(value))
-                             for name, value in zip(self.output_names, result)}, self.layouts)
+        return [np.asarray(self.keras.ops.convert_to_numpy(value)) for value in result]
+
+    def intermediates(self, feeds: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
+        """The values of ONNX tensors `names` in a model rosetta's mapper converted (its manifest maps each to a
+        layer output and its axis order: to_keras.KerasGraphBuilder.tensor_map), in ONNX's layout; a tensor
+        the map does not name is left out."""
+        table = self.manifest.converter.get("tensors", {})
+        # layers and the keras.ops calls of a functional model (Model.operations): each may output a tensor
+        operations = {operation.name: operation for operation in getattr(self.model, "operations", self.model.layers)}
+        wanted = [name for name in names if name in table and table[name]["layer"] in operations]
+        if not wanted:
+            return {}
+        outputs = []
+        for name in wanted:
+            output = operations[table[name]["layer"]].output
+            outputs.append(output[table[name]["output"]] if isinstance(output, (list, tuple)) else output)
+        model = self.keras.Model(self.model.inputs, outputs)
+        return {name: onnx_layout(value, table[name]) for name, value in zip(wanted, self._run(model, feeds))}
+
+
+def onnx_layout(value: np.ndarray, entry: dict) -> np.ndarray:
+    """A Keras tensor's value in its ONNX tensor's layout: `axes[i]` is the Keras axis of ONNX axis i (None: a
+    size-1 axis Keras does not hold); a 2-D tensor's Keras feature j is ONNX feature feature_order[j]."""
+    axes = entry["axes"]
+    value = np.transpose(value, [axis for axis in axes if axis is not None])
+    if "feature_order" in entry:
+        ordered = np.empty_like(value)
+        ordered[:, np.asarray(entry["feature_order"])] = value
+        value = ordered
+    for position, axis in enumerate(axes):
+        if axis is None:
+            value = np.expand_dims(value, position)
+    return value
+
+
+def intermediates_job(argument: dict) -> dict:
+    """Job (rosetta.execution, in the TensorFlow worker): KerasRunner.intermediates of the artifact in
+    argument["folder"] on argument["feeds"] for argument["tensors"]; {"values": {name: array}}."""
+    from rosetta.manifest import Manifest
+
+    folder = Path(argument["folder"])
+    runner = KerasRunner(folder, Manifest.read(folder))
+    return {"values": runner.intermediates(argument["feeds"], list(argument["tensors"]))}

@@ -18,7 +18,8 @@ target's runner (which returns it in ONNX's layout, as the converter recorded it
 
 Before the conversion is suspected, `locate` looks where else the error can be: in the export the artifact
 was made from, when a wrong model was exported (its tensors in ONNX Runtime, matched by name), and in an
-artifact that is an ONNX graph with its weights (onnx2torch's), read as it runs. Each conversion is one
+artifact whose tensors can be read as it runs (onnx2torch's graph with its weights; a Keras model of
+rosetta's mapper, whose manifest maps each ONNX tensor to a layer output and its axis order). Each conversion is one
 `convert(onnx folder, destination)` call (rosetta.convert.store.from_onnx, or a registered buggy converter).
 """
 
@@ -341,10 +342,37 @@ class Probe:
         self.measure(model, feeds, [alone])
         return alone
 
-    def artifact_intermediates(self, artifact: Path) -> list[NodeRow]:
-        """A row per node read from the artifact itself, where the artifact is an ONNX graph with its weights
-        beside it (onnx2torch's: model.onnx + state_dict.pt): the same graph with every tensor as an output,
-        the artifact's own weights loaded. No conversion: what was converted, edited or not, is what runs."""
+    def artifact_intermediates(self, artifact: Path) -> list[NodeRow] | None:
+        """A row per node read from the artifact itself, with no conversion (what was converted, edited or not,
+        is what runs), where the artifact lets its tensors be read: an ONNX graph with its weights beside it
+        (onnx2torch's model.onnx + state_dict.pt: the same graph with every tensor as an output, its own weights
+        loaded), or a model of rosetta's Keras mapper (its manifest maps ONNX tensors to layer outputs). None
+        for any other artifact."""
+        from rosetta.manifest import Manifest
+
+        manifest = Manifest.read(artifact)
+        if manifest.converter.get("tensors"):
+            return self._keras_intermediates(Path(artifact))
+        path = manifest.artifact_path(artifact)
+        if not (path.is_dir() and (path / "model.onnx").is_file()):
+            return None
+        return self._graph_intermediates(Path(artifact))
+
+    def _keras_intermediates(self, artifact: Path) -> list[NodeRow]:
+        from rosetta.execution import Job, execute
+
+        rows = self._rows()
+        argument = {"folder": str(artifact), "tensors": [row.tensor for row in rows], "feeds": self.feeds}
+        try:
+            answer = execute(Job("rosetta.frameworks.keras:intermediates_job", argument, "tensorflow",
+                                 "keras intermediates")).result
+            self.compare(answer["values"], rows)
+        except Exception as error:  # noqa: BLE001 - the rows say why they have no figures
+            for row in rows:
+                row.reason = one_line(error)
+        return self._origins(rows)
+
+    def _graph_intermediates(self, artifact: Path) -> list[NodeRow]:
         import onnx
 
         from rosetta.frameworks.onnx_graph import value_info_signature
@@ -396,8 +424,9 @@ def locate(reference: Path, convert: Callable[[Path, Path], Path], load: Callabl
     for where the error can be, in order:
     1. `export`, the ONNX export the target's artifact was made from, where it is not the `reference` export
        (a wrong model was exported: a fault, a user's other model): its tensors in ONNX Runtime, by name;
-    2. `artifact`, where it is an ONNX graph with its weights beside it (onnx2torch's): read as it is, so an
-       artifact edited after conversion is seen as it runs;
+    2. `artifact`, where its tensors can be read (an onnx2torch graph with its weights, a Keras model of
+       rosetta's mapper: Probe.artifact_intermediates), as it is, so an artifact edited after conversion is seen
+       as it runs;
     3. the conversion: models cut from the reference export, made by `convert` (ONNX folder, destination ->
        artifact) and run by `load`'s runner (see the module docstring)."""
     from rosetta.convert.targets import load_verify_runner
@@ -411,13 +440,17 @@ def locate(reference: Path, convert: Callable[[Path, Path], Path], load: Callabl
         report = _locate_with(probe, target, mechanisms, "export")
         if report.verdict == "located":
             return report
-    if artifact is not None and _graph_with_weights(Path(artifact)):
+    if artifact is not None:
         probe = Probe(reference, references, convert, load, policy, work / "artifact", modules)
-        rows = probe.artifact_intermediates(Path(artifact))
+        rows = probe.artifact_intermediates(Path(artifact)) or []
         first = next((row for row in rows if row.passed is False), None)
         if first is not None:
+            # nodes between the last that passes and the first that fails whose value the artifact does not give
+            after = max((row.index for row in rows if row.passed and row.index < first.index), default=-1)
+            unread = [row for row in rows if after < row.index < first.index and row.passed is None]
             return LocateReport(target, "located", first=first, origin=first.origin, rows=rows, stage="artifact",
-                                mechanism="intermediates")
+                                mechanism="intermediates", unread=list(dict.fromkeys(row.node for row in unread)),
+                                unread_reason=unread[0].reason if unread else "")
     report = _locate_with(Probe(reference, references, convert, load, policy, work / "conversion", modules), target,
                           mechanisms, "conversion")
     if report.verdict == "not reproduced" and artifact is not None:
@@ -425,14 +458,6 @@ def locate(reference: Path, convert: Callable[[Path, Path], Path], load: Callabl
                           "is not what this chain makes (edited after conversion, or made by another converter "
                           "version)")
     return report
-
-
-def _graph_with_weights(folder: Path) -> bool:
-    """Whether the artifact in `folder` is an ONNX graph with its weights beside it (onnx2torch's artifact)."""
-    from rosetta.manifest import Manifest
-
-    path = Manifest.read(folder).artifact_path(folder)
-    return path.is_dir() and (path / "model.onnx").is_file()
 
 
 def _locate_with(probe: Probe, target: str, mechanisms: tuple[str, ...], stage: str) -> LocateReport:

@@ -1297,6 +1297,23 @@ class KerasGraphBuilder:
             outputs.append(self.materialize(mapped, _identity(len(mapped.axes))).tensor)
         return keras.Model(inputs=inputs, outputs=outputs if len(outputs) > 1 else outputs[0], name="rosetta")
 
+    def tensor_map(self) -> dict[str, dict]:
+        """{ONNX tensor: where the Keras model computes it}: the layer whose output it is, which of that layer's
+        outputs, and how its axes (and a 2-D tensor's features) are ordered there. Recorded in the artifact's
+        manifest (converter "tensors"), so that the converted model's intermediate values can be read in ONNX's
+        layout (rosetta verify --locate). Tensors a layer does not output as they are (a constant, a batch merged into another axis)
+        are left out."""
+        found = {}
+        for name, mapped in self.values.items():
+            history = getattr(mapped.tensor, "_keras_history", None)
+            if history is None or mapped.batch_multiple not in (None, 1) or name in self.constants:
+                continue
+            layer, _, index = history
+            found[name] = {"layer": layer.name, "output": int(index), "axes": list(mapped.axes),
+                           **({"feature_order": [int(i) for i in mapped.feature_order]}
+                              if mapped.feature_order is not None else {})}
+        return found
+
 
 _RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli"}
 
@@ -1579,10 +1596,15 @@ def _fuse_patterns(nodes: list, constants: dict, shapes: dict, graph_outputs: se
     return nodes
 
 
-def onnx_to_keras_model(model, keras):
+def onnx_to_keras_model(model, keras, tensors: dict | None = None):
+    """The Keras model of an ONNX model; `tensors`, if given, receives KerasGraphBuilder.tensor_map()."""
     from rosetta.convert.onnx.rewrites import drop_zero_initial_states
 
-    return KerasGraphBuilder(drop_zero_initial_states(model), keras).build()
+    builder = KerasGraphBuilder(drop_zero_initial_states(model), keras)
+    built = builder.build()
+    if tensors is not None:
+        tensors.update(builder.tensor_map())
+    return built
 
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
@@ -1594,7 +1616,8 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     previous = Manifest.read(source)
     from rosetta.convert.onnx.rewrites import constant_reshape_shapes
 
-    model = onnx_to_keras_model(constant_reshape_shapes(onnx.load(str(previous.artifact_path(source)))), keras)
+    tensors: dict = {}
+    model = onnx_to_keras_model(constant_reshape_shapes(onnx.load(str(previous.artifact_path(source)))), keras, tensors)
     target = Path(staging) / ARTIFACT
     model.save(str(target))
     trainable = int(sum(np.prod(w.shape) for w in model.trainable_weights))
@@ -1602,6 +1625,6 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
         artifact=ARTIFACT, format="keras", source=previous.source,
         converter={"name": "rosetta.convert.onnx.to_keras", "version": keras.__version__,
                    "framework_version": f"{keras.__version__} ({keras.backend.backend()} backend)",
-                   "options": {}, "trainable_parameters": trainable},
+                   "options": {}, "trainable_parameters": trainable, "tensors": tensors},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(target), opset=previous.opset,
     )
