@@ -26,6 +26,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
         epilog="examples:\n  rosetta conformance --targets all --ops Conv,GRU,Hardmax --json conformance.json\n"
                "  rosetta conformance --targets all --report docs      (all 1,884 node cases: hours on 2 cores)\n"
                "  rosetta conformance --targets torch,mxnet --suite node,simple --cases test_relu,test_cumsum_1d\n"
+               "  rosetta conformance --targets all --ops Conv --json c.json --resume --check expected.json\n"
                + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     conformance.add_argument("--targets", default="all",
