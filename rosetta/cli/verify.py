@@ -31,6 +31,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                "  rosetta verify --model cnn,gru,resnet50 --targets onnxruntime --json results.json\n"
                "  rosetta verify --model gru --targets all\n"
                "  rosetta verify --model cnn --targets keras,tensorflow --locate   (where does a FAIL diverge?)\n"
+               "  rosetta verify model.onnx optimised.onnx --locate                (first node that differs)\n"
                "  rosetta verify --model resnet50 --via onnx,mmdnn --targets torch,tensorflow,keras,mxnet,onnxruntime\n"
                "  rosetta verify --model cnn,gru --targets torch,keras,mxnet --train-steps 5 --precision float64\n"
                + EPILOG_EXIT,
@@ -54,9 +55,10 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     verify.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
     verify.add_argument("--work-dir", type=Path, help="keep converted artifacts here (default: a temporary folder)")
     verify.add_argument("--locate", action="store_true",
-                        help="for each FAIL (inference, ONNX route): name the first ONNX node whose value in the target "
-                             "crosses the tolerance, its torch module, and whether its conversion introduced the error "
-                             "(prefix graphs converted along the same chain; per-node figures in --json)")
+                        help="for each FAIL (inference, ONNX route): name the first ONNX node whose value in the "
+                             "target crosses the tolerance, its torch module, and whether its conversion introduced "
+                             "the error (prefix graphs converted along the same chain; per-node figures in --json); "
+                             "with ONNX files, the first node of each that differs from the first file (by tensor name)")
     verify.add_argument("--locate-dir", metavar="DIR", type=Path,
                         help="with --locate: write locate-MODEL.png (error/floor by depth, one line per target) and "
                              "locate-MODEL-TARGET.explorer.json (node data for Google's Model Explorer) here")
@@ -73,12 +75,12 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    if args.paths:
-        if args.model or args.train_steps or args.locate:
-            raise RosettaError("--model, --train-steps and --locate are for reference models; give model files or --model")
-        return _verify_files(args)
     if args.locate_dir and not args.locate:
         raise RosettaError("--locate-dir is for --locate: add --locate")
+    if args.paths:
+        if args.model or args.train_steps:
+            raise RosettaError("--model and --train-steps are for reference models; give model files or --model")
+        return _verify_files(args)
     for flag in ("inputs", "save_inputs", "save_outputs", "load_outputs"):
         if getattr(args, flag) is not None:
             raise RosettaError(f"--{flag.replace('_', '-')} needs model files: rosetta verify MODEL [MODEL ...]")
@@ -96,11 +98,7 @@ def run(args) -> int:
     print_results(done.results, f"rosetta verify ({done.policy.describe()})", args.verbose)
     if args.json:
         write_results_json(done.results, args.json, {"tolerance": done.policy.to_json()})
-    if args.locate_dir:
-        from rosetta.report.locate import write_locate_reports
-
-        for path in write_locate_reports(done.results, args.locate_dir, done.policy.multiple):
-            print(f"wrote {path}")
+    _write_locate(args, done.results, done.policy)
     return exit_for(done.results, args)
 
 
@@ -112,7 +110,7 @@ def _verify_files(args) -> int:
                         save_inputs=args.save_inputs, save_outputs=args.save_outputs, trust_code=args.trust_code,
                         batch=args.batch, seed=args.seed[0], threads=args.threads, atol=args.atol, rtol=args.rtol,
                         tolerance_multiple=args.tolerance_multiple, max_memory=args.max_memory,
-                        progress=progress(args), results_file=args.json, executor=executor(args))
+                        progress=progress(args), results_file=args.json, executor=executor(args), locate=args.locate)
     if done.results:
         print_results(done.results, f"rosetta verify: against {done.reference} ({done.policy.describe()})",
                       args.verbose)
@@ -122,4 +120,13 @@ def _verify_files(args) -> int:
         from rosetta.verify.results import write_results_json
 
         write_results_json(done.results, args.json, {"reference": done.reference, "tolerance": done.policy.to_json()})
+    _write_locate(args, done.results, done.policy)
     return exit_for(done.results, args)
+
+
+def _write_locate(args, results: list, policy) -> None:
+    if args.locate_dir:
+        from rosetta.report.locate import write_locate_reports
+
+        for path in write_locate_reports(results, args.locate_dir, policy.multiple):
+            print(f"wrote {path}")

@@ -105,15 +105,16 @@ def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: P
                  trust_code: bool = False, batch: int = 8, seed: int = 0, threads: int = 0,
                  atol: Sequence[tuple[str, float]] = (), rtol: Sequence[tuple[str, float]] = (),
                  tolerance_multiple: float | None = None, max_memory: float | None = None, progress: bool = False,
-                 executor=None,
-                 results_file: Path | None = None) -> VerifiedFiles:
+                 executor=None, results_file: Path | None = None, locate: bool = False) -> VerifiedFiles:
     """Run the models at `paths` on the same inputs and compare paths[1:] with paths[0]'s outputs, or every
     one with the outputs in `load_outputs` (from an earlier `save_outputs`; then `inputs_file` is needed).
 
     `inputs`: parsed --input options; `inputs_file`: inputs to run (.npz; default: generated from `batch` and
     `seed`); `save_inputs`, `save_outputs`: .npz files to write the inputs and the reference's outputs to;
     `results_file`: where the caller will write the results, checked writable before any work. A model that
-    cannot be read is its row's ERROR; a path that names nothing readable is a RosettaError, before any work."""
+    cannot be read is its row's ERROR; a path that names nothing readable is a RosettaError, before any work.
+    `locate`: where both the reference and a failing model are ONNX, the first node at which it diverges
+    (verify.locate.locate_in_export: tensors matched by name), in the row's `locate`."""
     from rosetta.sources.files import identify
     from rosetta.sources.model import open_model
     from rosetta.verify.artifacts import (ArtifactCell, ReferenceOutputs, load_inputs, reference_outputs,
@@ -165,4 +166,30 @@ def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: P
             cells.append(ArtifactCell(label, path, folder, failure, failed_stage="reading", threads=threads,
                                       trust_code=trust_code))
         results = run_artifact_cells(cells, reference, policy, progress, executor)
+        if locate:
+            _locate_files(first, cells, results, feeds, policy, Path(scratch) / "locate")
     return VerifiedFiles(results, label, len(feeds), list(reference.float32), policy)
+
+
+def _locate_files(first, cells: list, results: list, feeds: dict, policy: TolerancePolicy, work: Path) -> None:
+    """`--locate` for model files: each FAIL row of an ONNX model against an ONNX reference gets its report; any
+    other FAIL row says why it has none."""
+    from rosetta.manifest import Manifest
+    from rosetta.verify.locate import LocateReport, locate_in_export
+    from rosetta.verify.results import FAIL
+
+    def is_onnx(folder) -> bool:
+        return bool(folder) and Manifest.read(Path(folder)).format == "onnx"
+
+    # the reference evaluator gives every tensor a float64 value, so the calibrated rule applies per tensor
+    # even where the reference's outputs had no float64 run
+    tensor_policy = policy if not policy.calibrated else TolerancePolicy()
+    for n, (cell, result) in enumerate(zip(cells, results)):
+        if result.verdict != FAIL:
+            continue
+        if not (is_onnx(first.folder) and is_onnx(cell.folder)):
+            result.locate = LocateReport(result.target, "not located",
+                                         reason="--locate compares two ONNX models (tensors by name)").to_json()
+            continue
+        result.locate = locate_in_export(Path(first.folder), Path(cell.folder), feeds, tensor_policy, work / str(n),
+                                         result.target).to_json()

@@ -79,7 +79,7 @@ class LocateReport:
             return f"{self.target}: {self.verdict}" + (f": {self.reason}" if self.reason else "")
         first = self.first
         layer = f" (torch module {first.source_layer})" if first.source_layer else ""
-        where = {"export": " of the ONNX export it was made from",
+        where = {"export": " of the ONNX model it was made from",
                  "artifact": " of the artifact itself"}.get(self.stage, "")
         text = (f"{self.target}: first diverges at node {first.node} ({first.op}){layer}{where}: "
                 f"{_ratio(first.error_ratio)} its noise floor")
@@ -429,15 +429,12 @@ def locate(reference: Path, convert: Callable[[Path, Path], Path], load: Callabl
        as it runs;
     3. the conversion: models cut from the reference export, made by `convert` (ONNX folder, destination ->
        artifact) and run by `load`'s runner (see the module docstring)."""
-    from rosetta.convert.targets import load_verify_runner
-
     model, manifest = inferred(reference)
     references = References.of(model, feeds)
     work = Path(work)
     if export is not None and inferred(export)[1].sha256 != manifest.sha256:
-        probe = Probe(export, references, lambda folder, _: folder,
-                      lambda folder: load_verify_runner("onnxruntime", folder), policy, work / "export", modules)
-        report = _locate_with(probe, target, mechanisms, "export")
+        report = locate_in_export(reference, export, feeds, policy, work / "export", target, modules, mechanisms,
+                                  references)
         if report.verdict == "located":
             return report
     if artifact is not None:
@@ -460,12 +457,29 @@ def locate(reference: Path, convert: Callable[[Path, Path], Path], load: Callabl
     return report
 
 
+def locate_in_export(reference: Path, candidate: Path, feeds: dict, policy: TolerancePolicy, work: Path,
+                     target: str = "", modules: set[str] | None = None,
+                     mechanisms: tuple[str, ...] = ("intermediates", "bisection"),
+                     references: References | None = None) -> LocateReport:
+    """The first node of the ONNX model in `candidate` (an ONNX artifact folder) whose tensor fails against the
+    tensor of the same name in the `reference` ONNX model, both run in ONNX Runtime: a wrong model's export,
+    or a user's ONNX model against another (`rosetta verify A.onnx B.onnx --locate`). Tensors are matched by
+    name only, so a candidate whose tools renamed every tensor has nothing to compare, and says so."""
+    from rosetta.convert.targets import load_verify_runner
+
+    references = references or References.of(inferred(reference)[0], feeds)
+    probe = Probe(candidate, references, lambda folder, _: folder,
+                  lambda folder: load_verify_runner("onnxruntime", folder), policy, Path(work), modules)
+    return _locate_with(probe, target, mechanisms, "export")
+
+
 def _locate_with(probe: Probe, target: str, mechanisms: tuple[str, ...], stage: str) -> LocateReport:
     """The first failing node of `probe`'s graph: the intermediates model's rows, bisection of prefixes, and
     the first failing span run alone on the reference's inputs."""
     report = LocateReport(target, "not located", stage=stage)
     if not probe.nodes:
-        report.reason = "the graph computes no float32 tensor the reference has a value of"
+        report.reason = ("the graph computes no float32 tensor the reference has a value of (tensors are matched "
+                         "by name)")
         return report
     used, candidate = [], None
     if "intermediates" in mechanisms:

@@ -150,3 +150,31 @@ def test_locate_names_the_node_each_registered_fault_was_seeded_at(fault, target
     assert report.verdict == "located", report.summary()
     assert fault.node in [report.first.node, *report.unread], report.summary()
     assert report.stage == ("export" if fault.in_export else "artifact") and report.origin == INTRODUCED
+
+
+def test_two_onnx_files_locate_the_first_node_that_differs(store, tmp_path):
+    """`rosetta verify A.onnx B.onnx --locate`: B's tensors against A's of the same name, in ONNX Runtime; in a
+    model whose inner tensors were all renamed only the output can be compared: the report says so, naming every
+    node before it as one the reference has no value of, instead of blaming the last."""
+    from rosetta.cli import main
+
+    source = store.get(get_model("cnn"), 0, ("torch", "onnx"), get_target("onnxruntime").export_options())
+    reference = onnx.load(str(source / "model.onnx"))
+    onnx.save(reference, str(tmp_path / "a.onnx"))
+    edited = onnx.load(str(source / "model.onnx"))
+    CONVERTER_FAULTS.get("cnn-conv3-weight-misread").edit(edited)
+    onnx.save(edited, str(tmp_path / "b.onnx"))
+    renamed = onnx.load(str(tmp_path / "b.onnx"))
+    names = {n: f"t{i}" for i, n in enumerate(o for node in renamed.graph.node for o in node.output if o != "logits")}
+    for node in renamed.graph.node:
+        node.input[:] = [names.get(name, name) for name in node.input]
+        node.output[:] = [names.get(name, name) for name in node.output]
+    onnx.save(renamed, str(tmp_path / "c.onnx"))
+    out = tmp_path / "r.json"
+    assert main(["verify", str(tmp_path / "a.onnx"), str(tmp_path / "b.onnx"), str(tmp_path / "c.onnx"), "--locate",
+                 "--jobs", "1", "--no-progress", "--json", str(out)]) == 1
+    b, c = json.loads(out.read_text())["results"]
+    assert b["verdict"] == c["verdict"] == "FAIL"
+    assert b["locate"]["first"]["node"] == "/conv3/Conv" and b["locate"]["stage"] == "export"
+    assert c["locate"]["first"]["node"] == "/fc2/Gemm" and len(c["locate"]["unread"]) == 13
+    assert c["locate"]["unread_reason"] == "the reference has no tensor of its output's name"
