@@ -58,7 +58,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                         help="for each FAIL (inference, ONNX route): name the first ONNX node whose value in the "
                              "target crosses the tolerance, its torch module, and whether its conversion introduced "
                              "the error (prefix graphs converted along the same chain; per-node figures in --json); "
-                             "with ONNX files, the first node of each that differs from the first file (by tensor name)")
+                             "with ONNX files, the first node of each that differs from the first (by tensor name)")
     verify.add_argument("--locate-dir", metavar="DIR", type=Path,
                         help="with --locate: write locate-MODEL.png (error/floor by depth, one line per target) and "
                              "locate-MODEL-TARGET.explorer.json (node data for Google's Model Explorer) here")
