@@ -145,15 +145,15 @@ def float_tensors(model) -> dict[str, object]:
             if name in known and known[name].type.tensor_type.elem_type == TensorProto.FLOAT}
 
 
-def with_outputs(model, names: list[str]):
-    """The model with `names` (float32 tensors) as its graph outputs, after the ones it has."""
+def with_outputs(model, names: list[str] | None = None):
+    """The model with `names` (float32 tensors; None: every one) as its graph outputs, after the ones it has."""
     import onnx
 
     marked = onnx.ModelProto()
     marked.CopyFrom(model)
     infos = float_tensors(model)
     present = {o.name for o in marked.graph.output}
-    marked.graph.output.extend(infos[name] for name in names if name not in present)
+    marked.graph.output.extend(infos[name] for name in (infos if names is None else names) if name not in present)
     return marked
 
 
@@ -164,10 +164,9 @@ def tensor_references(model, feeds: dict) -> tuple[dict, dict]:
     import onnxruntime as ort
     from onnx.reference import ReferenceEvaluator
 
-    names = list(float_tensors(model))
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    marked = with_outputs(model, names)
+    marked = with_outputs(model)
     session = ort.InferenceSession(marked.SerializeToString(), options, providers=["CPUExecutionProvider"])
     outputs = [o.name for o in marked.graph.output]
     ref32 = dict(zip(outputs, session.run(outputs, feeds)))
@@ -429,10 +428,12 @@ def locate(reference: Path, convert: Callable[[Path, Path], Path], load: Callabl
        as it runs;
     3. the conversion: models cut from the reference export, made by `convert` (ONNX folder, destination ->
        artifact) and run by `load`'s runner (see the module docstring)."""
+    from rosetta.manifest import Manifest
+
     model, manifest = inferred(reference)
     references = References.of(model, feeds)
     work = Path(work)
-    if export is not None and inferred(export)[1].sha256 != manifest.sha256:
+    if export is not None and Manifest.read(export).sha256 != manifest.sha256:
         report = locate_in_export(reference, export, feeds, policy, work / "export", target, modules, mechanisms,
                                   references)
         if report.verdict == "located":
