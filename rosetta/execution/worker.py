@@ -88,7 +88,10 @@ _LOOPBACK = ("localhost", "127.", "::1", "0.0.0.0")
 
 
 def _local(host) -> bool:
-    return host is None or isinstance(host, bytes) or str(host) in ("", "::") or str(host).startswith(_LOOPBACK)
+    """Whether `host` (a name or address, str or bytes, as socket calls take it) is this machine."""
+    if isinstance(host, bytes):
+        host = host.decode("ascii", errors="replace")
+    return host is None or str(host) in ("", "::") or str(host).startswith(_LOOPBACK)
 
 
 def refuse_network() -> None:

@@ -139,3 +139,11 @@ def test_a_job_that_reaches_for_the_network_fails_at_once_with_the_host_named():
         assert answer["seconds"] < 2
         local = execute(Job("rosetta.execution.worker:reach_job", {"host": "127.0.0.1:9"}, family)).result
         assert "without network" not in local["error"]  # loopback is not the network: refused by the port
+
+
+def test_a_host_given_as_bytes_is_refused_like_a_name():
+    """socket.getaddrinfo takes bytes too: b"example.com" is the network as much as "example.com" is."""
+    from rosetta.execution.worker import _local
+
+    assert not _local(b"example.com") and not _local("example.com")
+    assert _local(b"localhost") and _local("127.0.0.1") and _local(None) and _local("::1")
