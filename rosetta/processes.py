@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import os
+import queue
 import signal
+import subprocess
 import sys
 import threading
 from typing import Callable
@@ -37,7 +39,8 @@ def die_with_parent() -> Callable[[], None] | None:
     """A preexec_fn for subprocess.run/Popen: on Linux the child asks the kernel to SIGKILL it when this process
     dies (PR_SET_PDEATHSIG), then exits at once if this process already died between fork and prctl (its parent
     is then another process). None (no preexec_fn) elsewhere. The signal fires when the *thread* that started
-    the child ends: start it from a thread that outlives it (subprocess.run waits for it, so any thread will)."""
+    the child ends: a child that outlives the call that starts it is started with popen_for_life (subprocess.run
+    waits for its child, so any thread will do)."""
     prctl = _prctl() if sys.platform.startswith("linux") else None
     if prctl is None:
         return None
@@ -49,6 +52,38 @@ def die_with_parent() -> Callable[[], None] | None:
             os.kill(os.getpid(), kill)
 
     return in_child
+
+
+_spawn_requests: queue.Queue = queue.Queue()
+_spawner_lock = threading.Lock()
+_spawner: threading.Thread | None = None
+
+
+def _spawn_forever() -> None:
+    while True:
+        args, kwargs, reply = _spawn_requests.get()
+        try:
+            reply.put((subprocess.Popen(args, preexec_fn=die_with_parent(), **kwargs), None))
+        except BaseException as error:  # noqa: BLE001 - raised again in the thread that asked
+            reply.put((None, error))
+
+
+def popen_for_life(args, **kwargs) -> subprocess.Popen:
+    """subprocess.Popen for a child that dies with this process and not before: started from one daemon thread
+    that lives as long as the process. PR_SET_PDEATHSIG fires when the starting *thread* ends, so a warm worker
+    started from an executor's thread was killed when that thread pool was shut down, and the next job sent to it
+    read a SIGKILL (the first two cells of every 60-pair chunk of `rosetta conformance`)."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or not _spawner.is_alive():
+            _spawner = threading.Thread(target=_spawn_forever, name="rosetta-spawner", daemon=True)
+            _spawner.start()
+    reply: queue.Queue = queue.Queue(maxsize=1)
+    _spawn_requests.put((args, kwargs, reply))
+    process, error = reply.get()
+    if error is not None:
+        raise error
+    return process
 
 
 def raise_on_sigterm() -> Callable[[], None]:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import rosetta.execution as execution
 from rosetta.errors import RosettaError, WorkerDied
-from rosetta.processes import die_with_parent
+from rosetta.processes import popen_for_life
 from rosetta.scratch import scratch_folder
 
 MAX_JOBS = 200  # then a fresh worker: frameworks keep caches that only grow
@@ -54,8 +54,7 @@ class Worker:
         # tensorflow.py would shadow the framework inside the worker.
         safe_path = ["-P"] if sys.version_info >= (3, 11) else []
         command = [sys.executable, *safe_path, "-m", "rosetta.execution.worker"] + (["--jobs", str(jobs)] if jobs else [])
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                        env=env, preexec_fn=die_with_parent())
+        self.process = popen_for_life(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
 
     def alive(self) -> bool:
         return self.process.poll() is None

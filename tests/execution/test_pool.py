@@ -3,7 +3,9 @@ row's FAIL with the reason, and the rest of the run goes on."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import stat
+import time
 
 import numpy as np
 import pytest
@@ -88,6 +90,15 @@ def test_a_warm_worker_never_leaks_state_between_jobs():
     assert (other["intra_op_threads"], other["keras_policy"]) == (2, "mixed_float16")
     last = run_job(STATE, report, "tensorflow", settings={"threads": 2})
     assert (last["pid"], last["intra_op_threads"], last["keras_policy"]) == (other["pid"], 2, "float32")
+
+
+def test_a_worker_started_from_a_thread_outlives_the_thread():
+    """PR_SET_PDEATHSIG fires when the thread that started a child ends: a warm worker started from an
+    executor's thread pool must still be there, the same process, after that pool is gone."""
+    with concurrent.futures.ThreadPoolExecutor(1) as threads:
+        first = threads.submit(run_job, STATE, {}, "mxnet").result()
+    time.sleep(0.5)  # the kernel's SIGKILL, had there been one, has landed
+    assert run_job(STATE, {}, "mxnet")["pid"] == first["pid"]
 
 
 def test_a_changed_environment_gets_a_new_worker(monkeypatch):
