@@ -17,6 +17,7 @@ artifact that does not run).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import shutil
@@ -222,10 +223,19 @@ def _last_sentence(message: str) -> str:
 def runner_versions(target) -> dict[str, str]:
     """What decides a (case, target) verdict besides the case: rosetta's version, every converter's on the
     target's chain from ONNX, and the runtime's (read from package metadata, nothing imported)."""
+    return dict(_runner_versions(target.name))
+
+
+@functools.lru_cache(maxsize=None)
+def _runner_versions(name: str) -> tuple:
+    """Once per target and process: reading package metadata takes ~10 ms, a conformance case's whole run
+    on ONNX Runtime less than one."""
     from importlib.metadata import PackageNotFoundError, version
 
     from rosetta.convert.registry import chain_versions
+    from rosetta.convert.targets import get_target
 
+    target = get_target(name)
     versions = chain_versions(target.chain[target.chain.index("onnx"):])
     for package in {"onnxruntime": ("onnxruntime",), "torch": ("torch",), "mxnet": ("mxnet",),
                     "keras": ("keras", "tensorflow-cpu", "tensorflow"),
@@ -234,7 +244,7 @@ def runner_versions(target) -> dict[str, str]:
             versions.setdefault(package, version(package))
         except PackageNotFoundError:
             continue
-    return versions
+    return tuple(versions.items())
 
 
 def artifact_is_source(target) -> bool:
@@ -272,6 +282,8 @@ def case_job(argument: dict) -> dict:
         # a runtime that refuses the case's own model (ONNX Runtime on an opset newer than it knows) is a
         # converter's refusal, not a crash: CANNOT
         refused = stage == "loading" and artifact_is_source(target) and not isinstance(error, WorkerDied)
+        # a framework that says it does not implement the op for this dtype (torch's add on uint16) refuses
+        refused = refused or isinstance(error, NotImplementedError)
         result.verdict = CANNOT if isinstance(error, Unsupported) or refused else \
             failure_verdict(stage, isinstance(error, WorkerDied))
         message = f"{target.runner} refused the model: {_last_sentence(str(error))}" if refused else one_line(error)

@@ -114,6 +114,8 @@ class _Runner:
     (lambda feeds: {"y": np.maximum(feeds["x"], 0)[:, :2]}, "FAIL", "y: shape (3, 2, 5), the suite expects (3, 4, 5)"),
     (lambda feeds: {}, "FAIL", "y: shape None"),
     (RuntimeError("segfault-ish"), "ERROR", "run failed: RuntimeError: segfault-ish"),
+    (NotImplementedError("\"add_stub\" not implemented for 'UInt16'"), "CANNOT",
+     "run failed: onnxruntime refused the model: \"add_stub\" not implemented for 'UInt16'"),
 ])
 def test_a_wrong_result_is_fail_and_a_crash_is_error(relu, tmp_path, monkeypatch, outputs, verdict, reason):
     from rosetta.convert import targets
