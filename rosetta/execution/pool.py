@@ -29,8 +29,8 @@ from rosetta.errors import RosettaError, WorkerDied
 from rosetta.processes import popen_for_life
 from rosetta.scratch import scratch_folder
 
-MAX_JOBS = 200  # then a fresh worker: frameworks keep caches that only grow
-MAX_RSS_MB = 6144.0  # a worker resident above this after a job is replaced
+MAX_JOBS = 1000  # then a fresh worker: frameworks keep caches that only grow (a restart re-imports TensorFlow: seconds)
+MAX_RSS_MB = 4096.0  # a worker resident above this after a job is replaced (a run holds up to six: two slots x three families)
 # Variables that change while a run lives but do not shape a worker: reusing one across them is safe.
 _TRANSIENT_VARIABLES = {"PYTEST_CURRENT_TEST", "ROSETTA_WORKER_TIMEOUT", "COLUMNS", "LINES"}
 
