@@ -27,6 +27,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                "  rosetta conformance --targets all --report docs      (all 1,884 node cases: hours on 2 cores)\n"
                "  rosetta conformance --targets torch,mxnet --suite node,simple --cases test_relu,test_cumsum_1d\n"
                "  rosetta conformance --targets all --ops Conv --json c.json --resume --check expected.json\n"
+               "  rosetta conformance --targets all --ops Hardmax,CumSum --check   (against rosetta's own expectations)\n"
                + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     conformance.add_argument("--targets", default="all",
@@ -44,9 +45,10 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                                   "made by other versions of rosetta, a converter or the runtime) and run only the "
                                   "rest; FILE is rewritten every 60 pairs, so a run that is stopped resumes where "
                                   "it was")
-    conformance.add_argument("--check", metavar="FILE", type=Path,
-                             help="compare every verdict with the expectations in FILE (--write-expectations): "
-                                  "exit 1 and list each pair whose verdict changed, for better or worse")
+    conformance.add_argument("--check", metavar="FILE", type=Path, nargs="?", const=True,
+                             help="compare every verdict with the expectations in FILE (--write-expectations; "
+                                  "default: rosetta's own, the full suite on the pinned converters): exit 1 and "
+                                  "list each pair whose verdict changed, for better or worse")
     conformance.add_argument("--write-expectations", metavar="FILE", type=Path,
                              help="write this run's verdicts as expectations for --check")
     conformance.add_argument("--timeout", type=positive_int, default=DEFAULT_TIMEOUT_S,
@@ -60,8 +62,8 @@ def run(args) -> int:
     from rosetta.report.conformance import conformance_heatmap, conformance_markdown, conformance_table, summary
     from rosetta.scratch import scratch_folder
     from rosetta.output import atomic_write_text
-    from rosetta.verify.conformance import (SUITES, check_expectations, collect_cases, expectations, pair_key,
-                                            reusable, run_conformance)
+    from rosetta.verify.conformance import (EXPECTATIONS, SUITES, check_expectations, collect_cases, expectations,
+                                            pair_key, reusable, run_conformance, version_drift)
     from rosetta.verify.results import exit_status
 
     targets = parse_target_list(args.targets)
@@ -71,6 +73,8 @@ def run(args) -> int:
         raise RosettaError(f"unknown suite {', '.join(unknown)}; choose from: {', '.join(SUITES)}")
     check_writable_file(args.json)
     check_writable_file(args.write_expectations)
+    if args.check is True:
+        args.check = EXPECTATIONS
     expected = _read_json(args.check, "--check") if args.check else None
     if args.resume and not args.json:
         raise RosettaError("--resume needs --json FILE: the rows of the earlier run are read from it")
@@ -103,7 +107,8 @@ def run(args) -> int:
         print(f"resumed: {sum(pair_key(r['suite'], r['case'], r['target']) in done for r in rows)} of {len(rows)} "
               f"rows kept from {args.json}")
     if args.write_expectations:
-        atomic_write_text(args.write_expectations, json.dumps(expectations(rows), indent=1, sort_keys=True) + "\n")
+        atomic_write_text(args.write_expectations,
+                          json.dumps(expectations(rows, targets), indent=1, sort_keys=True) + "\n")
         print(f"wrote {args.write_expectations}")
     if args.report:
         args.report.mkdir(parents=True, exist_ok=True)
@@ -113,6 +118,8 @@ def run(args) -> int:
     status = exit_status([row["verdict"] for row in rows])
     if expected is not None:
         differences, unnamed = check_expectations(rows, expected)
+        for line in version_drift(expected, targets) if differences else []:
+            print(f"{args.check} was written with other versions: {line}")
         for line in differences:
             print(f"changed: {line}")
         if unnamed:

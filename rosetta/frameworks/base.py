@@ -42,7 +42,8 @@ def check_feeds(feeds: dict[str, np.ndarray], signature: list[dict]) -> None:
                            f"the model takes {sorted(expected)}")
     for name, array in feeds.items():
         entry = expected[name]
-        if np.dtype(array.dtype) != np.dtype(entry["dtype"]):
+        text = entry["dtype"] == "str"  # numpy's str of any length, bytes or objects: ONNX's string tensor
+        if (array.dtype.kind not in "USO") if text else np.dtype(array.dtype) != np.dtype(entry["dtype"]):
             raise RosettaError(f"input {name!r} has dtype {array.dtype}; the model expects {entry['dtype']}")
         shape = entry["shape"]
         fixed_ok = all(not isinstance(d, int) or d in (0, a) for d, a in zip(shape, array.shape))

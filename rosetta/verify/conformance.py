@@ -148,6 +148,35 @@ def _dtype_name(array) -> str:
     return "str" if dtype.kind in "USO" else dtype.name
 
 
+def _as_stored(value):
+    """A case's value as .npz holds it: a TensorProto (the suite gives cast and float8 cases so) as its array,
+    strings as numpy's str (an object array would need pickle to read back); None for a dtype only an extension
+    of numpy has (float8, bfloat16, int4: .npz cannot hold them)."""
+    from onnx import TensorProto, numpy_helper
+
+    array = numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.asarray(value)
+    if array.dtype.isbuiltin == 2:  # a dtype registered by ml_dtypes
+        return None
+    if array.dtype.kind in "OS":
+        flat = [item.decode() if isinstance(item, bytes) else str(item) for item in array.ravel()]
+        array = np.array(flat, dtype=str).reshape(array.shape)
+    return array
+
+
+SAMPLING_OPS = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
+
+
+def _samples(model) -> str:
+    """The op whose outputs are random samples, if the graph has one (Dropout counts when given a training_mode):
+    no runtime can match the suite's values for it, which came from NumPy's generator (ONNX Runtime's own
+    backend-test filters skip these cases too)."""
+    nodes = list(model.graph.node) + [node for function in model.functions for node in function.node]
+    for node in nodes:
+        if node.op_type in SAMPLING_OPS or (node.op_type == "Dropout" and len(node.input) > 2 and node.input[2]):
+            return node.op_type
+    return ""
+
+
 def write_case(name: str, suite: str, model, ops: tuple, inputs: list, outputs: list, root: Path,
                rtol: float = SUITE_RTOL, atol: float = SUITE_ATOL) -> Case:
     """The case in root/suite/name/ as a source every target's chain can start from: an ONNX artifact folder
@@ -169,9 +198,21 @@ def write_case(name: str, suite: str, model, ops: tuple, inputs: list, outputs: 
         (folder / "case.json").write_text(json.dumps({"cannot": "sequence, optional or map values: rosetta's "
                                                                 "runners take tensors only"}))
         return case
+    sampler = _samples(model)
+    if sampler:
+        (folder / "case.json").write_text(json.dumps({"cannot": f"random values ({sampler}): samples cannot be "
+                                                                "compared with the suite's by value"}))
+        return case
+    inputs, outputs = [_as_stored(v) for v in inputs], [_as_stored(v) for v in outputs]
+    if any(v is None for v in inputs + outputs):
+        dtypes = sorted({e["dtype"] for e in entries_in + entries_out if e["dtype"].startswith(ONNX_RUNTIME_ONLY_DTYPES)})
+        (folder / "case.json").write_text(json.dumps({"cannot": f"dtype {', '.join(dtypes) or 'of an extension'}: "
+                                                                "numpy has no such type to feed a runner"}))
+        return case
+    values = inputs + outputs
     onnx.save(model, str(folder / "model.onnx"))
-    np.savez(folder / "inputs.npz", **{e["name"]: np.asarray(v) for e, v in zip(entries_in, inputs)})
-    np.savez(folder / "expected.npz", **{e["name"]: np.asarray(v) for e, v in zip(entries_out, outputs)})
+    np.savez(folder / "inputs.npz", **{e["name"]: v for e, v in zip(entries_in, inputs)})
+    np.savez(folder / "expected.npz", **{e["name"]: v for e, v in zip(entries_out, outputs)})
     dtypes = sorted({_dtype_name(v) for v in values} | {e["dtype"] for e in entries_in + entries_out})
     special = [d for d in dtypes if d.startswith(ONNX_RUNTIME_ONLY_DTYPES)]
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
@@ -192,16 +233,27 @@ def collect_cases(root: Path, suites=("node",), ops=None, cases=None) -> list[Ca
 
 
 # ---- one (case, target): a job -------------------------------------------------------------------------------
+def _exact(expected: np.ndarray) -> bool:
+    """Strings and booleans are compared exactly: they have no tolerance."""
+    return expected.dtype.kind in "USO" or expected.dtype == bool
+
+
 def _compare(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> tuple[bool, bool, float, float, str]:
-    """(passed at the suite's tolerance, passed by the float32-only rule, max abs error, error / floor, where)."""
+    """(passed at the suite's tolerance, passed by the float32-only rule, max abs error, error / floor, how it
+    differs: where the worst element is, or for strings and booleans, which are compared exactly, how many
+    differ and the first)."""
     from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE, noise_floor
 
-    if expected.dtype.kind in "USO" or expected.dtype == bool:
-        equal = np.array_equal(actual.astype(expected.dtype), expected)
-        return equal, equal, 0.0 if equal else math.inf, 0.0 if equal else math.inf, ""
+    if _exact(expected):
+        differ = actual.astype(expected.dtype) != expected
+        if not differ.any():
+            return True, True, 0.0, 0.0, ""
+        first = list(np.argwhere(differ)[0]) if differ.ndim else []
+        return False, False, math.inf, math.inf, f"{int(differ.sum())} of {differ.size} values differ, first at {first}"
     reference = expected.astype(np.float64)
     values = actual.astype(np.float64)
-    diff = np.abs(values - reference)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: NaN, judged just below
+        diff = np.abs(values - reference)
     both_nan = np.isnan(values) & np.isnan(reference)
     same_inf = np.isinf(reference) & (values == reference)
     diff = np.where(both_nan | same_inf, 0.0, diff)
@@ -305,7 +357,9 @@ def case_job(argument: dict) -> dict:
             suite_ok, calibrated_ok = suite_ok and ok, calibrated_ok and calibrated
             result.max_abs_error = worst if math.isnan(result.max_abs_error) else max(result.max_abs_error, worst)
             ratio = max(ratio, output_ratio)
-            if not ok:
+            if not ok and _exact(wanted):
+                reasons.append(f"{name}: {where}")
+            elif not ok:
                 reasons.append(f"{name}: max abs error {worst:.3g} at {where} (rtol {case.rtol:g}, atol {case.atol:g})")
     result.suite_tolerance = {"rtol": case.rtol, "atol": case.atol, "passed": suite_ok}
     result.calibrated = {"multiple": FLOAT32_ONLY_MULTIPLE, "error_ratio": ratio, "passed": calibrated_ok}
@@ -362,24 +416,47 @@ def run_conformance(cases: list[Case], targets: list, work: Path, executor=None,
 
 
 # ---- expectations: the verdicts a run is checked against ----------------------------------------------------
-def expectations(rows: list[dict]) -> dict[str, dict]:
-    """{pair_key: {"verdict", "reason"}} of a run's rows: what `--write-expectations` writes and `--check` reads
-    (the verdict is checked; the reason, as ONNX Runtime's backend-test filters give theirs, says why)."""
-    return {pair_key(row["suite"], row["case"], row["target"]): {"verdict": row["verdict"], "reason": row["reason"]}
-            for row in rows}
+# The full suite's verdicts on the pinned converters, checked in as ONNX Runtime checks in its backend-test
+# filters: `rosetta conformance --check` with no FILE reads it; a converter upgrade that changes one is a diff.
+EXPECTATIONS = Path(__file__).with_name("conformance_expectations.json")
+
+
+def expectations(rows: list[dict], targets: list) -> dict:
+    """What `--write-expectations` writes and `--check` reads: {"versions": {target: runner_versions},
+    "pairs": {pair_key: {"verdict", "reason"}}} (the verdict is checked; the reason says why, as ONNX Runtime's
+    filters give theirs; the versions say which converters made them)."""
+    return {"versions": {target.name: runner_versions(target) for target in targets},
+            "pairs": {pair_key(row["suite"], row["case"], row["target"]): {"verdict": row["verdict"],
+                                                                            "reason": row["reason"][:300]}
+                      for row in rows}}
 
 
 def check_expectations(rows: list[dict], expected: dict) -> tuple[list[str], list[str]]:
     """(differences, pairs the expectations do not name): a pair whose verdict is not the expected one is a
     difference either way (a fix is checked in with its new expectation, as a regression is caught)."""
+    pairs = expected.get("pairs", {})
     differences, unnamed = [], []
     for row in rows:
         key = pair_key(row["suite"], row["case"], row["target"])
-        if key not in expected:
+        if key not in pairs:
             unnamed.append(key)
             continue
-        wanted = expected[key]["verdict"] if isinstance(expected[key], dict) else expected[key]
-        if wanted != row["verdict"]:
+        if pairs[key]["verdict"] != row["verdict"]:
             reason = f" ({row['reason'][:120]})" if row.get("reason") else ""
-            differences.append(f"{key}: expected {wanted}, got {row['verdict']}{reason}")
+            differences.append(f"{key}: expected {pairs[key]['verdict']}, got {row['verdict']}{reason}")
     return differences, unnamed
+
+
+def version_drift(expected: dict, targets: list) -> list[str]:
+    """One line per target whose converters or runtime differ from those the expectations were written with:
+    a changed verdict there may be the upgrade's."""
+    lines = []
+    for target in targets:
+        then, now = expected.get("versions", {}).get(target.name), runner_versions(target)
+        if then is None:
+            continue
+        changed = [f"{package} {then.get(package, '-')} -> {now.get(package, '-')}"
+                   for package in sorted(set(then) | set(now)) if then.get(package) != now.get(package)]
+        if changed:
+            lines.append(f"{target.name}: {', '.join(changed)}")
+    return lines

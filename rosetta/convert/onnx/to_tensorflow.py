@@ -70,6 +70,10 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
                                     keep_ncw_or_nchw_or_ncdhw_input_names=keep_nchw or None,
                                     disable_model_save=True, non_verbose=True, verbosity="error")
     except (Exception, SystemExit) as error:  # onnx2tf calls sys.exit(1) on some failures, after logging why
+        missing = getattr(error, "name", None) or ""
+        if isinstance(error, ModuleNotFoundError) and missing.startswith("onnx2tf.ops."):  # one module per op
+            raise RosettaError(f"ONNX op {missing.rsplit('.', 1)[-1]} cannot be converted to tensorflow: onnx2tf "
+                               "has no converter for it") from None
         if isinstance(error, Exception) and str(error).strip():  # the cause, not Keras's "when calling layer"
             cause = f"{type(error).__name__}: {cause_line(str(error))}"
         else:
