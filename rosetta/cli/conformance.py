@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from rosetta.cli.options import (EPILOG_EXIT, add_executor_options, check_writable_file, console, executor,
@@ -63,7 +65,7 @@ def run(args) -> int:
     from rosetta.scratch import scratch_folder
     from rosetta.output import atomic_write_text
     from rosetta.verify.conformance import (EXPECTATIONS, SUITES, check_expectations, collect_cases, expectations,
-                                            pair_key, reusable, run_conformance, version_drift)
+                                            expectations_text, pair_key, reusable, run_conformance, version_drift)
     from rosetta.verify.results import exit_status
 
     targets = parse_target_list(args.targets)
@@ -93,6 +95,7 @@ def run(args) -> int:
                                                      "executor": chosen.describe(), "summary": summary(rows),
                                                      "rows": rows}, indent=1) + "\n")
 
+    started = time.monotonic()
     with scratch_folder("rosetta-conformance-") as scratch:
         work = args.work_dir or Path(scratch)
         cases = collect_cases(work / "cases", suites, ops, names)
@@ -100,19 +103,23 @@ def run(args) -> int:
             raise RosettaError("no test case matches --ops/--cases in the chosen suites")
         results = run_conformance(cases, targets, work / "converted", chosen, progress(args), done, write)
     rows = [r.to_json() for r in results]
+    kept = sum(pair_key(r["suite"], r["case"], r["target"]) in done for r in rows)
+    minutes, seconds = divmod(round(time.monotonic() - started), 60)
+    how = (f"{len(rows) - kept:,} pairs run in {minutes} min {seconds:02d} s" + (f" ({kept:,} kept from an earlier run)"
+           if kept else "") + f", executor {chosen.name}" + (f" ({chosen.jobs} at a time)" if getattr(chosen, "jobs", 0) else "")
+           + f", on {os.cpu_count()} cores")
     console().print(conformance_table(rows))
     command = "rosetta " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "rosetta conformance"
     write(results)
     if done:
-        print(f"resumed: {sum(pair_key(r['suite'], r['case'], r['target']) in done for r in rows)} of {len(rows)} "
-              f"rows kept from {args.json}")
+        print(f"resumed: {kept} of {len(rows)} rows kept from {args.json}")
     if args.write_expectations:
-        atomic_write_text(args.write_expectations,
-                          json.dumps(expectations(rows, targets), indent=1, sort_keys=True) + "\n")
+        atomic_write_text(args.write_expectations, expectations_text(expectations(rows, targets)))
         print(f"wrote {args.write_expectations}")
     if args.report:
         args.report.mkdir(parents=True, exist_ok=True)
-        (args.report / "conformance.md").write_text(conformance_markdown(rows, "ONNX backend-test conformance", command))
+        (args.report / "conformance.md").write_text(conformance_markdown(rows, "ONNX backend-test conformance", command,
+                                                                                how))
         conformance_heatmap(rows, args.report / "conformance.png")
         print(f"wrote {args.report / 'conformance.md'}, {args.report / 'conformance.png'}")
     status = exit_status([row["verdict"] for row in rows])

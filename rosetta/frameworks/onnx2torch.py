@@ -36,7 +36,7 @@ import re
 import types
 from pathlib import Path
 
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, Unsupported
 from rosetta.frameworks.onnx_graph import external_data_files
 from rosetta.imports import stand_in_modules
 
@@ -48,7 +48,7 @@ _LOADED = None
 
 def _torchvision_stand_in() -> dict[str, types.ModuleType]:
     def unavailable(*_args, **_kwargs):
-        raise RosettaError("this model uses NMS/RoiAlign, whose onnx2torch converters need torchvision; "
+        raise Unsupported("this model uses NMS/RoiAlign, whose onnx2torch converters need torchvision; "
                            "install a torchvision that matches your torch")
 
     package = types.ModuleType("torchvision")

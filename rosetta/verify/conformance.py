@@ -426,9 +426,17 @@ def expectations(rows: list[dict], targets: list) -> dict:
     "pairs": {pair_key: {"verdict", "reason"}}} (the verdict is checked; the reason says why, as ONNX Runtime's
     filters give theirs; the versions say which converters made them)."""
     return {"versions": {target.name: runner_versions(target) for target in targets},
-            "pairs": {pair_key(row["suite"], row["case"], row["target"]): {"verdict": row["verdict"],
-                                                                            "reason": row["reason"][:300]}
+            "pairs": {pair_key(row["suite"], row["case"], row["target"]):
+                      {"verdict": row["verdict"], **({"reason": row["reason"][:160]} if row["reason"] else {})}
                       for row in rows}}
+
+
+def expectations_text(data: dict) -> str:
+    """An expectations file as JSON with one line per pair, sorted: a converter upgrade's changes read as a diff
+    of the lines that changed."""
+    lines = [json.dumps(key) + ": " + json.dumps(value, sort_keys=True) for key, value in sorted(data["pairs"].items())]
+    return ('{"versions": ' + json.dumps(data["versions"], sort_keys=True) + ',\n"pairs": {\n' + ",\n".join(lines)
+            + "\n}}\n")
 
 
 def check_expectations(rows: list[dict], expected: dict) -> tuple[list[str], list[str]]:

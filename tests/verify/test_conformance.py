@@ -5,6 +5,7 @@ FAIL on a wrong result, CANNOT on a refusal and ERROR on a crash."""
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import asdict
 
 import numpy as np
@@ -13,7 +14,9 @@ import pytest
 from rosetta.cli import main
 from rosetta.report.conformance import conformance_markdown, op_table, summary
 from rosetta.verify import conformance
-from rosetta.verify.conformance import case_job, collect_cases
+from rosetta.cli.options import target_names
+from rosetta.verify.conformance import case_job, collect_cases, pair_key
+from rosetta.verify.results import FAIL
 
 # measured on the pinned converters: cases every target gets right (onnx2tf makes test_relu's rank-3 output and
 # test_add_int8's rank-3 integer inputs channels-last, which tf2onnx cannot take back: the round trip's runner
@@ -26,6 +29,51 @@ SUBSET = {
     "test_add_int8": ALL_PASS,
     "test_hardmax_axis_0": {"onnxruntime": "PASS", "tensorflow": "CANNOT", "keras": "CANNOT", "torch": "CANNOT",
                             "mxnet": "FAIL", "tensorflow-roundtrip": "CANNOT"},
+}
+
+# A fixed subset of the whole suite (all of it: `rosetta conformance --targets all --suite node,pytorch-converted,
+# pytorch-operator,simple`, docs/conformance.md): a case or two of every op the reference models and common models
+# use, and a case of every op that some converter gets silently wrong in the whole run (its FAIL), checked against
+# rosetta's own expectations (rosetta/verify/conformance_expectations.json) on all six targets.
+SUITE_SUBSET = {
+    "node": [
+        "test_relu", "test_add_int8", "test_hardmax_axis_0", "test_conv_with_autopad_same",
+        "test_maxpool_1d_default", "test_maxpool_2d_ceil", "test_gemm_beta", "test_flatten_axis1",
+        "test_reshape_one_dim", "test_gru_reverse", "test_gather_0", "test_gather_negative_indices",
+        "test_squeeze", "test_unsqueeze_axis_0", "test_transpose_default", "test_slice",
+        "test_slice_default_axes", "test_add", "test_globalaveragepool", "test_batchnorm_epsilon",
+        "test_batchnorm_example", "test_softmax_axis_0", "test_matmul_2d", "test_matmul_bcast",
+        "test_concat_2d_axis_1", "test_concat_3d_axis_0", "test_averagepool_1d_default",
+        "test_averagepool_2d_pads", "test_shape_example", "test_shape_end_1", "test_sigmoid", "test_tanh",
+        "test_dropout_random_old", "test_lstm_reverse", "test_erf", "test_gelu_tanh_1",
+        "test_where_example", "test_einsum_sum", "test_split_equal_parts_1d_opset13", "test_leakyrelu",
+        "test_mul", "test_sub", "test_reduce_mean_keepdims_random", "test_sqrt", "test_pow", "test_exp",
+        "test_cast_FLOAT_to_DOUBLE", "test_less", "test_equal", "test_expand_dim_changed",
+        "test_range_float_type_positive_delta", "test_constantofshape_int_zeros", "test_neg", "test_abs",
+        "test_edge_pad", "test_reflect_pad", "test_convtranspose", "test_layer_normalization_4d_axis0",
+        "test_layer_normalization_2d_axis0", "test_reduce_sum_empty_set", "test_max_int8", "test_min_int8",
+        "test_hardsigmoid", "test_elu", "test_selu_default", "test_softplus", "test_prelu_example",
+        "test_identity", "test_depthtospace_example", "test_argmax_keepdims_example_select_last_index",
+        "test_argmin_keepdims_example_select_last_index", "test_bitshift_right_int8_negative_shift",
+        "test_center_crop_pad_pad_expanded", "test_clip", "test_cumsum_1d", "test_dequantizelinear_axis",
+        "test_div_uint8", "test_gathernd_example_float32", "test_lrn_default",
+        "test_l2normalization_axis_0", "test_lppool_2d_pads", "test_mvn_expanded", "test_mish_expanded",
+        "test_mod_mixed_sign_float64", "test_nllloss_NCd1_expanded", "test_nonzero_example",
+        "test_qlinearmatmul_2D_int8_float32", "test_quantizelinear_axis", "test_reduce_log_sum_empty_set",
+        "test_reduce_log_sum_exp_keepdims_random", "test_reduce_sum_square_keepdims_random",
+        "test_resize_upsample_sizes_cubic", "test_roialign_mode_max",
+        "test_rotary_embedding_with_interleaved_rotary_dim_expanded", "test_scatternd", "test_size",
+        "test_spacetodepth_crd_mode_example", "test_tile", "test_tril_one_row_neg",
+    ],
+    "pytorch-converted": [
+        "test_PixelShuffle", "test_Conv1d",
+    ],
+    "pytorch-operator": [
+        "test_operator_concat2", "test_operator_conv",
+    ],
+    "simple": [
+        "test_single_relu_model", "test_sign_model",
+    ],
 }
 
 
@@ -111,6 +159,31 @@ def test_the_subset_through_every_target(tmp_path, capsys):
     assert json.loads((tmp_path / "stale.json").read_text())["rows"][0]["versions"]["onnxruntime"] != "0.0.1"
 
 
+def test_a_fixed_subset_of_the_suite_has_the_verdicts_rosetta_expects(tmp_path, capsys):
+    names = [name for names in SUITE_SUBSET.values() for name in names]
+    out = tmp_path / "subset.json"
+    status = main(["conformance", "--targets", "all", "--suite", ",".join(SUITE_SUBSET), "--cases", ",".join(names),
+                   "--check", "--json", str(out), "--no-progress", "--work-dir", str(tmp_path / "work")])
+    printed = capsys.readouterr().out
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) == 6 * len(names) >= 600
+    assert status == 0 and f"--check: {len(rows)} verdicts as expected, 0 changed" in printed, printed
+    failing = {row["target"] for row in rows if row["verdict"] == FAIL}
+    assert failing >= {"tensorflow", "torch", "mxnet", "tensorflow-roundtrip"}  # silent bugs it must go on finding
+
+
+def test_the_expectations_name_every_pair_of_the_whole_suite():
+    """A new onnx release adds cases: rosetta's expectations must be written again (the whole run), not left to
+    check part of the suite."""
+    from rosetta.verify.conformance import EXPECTATIONS, SUITES, _raw_cases
+
+    names = {pair_key(suite, name, target) for name, suite, *_ in _raw_cases(SUITES, None)
+             for target in target_names()}
+    expected = json.loads(EXPECTATIONS.read_text())
+    assert set(expected["pairs"]) == names
+    assert set(expected["versions"]) == set(target_names())
+
+
 class _Runner:
     def __init__(self, outputs):
         self.outputs = outputs
@@ -148,6 +221,31 @@ def test_booleans_and_strings_are_compared_exactly_and_say_how_many_differ():
     ok, calibrated, _, _, how = conformance._compare(wrong, expected, 1e-3, 1e-7)
     assert not ok and not calibrated and how == "1 of 4 values differ, first at [1, 0]"
     assert not conformance._compare(np.array(["a", "c"]), np.array(["a", "b"]), 1e-3, 1e-7)[0]
+
+
+def _relu_as_leaky_relu(model) -> None:
+    """A converter's near-miss: every Relu mapped to LeakyRelu(alpha 0.1)."""
+    from onnx import helper
+
+    for node in model.graph.node:
+        if node.op_type == "Relu":
+            node.op_type = "LeakyRelu"
+            node.attribute.append(helper.make_attribute("alpha", 0.1))
+
+
+@pytest.mark.parametrize("target", ["tensorflow", "torch", "mxnet"])
+def test_a_converter_that_maps_relu_to_leaky_relu_turns_pass_into_fail(relu, target, tmp_path, monkeypatch):
+    from rosetta.convert import store
+    from rosetta.convert.targets import get_target
+    from rosetta.verify.faults import faulty_chain
+
+    assert case_job({"case": asdict(relu), "target": target, "work": str(tmp_path / "right")})["verdict"] == "PASS"
+    copy = tmp_path / "case"  # the wrong converter edits its own copy of the case's graph
+    shutil.copytree(relu.folder, copy)
+    wrong = faulty_chain(get_target(target), _relu_as_leaky_relu)
+    monkeypatch.setattr(store, "from_onnx", lambda *_args, **_kwargs: lambda folder, out: wrong(copy, out))
+    row = case_job({"case": asdict(relu), "target": target, "work": str(tmp_path / "wrong")})
+    assert row["verdict"] == "FAIL" and row["reason"].startswith("y: max abs error"), row
 
 
 def test_a_converter_that_refuses_is_cannot(relu, tmp_path, monkeypatch):
