@@ -26,7 +26,8 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                     "atol 1e-7), recording rosetta's float32 rule beside it. Each (case, target) is PASS, FAIL "
                     "(converted, wrong numbers), CANNOT (refused, with the reason) or ERROR (crash or hang).",
         epilog="examples:\n  rosetta conformance --targets all --ops Conv,GRU,Hardmax --json conformance.json\n"
-               "  rosetta conformance --targets all --report docs      (all 1,884 node cases: hours on 2 cores)\n"
+               "  rosetta conformance --targets all --suite all --report docs\n"
+               "      (the whole suite, 2,024 cases x 6 targets: about 11 min on 2 cores)\n"
                "  rosetta conformance --targets torch,mxnet --suite node,simple --cases test_relu,test_cumsum_1d\n"
                "  rosetta conformance --targets all --ops Conv --json c.json --resume --check expected.json\n"
                "  rosetta conformance --targets all --ops Hardmax,CumSum --check   (against rosetta's own expectations)\n"
@@ -35,7 +36,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     conformance.add_argument("--targets", default="all",
                              help=f"targets, comma-separated, or all (default): {', '.join(target_names())}")
     conformance.add_argument("--suite", default="node",
-                             help="suites, comma-separated: node (default), pytorch-converted, pytorch-operator, simple")
+                             help="suites, comma-separated: node (default), pytorch-converted, pytorch-operator, simple; or all")
     conformance.add_argument("--ops", help="only the cases whose graph uses one of these ONNX ops, comma-separated")
     conformance.add_argument("--cases", help="only these cases, by name, comma-separated (e.g. test_relu)")
     conformance.add_argument("--work-dir", type=Path, help="write the cases and conversions here (default: a temporary folder)")
@@ -69,7 +70,7 @@ def run(args) -> int:
     from rosetta.verify.results import exit_status
 
     targets = parse_target_list(args.targets)
-    suites = [s.strip() for s in args.suite.split(",") if s.strip()]
+    suites = list(SUITES) if args.suite.strip() == "all" else [s.strip() for s in args.suite.split(",") if s.strip()]
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
         raise RosettaError(f"unknown suite {', '.join(unknown)}; choose from: {', '.join(SUITES)}")
