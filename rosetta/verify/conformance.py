@@ -340,6 +340,7 @@ def case_job(argument: dict) -> dict:
             failure_verdict(stage, isinstance(error, WorkerDied))
         message = f"{target.runner} refused the model: {_last_sentence(str(error))}" if refused else one_line(error)
         result.reason = message if message.startswith(stage) else f"{stage} failed: {message}"
+        result.seconds = round(time.perf_counter() - started, 3)
         return result.to_json()
     finally:
         shutil.rmtree(staging, ignore_errors=True)
