@@ -33,6 +33,27 @@ def summary(rows: list[dict]) -> dict[str, dict]:
     return result
 
 
+# Why a pair is CANNOT, by its reason's opening: what no runner of rosetta takes, before any converter runs
+# (rosetta.verify.conformance.write_case), and otherwise the converter's or runtime's own refusal.
+CANNOT_KINDS = (("sequence, optional or map values", "sequence/optional/map values"),
+                ("random values", "random samples"),
+                ("dtype", "a dtype the framework (or numpy) lacks"))
+REFUSED = "the converter or runtime refused"
+
+
+def cannot_kind(reason: str) -> str:
+    return next((kind for opening, kind in CANNOT_KINDS if reason.startswith(opening)), REFUSED)
+
+
+def cannot_counts(rows: list[dict]) -> dict[str, Counter]:
+    """target -> {why: pairs}: the CANNOT rows counted by kind of reason."""
+    counts = {target: Counter() for target in _targets(rows)}
+    for row in rows:
+        if row["verdict"] == CANNOT:
+            counts[row["target"]][cannot_kind(row["reason"])] += 1
+    return counts
+
+
 def op_table(rows: list[dict]) -> dict[str, dict[str, tuple[int, int, str]]]:
     """op -> target -> (cases that PASS, cases, worst verdict). A case counts under each op of its graph."""
     cells = defaultdict(lambda: defaultdict(list))
@@ -59,6 +80,10 @@ def conformance_markdown(rows: list[dict], title: str, command: str, how: str = 
         t = totals[target]
         lines.append(f"| {target} | {t['cases']} | {t[PASS]} | {t[FAIL]} | {t[CANNOT]} | {t[ERROR]} | "
                      f"{t['ops_correct']} of {t['ops']} ({t['ops_correct_percent']:g} %) |")
+    kinds = [kind for _, kind in CANNOT_KINDS] + [REFUSED]
+    lines += ["", "## Why CANNOT", "", "| target | " + " | ".join(kinds) + " |", "|---|" + "---|" * len(kinds)]
+    for target, counts in cannot_counts(rows).items():
+        lines.append(f"| {target} | " + " | ".join(str(counts.get(kind, 0)) for kind in kinds) + " |")
     lines += ["", "## Per op (cases that PASS / cases; the worst verdict marked)", "",
               "| op | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
     for op, by_target in table.items():

@@ -262,12 +262,15 @@ def test_a_converter_that_refuses_is_cannot(relu, tmp_path, monkeypatch):
 def test_the_report_counts_each_op_and_names_every_fail():
     rows = [{"case": "a", "ops": ["Relu"], "target": "t", "verdict": "PASS", "reason": ""},
             {"case": "b", "ops": ["Relu"], "target": "t", "verdict": "FAIL", "reason": "y: off"},
-            {"case": "c", "ops": ["Conv"], "target": "t", "verdict": "CANNOT", "reason": "no Conv"}]
-    assert op_table(rows) == {"Conv": {"t": (0, 1, "CANNOT")}, "Relu": {"t": (1, 2, "FAIL")}}
-    assert summary(rows)["t"] == {"PASS": 1, "CANNOT": 1, "ERROR": 0, "FAIL": 1, "cases": 3, "ops": 2,
+            {"case": "c", "ops": ["Conv"], "target": "t", "verdict": "CANNOT", "reason": "no Conv"},
+            {"case": "d", "ops": ["Cast"], "target": "t", "verdict": "CANNOT", "reason": "dtype float8_e5m2: numpy"}]
+    assert op_table(rows) == {"Cast": {"t": (0, 1, "CANNOT")}, "Conv": {"t": (0, 1, "CANNOT")},
+                              "Relu": {"t": (1, 2, "FAIL")}}
+    assert summary(rows)["t"] == {"PASS": 1, "CANNOT": 2, "ERROR": 0, "FAIL": 1, "cases": 4, "ops": 3,
                                   "ops_correct": 0, "ops_correct_percent": 0.0}
     markdown = conformance_markdown(rows, "title", "rosetta conformance")
     assert "| Relu | 1/2 **FAIL** |" in markdown and "- `b` -> t: y: off" in markdown
+    assert "| t | 0 | 0 | 1 | 1 |" in markdown  # why CANNOT: one dtype, one refusal
 
 
 def test_unknown_suite_is_a_usage_error(capsys):
