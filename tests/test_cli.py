@@ -19,7 +19,7 @@ def run(*argv: str) -> subprocess.CompletedProcess:
 
 def test_version_and_help():
     assert run("--version").stdout.startswith("rosetta ")
-    for command in ("models", "convert", "verify", "bench"):
+    for command in ("models", "convert", "verify", "bench", "conformance", "env"):
         out = run(command, "--help")
         assert out.returncode == 0 and ("example: rosetta" in out.stdout or "examples:\n  rosetta" in out.stdout)
     usage = " ".join(run("--help").stdout.split())

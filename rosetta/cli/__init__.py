@@ -1,6 +1,6 @@
 """The `rosetta` command: parses arguments, calls the library, prints. No logic of its own.
 
-One module per command (`models`, `convert`, `verify`, `bench`, `conformance`), each with `add_parser(commands, common)` and
+One module per command (`models`, `convert`, `verify`, `bench`, `conformance`, `env`), each with `add_parser(commands, common)` and
 `run(args) -> int`; `options` holds what they share.
 
 Exit status (rosetta.verify.results.exit_status): 0 when no verdict is FAIL or ERROR, 1 when any is FAIL (with
@@ -14,14 +14,14 @@ import os
 import sys
 
 from rosetta import __version__
-from rosetta.cli import bench, conformance, convert, models, verify
+from rosetta.cli import bench, conformance, convert, env, models, verify
 from rosetta.cli.options import EPILOG_EXIT, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Parser
 from rosetta.errors import RosettaError
 
 __all__ = ["main", "build_parser", "EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE"]
 
 COMMANDS = {"models": models.run, "convert": convert.run, "verify": verify.run, "bench": bench.run,
-            "conformance": conformance.run}
+            "conformance": conformance.run, "env": env.run}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)  # -v also after the command: `rosetta verify -v`
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                         help="show framework logs and failure details")
-    for command in (models, convert, verify, bench, conformance):
+    for command in (models, convert, verify, bench, conformance, env):
         command.add_parser(commands, common)
     return parser
 

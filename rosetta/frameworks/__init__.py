@@ -23,6 +23,7 @@ class Framework:
     trainer: str = ""  # "module:TrainerClass" that trains a converted artifact, if the framework can train one
     formats: tuple = ()  # artifact formats (manifest "format") this framework runs
     reads_code: bool = False  # its files can carry code: its runner takes trust_code (off unless --trust-code)
+    own_environment: bool = True  # a row of `rosetta env` (torch-code and torch-export are torch's)
 
 
 FRAMEWORKS: Registry[Framework] = Registry("framework", key=lambda framework: framework.name)
@@ -30,8 +31,10 @@ for _framework in (
     Framework("onnxruntime", "rosetta.frameworks.onnxruntime:OnnxRuntimeRunner", formats=("onnx",)),
     Framework("torch", "rosetta.frameworks.torch:TorchArtifactRunner", trainer="rosetta.train.torch:TorchArtifactTrainer",
               formats=("torch",)),
-    Framework("torch-code", "rosetta.frameworks.torch:TorchCodeRunner", formats=("torch-code",), reads_code=True),
-    Framework("torch-export", "rosetta.frameworks.torch:TorchExportRunner", formats=("torch-export",), reads_code=True),
+    Framework("torch-code", "rosetta.frameworks.torch:TorchCodeRunner", formats=("torch-code",), reads_code=True,
+              own_environment=False),
+    Framework("torch-export", "rosetta.frameworks.torch:TorchExportRunner", formats=("torch-export",), reads_code=True,
+              own_environment=False),
     Framework("tensorflow", "rosetta.frameworks.tensorflow:SavedModelRunner", isolation="tensorflow", formats=("tensorflow",),
               reads_code=True),
     Framework("keras", "rosetta.frameworks.keras:KerasRunner", isolation="tensorflow", trainer="rosetta.train.keras:KerasTrainer",
@@ -100,6 +103,30 @@ class WorkerRunner(Runner):
                          settings={"threads": self.options.get("threads", 0)})
         self.reported_version = result["version"]
         return result["outputs"]
+
+
+def environment_job(argument: dict) -> dict:
+    """Job: a framework's environment (Runner.environment), read in the process that runs it."""
+    return runner_class(argument["framework"]).environment()
+
+
+def environments() -> list[dict]:
+    """Every framework's environment, each read where that framework runs (TensorFlow and MXNet in their
+    workers, as rosetta's runs use them); a framework that cannot be imported is a row with its error."""
+    from rosetta.errors import one_line
+
+    rows = []
+    for framework in FRAMEWORKS:
+        if not framework.own_environment:
+            continue
+        try:
+            found = run_job("rosetta.frameworks:environment_job", {"framework": framework.name}, framework.isolation,
+                            f"{framework.name} environment")
+            rows.append({"framework": framework.name, **found, "error": ""})
+        except Exception as error:  # noqa: BLE001 - a framework that is missing is its row's error
+            rows.append({"framework": framework.name, "version": "", "devices": [], "cuda": None, "cudnn": None,
+                         "settings": {}, "error": one_line(error)})
+    return rows
 
 
 def predict_job(argument: dict) -> dict:

@@ -27,6 +27,12 @@ class Runner(ABC):
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run inference: input name -> array, to output name -> array."""
 
+    @classmethod
+    def environment(cls) -> dict:
+        """What `rosetta env` shows of this framework, read where it runs: {"version", "devices" it sees,
+        "cuda" and "cudnn" versions of its build (None: a CPU build), "settings" rosetta's runs use}."""
+        return {"version": cls.version(), "devices": ["cpu"], "cuda": None, "cudnn": None, "settings": {}}
+
     def running_version(self) -> str:
         """The version that actually runs this artifact (a worker proxy reports its worker's)."""
         return self.version()

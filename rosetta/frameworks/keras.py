@@ -207,6 +207,18 @@ class KerasRunner(Runner):
         keras = import_keras()
         return f"{keras.__version__} ({keras.backend.backend()} backend)"
 
+    @classmethod
+    def environment(cls) -> dict:
+        keras = import_keras()
+        found = {"version": cls.version(), "devices": ["cpu"], "cuda": None, "cudnn": None, "settings": {}}
+        if keras.backend.backend() == "tensorflow":
+            from rosetta.frameworks.tensorflow import tensorflow_environment
+
+            found = tensorflow_environment(cls.version())
+        found["settings"].update({"dtype policy": keras.config.dtype_policy().name, "floatx": keras.config.floatx(),
+                                  "image data format": keras.config.image_data_format()})
+        return found
+
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return from_layouts(dict(zip(self.output_names, self._run(self.model, feeds))), self.layouts)
 

@@ -79,6 +79,20 @@ class MXNetRunner(Runner):
     def version(cls) -> str:
         return import_mxnet().__version__
 
+    @classmethod
+    def environment(cls) -> dict:
+        import os
+
+        mx = import_mxnet()
+        features = mx.runtime.Features()
+        gpus = mx.context.num_gpus() if features.is_enabled("CUDA") else 0
+        return {"version": mx.__version__, "devices": ["cpu"] + [f"gpu({i})" for i in range(gpus)],
+                "cuda": "in the build" if features.is_enabled("CUDA") else None,
+                "cudnn": "in the build" if features.is_enabled("CUDNN") else None,
+                "settings": {"OpenMP threads": os.environ.get("OMP_NUM_THREADS", "default"),
+                             "oneDNN (MKLDNN)": features.is_enabled("MKLDNN"),
+                             "cuDNN autotune": "on with --device cuda (MXNET_CUDNN_AUTOTUNE_DEFAULT=1)"}}
+
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         mx = import_mxnet()
         check_feeds(feeds, self.manifest.inputs)

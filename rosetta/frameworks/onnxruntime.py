@@ -45,6 +45,18 @@ class OnnxRuntimeRunner(Runner):
 
         return ort.__version__
 
+    @classmethod
+    def environment(cls) -> dict:
+        """A provider a build lists is one it was built with, not a device it found: onnxruntime-gpu lists
+        CUDAExecutionProvider on a machine without a GPU."""
+        import onnxruntime as ort
+
+        providers = ort.get_available_providers()
+        return {"version": ort.__version__, "devices": ["cpu"] + (["cuda"] if ort.get_device() == "GPU" else []),
+                "cuda": "in the build" if "CUDAExecutionProvider" in providers else None, "cudnn": None,
+                "settings": {"providers": ", ".join(providers), "graph optimisation": "all",
+                             "intra-op threads": "one per physical core", "cuda conv algo search": "EXHAUSTIVE"}}
+
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_feeds(feeds, self.manifest.inputs)
         values = self.session.run(self.output_names, to_layouts(feeds, self.layouts))

@@ -60,6 +60,22 @@ def check_saved_model_job(argument: dict) -> dict:
     return {"checked": not argument.get("trust_code")}
 
 
+def tensorflow_environment(version: str) -> dict:
+    """TensorFlow's devices, its build's CUDA and cuDNN, and its threading and math settings (Keras on the
+    TensorFlow backend shares them)."""
+    import os
+
+    tf = import_tensorflow()
+    build = tf.sysconfig.get_build_info()
+    devices = [device.name.replace("/physical_device:", "").lower() for device in tf.config.list_physical_devices()]
+    return {"version": version, "devices": devices, "cuda": build.get("cuda_version") if build.get("is_cuda_build") else None,
+            "cudnn": build.get("cudnn_version") if build.get("is_cuda_build") else None,
+            "settings": {"intra-op threads": tf.config.threading.get_intra_op_parallelism_threads() or "default",
+                         "inter-op threads": tf.config.threading.get_inter_op_parallelism_threads() or "default",
+                         "oneDNN": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on for x86)"),
+                         "tf32": tf.config.experimental.tensor_float_32_execution_enabled()}}
+
+
 class SavedModelRunner(Runner):
     framework = "tensorflow"
 
@@ -78,6 +94,10 @@ class SavedModelRunner(Runner):
     @classmethod
     def version(cls) -> str:
         return import_tensorflow().__version__
+
+    @classmethod
+    def environment(cls) -> dict:
+        return tensorflow_environment(import_tensorflow().__version__)
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_feeds(feeds, self.manifest.inputs)

@@ -52,6 +52,19 @@ class TorchModuleRunner(Runner):
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return self._forward(list(feeds.values()))
 
+    @classmethod
+    def environment(cls) -> dict:
+        import torch
+
+        cuda = torch.cuda.is_available()
+        gpus = [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(torch.cuda.device_count())] if cuda else []
+        return {"version": torch.__version__, "devices": ["cpu"] + gpus, "cuda": torch.version.cuda,
+                "cudnn": str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None,
+                "settings": {"threads": torch.get_num_threads(), "cudnn.benchmark": "on with --device cuda",
+                             "tf32 matmul": torch.backends.cuda.matmul.allow_tf32,
+                             "tf32 cudnn": torch.backends.cudnn.allow_tf32,
+                             "oneDNN (mkldnn)": torch.backends.mkldnn.is_available()}}
+
     def _forward(self, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
         """Floating inputs cast to the runner's precision, integer inputs as they are; outputs by name."""
         import torch

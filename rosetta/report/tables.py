@@ -136,3 +136,21 @@ def bench_lines(results, overheads: dict) -> list[str]:
         elif overhead:
             lines.append(f"[red]overhead measurement failed[/red] {workload}: {overhead.get('error')}")
     return lines
+
+
+def environment_table(rows: list[dict]):
+    """`rosetta env`: per framework, its version, the devices it sees, its build's CUDA and cuDNN, and the
+    settings rosetta's runs use."""
+    from rich.table import Table
+
+    table = Table(title="rosetta env", title_justify="left")
+    for column in ("framework", "version", "devices", "CUDA", "cuDNN", "settings"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        if row["error"]:
+            table.add_row(row["framework"], "[bold red]not usable[/]", "-", "-", "-", row["error"])
+            continue
+        settings = ", ".join(f"{key} {value}" for key, value in row["settings"].items())
+        table.add_row(row["framework"], row["version"], ", ".join(row["devices"]), row["cuda"] or "CPU build",
+                      row["cudnn"] or "-", settings)
+    return table
