@@ -7,11 +7,12 @@ place a Keras file is loaded (runner, user's files, conversions): safe_mode stay
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
 
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, Unsupported
 from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, in_float, to_layouts
 
 
@@ -198,7 +199,16 @@ class KerasRunner(Runner):
 
             set_threads(threads)
         self.keras, self.manifest, self.layouts = keras, manifest, manifest.converter.get("layouts", {})
-        self.model = in_precision(load_keras_model(artifact_file(folder, manifest), trust_code), precision)
+        self.placement = contextlib.nullcontext()
+        if keras.backend.backend() == "tensorflow":
+            from rosetta.frameworks.tensorflow import placement
+
+            self.placement = placement(device)
+        elif device != "cpu":
+            raise Unsupported(f"--device {device}: rosetta runs Keras on the GPU with the TensorFlow backend only "
+                              f"(this is the {keras.backend.backend()} backend)")
+        with self.placement:
+            self.model = in_precision(load_keras_model(artifact_file(folder, manifest), trust_code), precision)
         self.precision = precision
         self.output_names = [entry["name"] for entry in manifest.outputs]
 
@@ -228,7 +238,8 @@ class KerasRunner(Runner):
         arrays = [in_float(feeds[entry["name"]], self.precision) for entry in self.manifest.inputs]
         # predict_on_batch runs Keras' compiled predict step (tf.function / jax.jit), as Keras users infer;
         # calling the model eagerly is several times slower (a GRU steps through Python).
-        result = model.predict_on_batch(arrays if len(arrays) > 1 else arrays[0])
+        with self.placement:
+            result = model.predict_on_batch(arrays if len(arrays) > 1 else arrays[0])
         result = result if isinstance(result, (list, tuple)) else [result]
         return [np.asarray(self.keras.ops.convert_to_numpy(value)) for value in result]
 

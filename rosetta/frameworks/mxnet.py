@@ -35,6 +35,20 @@ def import_mxnet(threads: int = 0):
     return mxnet
 
 
+def mxnet_context(device: str):
+    """mx.cpu(), or mx.gpu() where MXNet has a GPU: MXNet would otherwise fail at the first op, or a CPU build
+    at import of the context, with a message about CUDA rather than what to do."""
+    from rosetta.errors import Unsupported
+
+    mx = import_mxnet()
+    if device != "cuda":
+        return mx.cpu()
+    if not mx.runtime.Features().is_enabled("CUDA") or mx.context.num_gpus() == 0:
+        raise Unsupported("--device cuda: MXNet sees no GPU (a CPU build, or no CUDA driver); install mxnet-cu112 "
+                          "on a machine with a GPU")
+    return mx.gpu()
+
+
 def install_onnx_mapping() -> None:
     """MXNet's ONNX importer and exporter import `onnx.mapping` (dtype tables), which onnx 1.15 removed (they
     moved to onnx.helper functions). Rebuild that module from onnx.helper; for the conversion workers only."""
@@ -65,7 +79,7 @@ class MXNetRunner(Runner):
         mx = import_mxnet(threads)
         self.manifest, self.layouts = manifest, manifest.converter.get("layouts", {})
         artifact = artifact_file(folder, manifest)
-        self.context = mx.gpu() if device == "cuda" else mx.cpu()
+        self.context = mxnet_context(device)
         # the symbol's own input names where a converter recorded them (MMdnn names its input "input")
         names = manifest.converter.get("input_names") or [entry["name"] for entry in manifest.inputs]
         self.block = mx.gluon.SymbolBlock.imports(str(artifact / SYMBOL_FILE), names, str(artifact / PARAMS_FILE),

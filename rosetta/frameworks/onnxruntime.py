@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rosetta.errors import Unsupported
 from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, to_layouts
 
 
@@ -37,6 +38,11 @@ class OnnxRuntimeRunner(Runner):
         if device == "cuda":
             providers = [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "EXHAUSTIVE"})] + providers
         self.session = ort.InferenceSession(str(artifact_file(folder, manifest)), options, providers=providers)
+        if device == "cuda" and "CUDAExecutionProvider" not in self.session.get_providers():
+            # ONNX Runtime only warns and runs on the CPU: a row labelled cuda would be a CPU timing
+            raise Unsupported("--device cuda: ONNX Runtime has no working CUDA execution provider here (available: "
+                              f"{', '.join(ort.get_available_providers())}); install onnxruntime-gpu on a machine "
+                              "with a GPU")
         self.output_names = [o.name for o in self.session.get_outputs()]
 
     @classmethod

@@ -33,6 +33,21 @@ def set_threads(threads: int) -> None:
         pass
 
 
+def placement(device: str):
+    """tf.device for `device` ("cpu" or "cuda"): TensorFlow places ops on a GPU whenever it has one, so a cpu
+    row is pinned to the CPU, and a cuda row is refused (rosetta.errors.Unsupported) where TensorFlow sees no
+    GPU instead of running on the CPU under a cuda label."""
+    from rosetta.errors import Unsupported
+
+    tf = import_tensorflow()
+    if device == "cuda":
+        if not tf.config.list_physical_devices("GPU"):
+            raise Unsupported("--device cuda: TensorFlow sees no GPU (tensorflow-cpu, or no CUDA driver); install "
+                              "tensorflow[and-cuda] on a machine with a GPU")
+        return tf.device("/GPU:0")
+    return tf.device("/CPU:0")
+
+
 def check_saved_model(path: Path, trust_code: bool, label: str = "") -> None:
     """Before TensorFlow loads the SavedModel folder `path`: refuse it with one line unless every op it can run
     is a pure tensor op (rosetta.trust.savedmodel), or `trust_code`. Reads saved_model.pb (or .pbtxt) with
@@ -88,7 +103,9 @@ class SavedModelRunner(Runner):
         self.layouts = manifest.converter.get("layouts", {})
         path = artifact_file(folder, manifest)
         check_saved_model(path, trust_code, f"{folder}/{manifest.artifact}")
-        self.loaded = tf.saved_model.load(str(path))
+        self.placement = placement(device)
+        with self.placement:
+            self.loaded = tf.saved_model.load(str(path))
         self.signature = self.loaded.signatures["serving_default"]
 
     @classmethod
@@ -101,6 +118,7 @@ class SavedModelRunner(Runner):
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_feeds(feeds, self.manifest.inputs)
-        arguments = {name: self.tf.constant(array) for name, array in to_layouts(feeds, self.layouts).items()}
-        result = {name: value.numpy() for name, value in self.signature(**arguments).items()}
+        with self.placement:
+            arguments = {name: self.tf.constant(array) for name, array in to_layouts(feeds, self.layouts).items()}
+            result = {name: value.numpy() for name, value in self.signature(**arguments).items()}
         return from_layouts(result, self.layouts)

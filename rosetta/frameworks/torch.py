@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.errors import RosettaError, one_line
+from rosetta.errors import RosettaError, Unsupported, one_line
 from rosetta.frameworks import onnx2torch
 from rosetta.frameworks.base import (Runner, artifact_file, check_feeds, from_layouts, import_generated, to_layouts,
                                      weights_dict)
@@ -85,7 +85,8 @@ def torch_device(name: str):
 
     if name == "cuda":
         if not torch.cuda.is_available():
-            raise RosettaError("--device cuda: PyTorch sees no CUDA device (install a CUDA build of torch)")
+            raise Unsupported("--device cuda: PyTorch sees no CUDA device (install a CUDA build of torch on a machine "
+                              "with a GPU)")
         torch.backends.cudnn.benchmark = True
     return torch.device(name)
 

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from rosetta.frameworks.base import artifact_file
-from rosetta.frameworks.mxnet import PARAMS_FILE, SYMBOL_FILE, import_mxnet
+from rosetta.frameworks.mxnet import PARAMS_FILE, SYMBOL_FILE, import_mxnet, mxnet_context
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
 
@@ -128,12 +128,8 @@ class MXNetTrainer(Trainer):
         check_options(precision, device)
         os.environ.setdefault("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1")
         mx = import_mxnet(threads)
-        if device == "cuda" and mx.context.num_gpus() == 0:
-            from rosetta.errors import RosettaError
-
-            raise RosettaError("--device cuda: MXNet sees no GPU (install a CUDA build of mxnet)")
         self.mx, self.manifest, self.precision = mx, manifest, precision
-        self.context = mx.gpu() if device == "cuda" else mx.cpu()
+        self.context = mxnet_context(device)
         artifact = artifact_file(folder, manifest)
         names = [entry["name"] for entry in manifest.inputs]
         changes = model_changes or {}

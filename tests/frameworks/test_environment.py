@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 from importlib.metadata import version
 
+import pytest
+
 from rosetta.cli import main
+from rosetta.convert.targets import get_target
+from rosetta.errors import RosettaError
+from rosetta.frameworks import load_runner
+from rosetta.models import get_model
+from rosetta.models.inputs import generate_inputs
 
 PACKAGES = {"onnxruntime": "onnxruntime", "torch": "torch", "tensorflow": "tensorflow-cpu", "mxnet": "mxnet"}
 
@@ -41,3 +48,14 @@ def test_a_framework_that_cannot_be_imported_is_a_row_that_says_so(tmp_path, mon
     assert "libmxnet.so: cannot open shared object file" in rows["mxnet"]["error"]
     assert not rows["onnxruntime"]["error"]
     assert "not usable" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("target", ["onnxruntime", "torch", "tensorflow", "keras", "mxnet"])
+def test_a_runner_asked_for_a_gpu_it_does_not_see_refuses_instead_of_running_on_the_cpu(store, target):
+    """This machine has no GPU: every framework must say so for --device cuda. ONNX Runtime used to warn (the
+    warning silenced) and run on the CPU, and the TensorFlow and Keras runners ignored the device, so a bench
+    row labelled cuda could be a CPU timing."""
+    spec, chosen = get_model("cnn"), get_target(target)
+    folder = store.get(spec, 0, chosen.chain, chosen.export_options())
+    with pytest.raises(RosettaError, match=r"--device cuda: .*(sees no (GPU|CUDA device)|no working CUDA)"):
+        load_runner(chosen.runner, folder, device="cuda").predict(generate_inputs(spec.inputs, 2, 0))
