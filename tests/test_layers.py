@@ -20,6 +20,8 @@ LAYERS = [
     ("artifacts", ("rosetta.manifest", "rosetta.output"), "the manifest format and atomically written folders"),
     ("frameworks", ("rosetta.frameworks",), "each framework's runner and loading code, with its safety guards"),
     ("train", ("rosetta.train",), "trainers: the frameworks' models in train mode"),
+    ("native", ("rosetta.native",), "the DLF models written by hand in each framework: the baselines a converted "
+                                    "model is timed against, artifacts like any conversion"),
     ("convert", ("rosetta.convert",), "conversion paths, targets, the artifact store: artifacts from artifacts"),
     ("sources", ("rosetta.sources",), "users' model files, read and converted through the layers below"),
     ("verify", ("rosetta.verify",), "verification cells, comparison and tolerance over everything below"),

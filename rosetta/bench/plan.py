@@ -29,11 +29,13 @@ def steps_for(workload, steps: int | None = None, epochs: int | None = None) -> 
 def bench_workloads(workloads: str, targets: str, *, device: str = "cpu", steps: int | None = None,
                     epochs: int | None = None, data: Path | None = None, threads: int = 0, overhead: bool = True,
                     work_dir: Path | None = None, progress: bool = False, results_file: Path | None = None,
-                    plot_dir: Path | None = None, executor=None) -> BenchRun:
+                    plot_dir: Path | None = None, executor=None, baseline: str = "reference",
+                    rounds: int = 3) -> BenchRun:
     """Time `workloads` (comma-separated, or all) in `targets` (comma-separated, or all), one workload after the
     other. `data`: folder of the DLF data sets (None: synthetic data); `work_dir`: where the converted artifacts
     go (None: a temporary folder); `results_file`: where the caller will write the results, checked writable
-    before any work; `plot_dir`: the caller's chart folder, created before any work."""
+    before any work; `plot_dir`: the caller's chart folder, created before any work; `baseline` "native": each
+    converted model is also timed against the framework's hand-written model, alternating for `rounds` rounds."""
     from rosetta.bench.run import run_bench
     from rosetta.bench.workloads import parse_workloads
     from rosetta.convert.store import ArtifactStore
@@ -53,7 +55,7 @@ def bench_workloads(workloads: str, targets: str, *, device: str = "cpu", steps:
             done, overheads, skipped = run_bench([workload], chosen, store, device=device,
                                                  steps=steps_for(workload, steps, epochs), threads=threads,
                                                  data=str(data or ""), overhead=overhead, progress=progress,
-                                                 executor=executor)
+                                                 executor=executor, baseline=baseline, rounds=rounds)
             run.results += done
             run.overheads.update(overheads)
             run.notes += skipped

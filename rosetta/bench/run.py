@@ -12,6 +12,11 @@ steps excluded, the device synchronised before every clock read, median and spre
 The PyTorch reference is always timed, as the baseline; for training workloads a hand-written PyTorch loop
 (`bare_torch_loop`, no rosetta code in its timed region) runs in the same worker as the harness, alternating,
 to measure the harness's overhead.
+
+With a native baseline (`baseline="native"`), each converted model whose framework has a hand-written model of
+the workload (rosetta.native; for torch, the reference itself) is also timed against it in one worker, the two
+alternating for `rounds` rounds (the order swapped each round): converted / native is the ratio of their
+medians over rounds, so drift of the machine during a run falls on both.
 """
 
 from __future__ import annotations
@@ -26,7 +31,11 @@ import numpy as np
 from rosetta.bench.workloads import WORKLOADS, Workload
 
 REFERENCE_TARGET = "torch (reference)"
+NATIVE_LABEL = "{framework} (native)"
 DEFAULT_WARMUP = 2
+DEFAULT_ROUNDS = 3
+# why a target's framework has no native model to compare with
+NO_NATIVE = {"onnxruntime": "ONNX Runtime runs exported graphs: there is no model written for it by hand"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,7 @@ class BenchResult:
     version: str = ""
     settings: dict = field(default_factory=dict)
     data: str = ""
+    versus_native: float = math.nan  # converted / native, medians over alternating rounds (baseline="native")
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
@@ -192,6 +202,44 @@ def execute_overhead(cell: dict, rounds: int = 5) -> dict:
             "overhead": harness_s / bare_s - 1.0, "bare_all": bare, "harness_all": harness}
 
 
+def execute_versus(argument: dict) -> dict:
+    """Job: the converted cell and its native baseline, alternating in this process for `rounds` rounds (the
+    order swapped each round); their medians over rounds, the ratio, and the native row of the median round."""
+    cells = {"converted": argument["converted"], "native": argument["native"]}
+    rows: dict[str, list] = {"converted": [], "native": []}
+    for index in range(argument["rounds"]):
+        for kind in (("converted", "native") if index % 2 == 0 else ("native", "converted")):
+            rows[kind].append(execute_cell(cells[kind]))
+    medians = {kind: float(np.median([row["median_s"] for row in found])) for kind, found in rows.items()}
+    native = sorted(rows["native"], key=lambda row: row["median_s"])[len(rows["native"]) // 2]
+    return {"rounds": argument["rounds"], "converted_s": medians["converted"], "native_s": medians["native"],
+            "ratio": medians["converted"] / medians["native"], "native": native,
+            "converted_all": [row["median_s"] for row in rows["converted"]],
+            "native_all": [row["median_s"] for row in rows["native"]]}
+
+
+def native_job(argument: dict) -> dict:
+    """Job: the native model built (or found) under `root`; where it carries the reference's weights, verified
+    against the reference as a conversion is (rosetta.verify: calibrated tolerance), so that a mapping error in
+    a baseline shows as a FAIL beside its timing. {"folder", "verified"} or {"error"}."""
+    from rosetta.errors import RosettaError
+    from rosetta.native import NATIVE, REFERENCE_WEIGHTS, build_native
+    from rosetta.verify.cells import VerifyCell, run_cell
+
+    model, framework = argument["model"], argument["framework"]
+    try:
+        folder = build_native(Path(argument["root"]), model, framework, argument.get("seed", 0))
+    except RosettaError as error:
+        return {"error": str(error)}
+    if NATIVE.get((model, framework)).weights != REFERENCE_WEIGHTS:
+        return {"folder": str(folder), "verified": None}
+    # the ONNX route's target of this framework names its runner (keras, mxnet, tensorflow)
+    checked = run_cell(VerifyCell(model, framework), store=None, artifact=folder)
+    worst = max((output.error_ratio for output in checked.outputs), default=math.nan)
+    return {"folder": str(folder), "verified": {"verdict": checked.verdict, "reason": checked.reason,
+                                                "error_ratio": worst}}
+
+
 def failed_result(cell: BenchCell, reason: str) -> BenchResult:
     workload = WORKLOADS.get(cell.workload)
     return BenchResult(workload=cell.workload, target=cell.target, framework=cell.framework, device=cell.device,
@@ -216,21 +264,33 @@ def plan_bench(workloads: list[Workload], targets: list) -> tuple[list[tuple], l
 
 def run_bench(workloads: list[Workload], targets: list, store, device: str = "cpu", steps: int = 0,
               threads: int = 0, data: str = "", overhead: bool = True, progress: bool = True,
-              export: dict | None = None, executor=None) -> tuple[list[BenchResult], dict, list[str]]:
+              export: dict | None = None, executor=None, baseline: str = "reference",
+              rounds: int = DEFAULT_ROUNDS) -> tuple[list[BenchResult], dict, list[str]]:
     """Every (workload, target) cell, the reference first; returns results, overhead per workload, notes.
     Each artifact is converted by a task of its own first (side by side where the executor runs tasks so);
     then each cell is an exclusive task of `executor` (default local) in a fresh worker: never timed beside
-    another cell, nor beside a conversion."""
+    another cell, nor beside a conversion. `baseline` "native" adds, after each converted cell whose framework
+    has a native model of the workload, that model's row and the converted / native ratio (execute_versus)."""
     from rosetta.execution import FRESH, Job
     from rosetta.execution.executors import Task, get_executor
+    from rosetta.frameworks import isolation
     from rosetta.models import get_model
+    from rosetta.native import native_folder, native_for
     from rosetta.progress import progress_bar
     from rosetta.verify.cells import ARTIFACT_JOB, use_store
 
     executor = executor or get_executor("local")
     use_store(store)
     plan, notes = plan_bench(workloads, targets)
-    cells, tasks, made = [], [], {}  # made: artifact folder -> index of the task that converts it
+    cells, tasks, made = [], [], {}  # made: artifact folder -> index of the task that makes it
+    versus: dict[int, BenchCell] = {}  # converted cell index -> its native cell
+
+    def make(folder: Path, job: Job, label: str) -> int:
+        if folder not in made:
+            made[folder] = len(tasks)
+            tasks.append((None, Task(job, label)))
+        return made[folder]
+
     for workload, target in plan:
         name = target.name if target else REFERENCE_TARGET
         cell = BenchCell(workload.name, name, target.runner if target else "torch", device=device, steps=steps,
@@ -239,13 +299,10 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
         if target is not None:  # converted by a task of its own first (side by side where the executor can)
             spec, options = get_model(workload.model), target.export_options(export)
             folder = store.folder_for(spec, 0, target.chain, options)
-            if folder not in made:
-                made[folder] = len(tasks)
-                argument = {"model": spec.name, "seed": 0, "chain": list(target.chain), "options": options,
-                            "store": str(store.root)}
-                tasks.append((None, Task(Job(ARTIFACT_JOB, argument, what=f"{spec.name}: {target.name}"),
-                                         f"{spec.name} -> {target.name} (converting)")))
-            after = (made[folder],)
+            argument = {"model": spec.name, "seed": 0, "chain": list(target.chain), "options": options,
+                        "store": str(store.root)}
+            after = (make(folder, Job(ARTIFACT_JOB, argument, what=f"{spec.name}: {target.name}"),
+                          f"{spec.name} -> {target.name} (converting)"),)
             cell = BenchCell(**{**asdict(cell), "artifact": str(folder)})
         cells.append(cell)
         tasks.append((len(cells) - 1, Task(Job("rosetta.bench.run:execute_cell", asdict(cell), FRESH,
@@ -256,21 +313,68 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
                                                   f"{cell.target} benchmark"),
                                               f"{workload.name}: harness overhead vs a bare PyTorch loop",
                                               exclusive=True)))
+        if baseline != "native" or target is None:
+            continue
+        native, label = native_for(workload.model, target.runner), NATIVE_LABEL.format(framework=target.runner)
+        if target.runner == "torch":  # PyTorch's native model is the reference
+            native_cell, needs = BenchCell(**{**asdict(cell), "target": REFERENCE_TARGET, "artifact": "-"}), ()
+        elif native is None:
+            notes.append(f"{workload.name}: {target.name} has no native baseline: "
+                         + NO_NATIVE.get(target.runner, f"no native {target.runner} model of {workload.model}"))
+            continue
+        else:
+            folder = native_folder(store.root, native)
+            argument = {"root": str(store.root), "model": workload.model, "framework": target.runner, "seed": 0}
+            needs = (make(folder, Job("rosetta.bench.run:native_job", argument, isolation(target.runner),
+                                      f"native {target.runner} {workload.model}"),
+                          f"{workload.model}: native {target.runner} model (building)"),)
+            native_cell = BenchCell(**{**asdict(cell), "target": label, "artifact": str(folder)})
+        versus[len(cells) - 1] = native_cell
+        argument = {"converted": asdict(cell), "native": asdict(native_cell), "rounds": rounds}
+        tasks.append((("versus", len(cells) - 1), Task(Job("rosetta.bench.run:execute_versus", argument, FRESH,
+                                                           f"{cell.target} vs native benchmark"),
+                                                       f"{workload.name}: {name} vs {native_cell.target}",
+                                                       after=after + needs, exclusive=True)))
     with progress_bar(len(tasks), "benchmarking", enabled=progress) as advance:
         outcomes = executor.run([task for _, task in tasks], advance)
         advance(None)
-    results, overheads = {}, {}
+    results, overheads, natives = {}, {}, {}
     for (key, task), outcome in zip(tasks, outcomes):
-        if key is None:  # a conversion: its failure is reported by the cells that need it
+        if key is None:  # a conversion or a native build: its failure is reported by the cells that need it
             continue
-        conversion = outcomes[task.after[0]] if task.after else None
-        failed = conversion and (conversion.error or conversion.result.get("error"))
+        failed = next((error for error in (_failure(outcomes[index]) for index in task.after) if error), None)
         if isinstance(key, str):  # a workload's overhead measurement
             overheads[key] = {"error": outcome.error} if outcome.error else outcome.result
+        elif isinstance(key, tuple):  # converted vs native, alternating
+            natives[key[1]] = (failed or outcome.error, outcome.result)
         elif failed:  # a failing conversion is a FAIL row with the converter's reason
             results[key] = failed_result(cells[key], failed)
         elif outcome.error:
             results[key] = failed_result(cells[key], outcome.error)
         else:
             results[key] = BenchResult(**{**outcome.result, "peak_rss_mb": outcome.peak_rss_mb})
-    return [results[index] for index in range(len(cells))], overheads, notes
+    rows = []
+    for index in range(len(cells)):
+        rows.append(results[index])
+        if index not in natives:
+            continue
+        error, found = natives[index]
+        native_cell = versus[index]
+        if error:
+            if native_cell.artifact != "-":  # the reference has its own row already
+                rows.append(failed_result(native_cell, error))
+            continue
+        results[index].versus_native = found["ratio"]
+        results[index].extra["versus_native"] = {key: found[key] for key in
+                                                 ("rounds", "converted_s", "native_s", "converted_all", "native_all")}
+        if native_cell.artifact != "-":
+            rows.append(BenchResult(**found["native"]))
+            built = outcomes[made[Path(native_cell.artifact)]].result
+            if built.get("verified"):
+                rows[-1].extra["verified"] = built["verified"]
+    return rows, overheads, notes
+
+
+def _failure(outcome) -> str | None:
+    """The error of a task another one needed (a conversion or a native build), if it failed."""
+    return outcome.error or (outcome.result or {}).get("error")

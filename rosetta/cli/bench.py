@@ -17,10 +17,12 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                     "extraction) in each target framework, each cell in its own process: warm-up excluded, device "
                     "synchronised before every clock read, median and p10-p90 of the timed steps, peak memory. "
                     "The PyTorch reference is always timed as the baseline, and training workloads also time a "
-                    "hand-written PyTorch loop to measure the harness's overhead. Prints a table; writes JSON "
+                    "hand-written PyTorch loop to measure the harness's overhead. --baseline native times each "
+                    "converted model against the same model written natively in its framework. Prints a table; writes JSON "
                     "and one PNG chart per workload.",
         epilog="examples:\n  rosetta bench --workload cnn-train --targets torch,keras,mxnet --steps 20\n"
                "  rosetta bench --workload resnet50-features --targets all --json bench.json --plot-dir charts\n"
+               "  rosetta bench --workload all --targets all --baseline native   (converted / native per framework)\n"
                "  rosetta bench --workload all --device cuda --data ~/datasets   (cifar-10-batches-py/, imdb.npz)\n"
                "exit status: 0 all cells ran, 1 some FAIL, 2 usage or input error",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -37,6 +39,13 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                                                 "default: synthetic data of the same shapes and dtypes")
     bench.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
     bench.add_argument("--no-overhead", action="store_true", help="skip the bare-loop overhead measurement")
+    bench.add_argument("--baseline", choices=("reference", "native"), default="reference",
+                       help="native: also time each converted model against the model written by hand in its "
+                            "framework (Keras, Gluon, a TensorFlow SavedModel; for torch the reference), the two "
+                            "alternating in one process: a converted/native column")
+    bench.add_argument("--rounds", type=positive_int, default=3,
+                       help="with --baseline native: alternating rounds per pair (default: 3); the ratio is of "
+                            "the medians over rounds")
     bench.add_argument("--work-dir", type=Path, help="keep converted artifacts here (default: a temporary folder)")
     bench.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
     bench.add_argument("--plot-dir", type=Path, help="write one PNG chart per workload into this folder")
@@ -53,7 +62,7 @@ def run(args) -> int:
     done = bench_workloads(args.workload, args.targets, device=args.device, steps=args.steps, epochs=args.epochs,
                            data=args.data, threads=args.threads, overhead=not args.no_overhead,
                            work_dir=args.work_dir, progress=progress(args), results_file=args.json,
-                           plot_dir=args.plot_dir, executor=runs_on)
+                           plot_dir=args.plot_dir, executor=runs_on, baseline=args.baseline, rounds=args.rounds)
     out = console()
     out.print(bench_table(done.results, title=f"rosetta bench ({args.device})"))
     out.print(f"executor: {runs_on.describe()}", highlight=False)
@@ -66,6 +75,7 @@ def run(args) -> int:
         from rosetta import __version__
 
         payload = {"rosetta_version": __version__, "device": args.device, "threads": args.threads,
+                   "baseline": args.baseline, "rounds": args.rounds if args.baseline == "native" else None,
                    "executor": runs_on.describe(),
                    "workloads": [w.__dict__ for w in done.workloads], "results": [r.to_json() for r in done.results],
                    "overhead": done.overheads, "notes": done.notes}

@@ -40,7 +40,7 @@ def inference_chart(rows: list[dict], path: Path, title: str) -> Path:
 
 
 def bench_chart(workload, results: list, path: Path, device: str) -> Path:
-    """One bar per target in the workload's DLF unit (lower is faster), p10-p90 whiskers; FAIL rows drawn as
+    """One bar per target in the workload's DLF unit (lower is faster), p10-p90 whiskers, native baselines in green; FAIL rows drawn as
     'FAIL'. On GPU, DLF's published K80 and P100 figures stand beside ours, hatched."""
     import math
 
@@ -55,7 +55,8 @@ def bench_chart(workload, results: list, path: Path, device: str) -> Path:
     values = [r.dlf_value if r.status == "ok" else 0.0 for r in rows]
     low = [v - r.p10_s * k if r.status == "ok" else 0.0 for v, r, k in zip(values, rows, per_unit)]
     high = [r.p90_s * k - v if r.status == "ok" else 0.0 for v, r, k in zip(values, rows, per_unit)]
-    colours = ["#888888" if "reference" in r.target or "bare" in r.target else "#3b75af" for r in rows]
+    colours = ["#888888" if "reference" in r.target or "bare" in r.target else
+               "#5a9e4b" if r.target.endswith("(native)") else "#3b75af" for r in rows]
     if device == "cuda":
         for gpu, hatch in (("K80", "//"), ("P100", "..")):
             for framework, value in workload.dlf.get(gpu, {}).items():

@@ -102,20 +102,37 @@ def models_table(specs):
 def bench_table(results, overheads: dict | None = None, title: str = "rosetta bench"):
     from rich.table import Table
 
+    import math
+
     table = Table(title=title, title_justify="left")
+    versus = any(not math.isnan(r.versus_native) for r in results)
     for column, justify in (("workload", "left"), ("target", "left"), ("device", "left"), ("steps", "right"),
                             ("median / step", "right"), ("p10-p90", "right"), ("samples/s", "right"),
-                            ("DLF unit", "right"), ("peak RSS", "right"), ("peak GPU", "right"), ("status", "center")):
+                            ("DLF unit", "right"), ("peak RSS", "right"), ("peak GPU", "right"),
+                            *([("converted / native", "right")] if versus else []), ("status", "center")):
         table.add_column(column, justify=justify)
     for r in results:
+        ratio = ([_ratio_cell(r.versus_native)] if versus else [])
         if r.status != "ok":
-            table.add_row(r.workload, r.target, r.device, str(r.steps), "-", "-", "-", "-", "-", "-", "[red]FAIL[/red]")
+            table.add_row(r.workload, r.target, r.device, str(r.steps), "-", "-", "-", "-", "-", "-", *ratio,
+                          "[red]FAIL[/red]")
             continue
         table.add_row(r.workload, r.target, r.device, str(r.steps), f"{1e3 * r.median_s:.1f} ms",
                       f"{1e3 * r.p10_s:.1f}-{1e3 * r.p90_s:.1f} ms", f"{r.samples_per_s:,.1f}",
                       f"{r.dlf_value:.3g} {r.unit}", f"{r.peak_rss_mb:,.0f} MiB" if r.peak_rss_mb else "-",
-                      f"{r.peak_device_mb:,.0f} MiB" if r.peak_device_mb else "-", "[green]ok[/green]")
+                      f"{r.peak_device_mb:,.0f} MiB" if r.peak_device_mb else "-", *ratio, "[green]ok[/green]")
     return table
+
+
+SLOWER_THAN_NATIVE = 1.10  # converted / native above this: the conversion costs time (issue 17's threshold)
+
+
+def _ratio_cell(ratio: float) -> str:
+    import math
+
+    if math.isnan(ratio):
+        return "-"
+    return f"[red]{ratio:.2f}x[/red]" if ratio > SLOWER_THAN_NATIVE else f"{ratio:.2f}x"
 
 
 def bench_lines(results, overheads: dict) -> list[str]:
@@ -129,6 +146,17 @@ def bench_lines(results, overheads: dict) -> list[str]:
                 lines.append(f"[red]FAIL[/red] {workload} {r.target}: {r.reason}")
             elif reference is not None and r is not reference:
                 lines.append(f"{workload}: {r.target} takes {r.median_s / reference.median_s:.2f}x the reference's time")
+            versus = r.extra.get("versus_native") if r.status == "ok" else None
+            if versus:
+                lines.append(f"{workload}: {r.target} takes {r.versus_native:.2f}x its framework's native model's "
+                             f"time ({1e3 * versus['converted_s']:.1f} vs {1e3 * versus['native_s']:.1f} ms, medians "
+                             f"of {versus['rounds']} alternating rounds)")
+            verified = r.extra.get("verified")
+            if verified:
+                colour = "green" if verified["verdict"] == "PASS" else "red"
+                lines.append(f"{workload}: {r.target} has the reference's weights; against the reference: "
+                             f"[{colour}]{verified['verdict']}[/{colour}] (error {verified['error_ratio']:.2g}x the "
+                             f"noise floor){': ' + verified['reason'] if verified['reason'] else ''}")
         overhead = overheads.get(workload)
         if overhead and "overhead" in overhead:
             lines.append(f"{workload}: harness {1e3 * overhead['harness_s_per_step']:.1f} ms/step vs bare PyTorch loop "

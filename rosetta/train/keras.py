@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rosetta.frameworks.base import artifact_file
+from rosetta.frameworks.base import artifact_file, to_layouts
 from rosetta.frameworks.keras import import_keras, in_precision
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
@@ -141,6 +141,7 @@ class KerasTrainer(Trainer):
 
     def step(self, feeds: dict[str, np.ndarray], labels: np.ndarray) -> float:
         arrays = []
+        feeds = to_layouts(feeds, self.manifest.converter.get("layouts", {}))  # a channels-last native model
         for entry in self.manifest.inputs:
             array = feeds[entry["name"]]
             arrays.append(array.astype(self.precision) if array.dtype.kind == "f" else array)

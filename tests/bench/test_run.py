@@ -72,3 +72,26 @@ def test_overhead_is_measured_against_a_bare_loop(store):
     overhead = overheads["gru-train"]
     assert overhead["rounds"] == 5 and overhead["bare_s_per_step"] > 0 and overhead["harness_s_per_step"] > 0
     assert overhead["overhead"] == pytest.approx(overhead["harness_s_per_step"] / overhead["bare_s_per_step"] - 1)
+
+
+def test_native_baseline_alternates_converted_and_native_in_one_worker(store):
+    """--baseline native: after the converted keras cell, the hand-written Keras model's row (verified against
+    the reference, whose weights it carries) and converted / native as the ratio of medians over rounds; torch's
+    native model is the reference itself, so it gets the ratio and no extra row."""
+    from rosetta.report.tables import bench_lines, bench_table
+
+    results, _, _ = run_bench(parse_workloads("cnn-train"), parse_target_list("keras,torch"), store, steps=1,
+                              overhead=False, progress=False, baseline="native", rounds=2)
+    assert [r.target for r in results] == ["torch (reference)", "keras", "keras (native)", "torch"]
+    keras, native, torch = results[1:]
+    versus = keras.extra["versus_native"]
+    assert versus["rounds"] == 2 and len(versus["converted_all"]) == len(versus["native_all"]) == 2
+    assert versus["converted_s"] == pytest.approx(np.median(versus["converted_all"]))
+    assert keras.versus_native == pytest.approx(versus["converted_s"] / versus["native_s"])
+    assert native.status == "ok" and native.framework == "keras" and native.extra["verified"]["verdict"] == "PASS"
+    assert native.median_s in versus["native_all"] and math.isnan(native.versus_native)
+    assert math.isfinite(torch.versus_native) and torch.extra["versus_native"]["native_s"] > 0
+    lines = "\n".join(bench_lines(results, {}))
+    assert f"keras takes {keras.versus_native:.2f}x its framework's native model's time" in lines
+    assert "keras (native) has the reference's weights; against the reference: [green]PASS" in lines
+    assert "converted / native" in [column.header for column in bench_table(results).columns]
