@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import platform
@@ -27,6 +28,20 @@ def sha256_of(path: Path) -> str:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def code_digest(*packages: str) -> str:
+    """sha256 (12 hex digits) of the source of rosetta's `packages` ("convert", "frameworks", ...): part of the
+    name of a stored artifact, so that one made by other code is made again, not reused, even where rosetta's
+    version and every converter's are the same (a working folder kept across a change to a bridge)."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 @dataclass

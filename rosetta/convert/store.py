@@ -18,7 +18,7 @@ from typing import Callable
 from rosetta.convert.onnx.from_torch import TorchSource
 from rosetta.convert.registry import chain_versions, get_conversion
 from rosetta.execution import Job, execute, runs_here
-from rosetta.manifest import MANIFEST_NAME, Manifest
+from rosetta.manifest import MANIFEST_NAME, Manifest, code_digest
 from rosetta.output import atomic_folder
 from rosetta.scratch import exclusive, scratch_folder
 
@@ -120,10 +120,11 @@ class ArtifactStore:
         self.failures: dict[Path, Exception] = {}  # conversions that failed in this process: not tried again
 
     def _folder(self, key: str, chain: tuple[str, ...], options: dict | None, tag: str) -> Path:
-        """Named by what decides the artifact: the chain, the options, the variant, and the versions of rosetta
-        and of every converter on the chain (an artifact made by other code is made again, never reused)."""
-        identity = json.dumps({"chain": chain, "options": options or {}, "tag": tag, "versions": chain_versions(chain)},
-                              sort_keys=True)
+        """Named by what decides the artifact: the chain, the options, the variant, the versions of rosetta
+        and of every converter on the chain, and rosetta's own conversion code (code_digest): an artifact made by
+        other code is made again, never reused."""
+        identity = json.dumps({"chain": chain, "options": options or {}, "tag": tag, "versions": chain_versions(chain),
+                               "code": code_digest("convert", "frameworks", "models")}, sort_keys=True)
         digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
         label = "-".join(chain[1:]) + (f"-{tag}" if tag else "")
         return self.root / key / f"{label}-{digest}"

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from rosetta.manifest import MANIFEST_NAME, Manifest, sha256_of
+from rosetta.manifest import MANIFEST_NAME, Manifest, code_digest, sha256_of
 from rosetta.registry import Registry, load_entry
 
 REFERENCE_WEIGHTS = "the reference's weights"
@@ -40,11 +40,13 @@ def native_for(model: str, framework: str) -> NativeModel | None:
 
 
 def native_folder(root: Path, native: NativeModel, seed: int = 0) -> Path:
-    """Where the native model is kept: named by the framework versions and rosetta's, so other code rebuilds it."""
+    """Where the native model is kept: named by the framework's version, rosetta's, and the code that builds it
+    (code_digest), so that other code builds it again."""
     from rosetta import __version__
     from rosetta.frameworks import runner_class
 
     identity = json.dumps({"builder": native.builder, "seed": seed, "rosetta": __version__,
+                           "code": code_digest("native", "models"),
                            "framework": runner_class(native.framework).version()}, sort_keys=True)
     digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
     return Path(root) / f"{native.model}-seed{seed}" / f"native-{native.framework}-{digest}"

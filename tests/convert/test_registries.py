@@ -64,3 +64,15 @@ def test_help_imports_no_framework():
             "print(sorted(m for m in ('torch', 'tensorflow', 'mxnet', 'onnxruntime', 'keras') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_an_artifact_made_by_other_conversion_code_is_made_again(tmp_path, monkeypatch):
+    """rosetta's version alone does not say which bridge made an artifact: the key holds a digest of the code."""
+    from rosetta import manifest
+    from rosetta.convert import store as stores
+
+    store, spec, chain = ArtifactStore(tmp_path), get_model("cnn"), ("torch", "onnx", "mxnet")
+    before = store.folder_for(spec, 0, chain)
+    assert manifest.code_digest("convert") != manifest.code_digest("convert", "frameworks")
+    monkeypatch.setattr(stores, "code_digest", lambda *packages: "edited")
+    assert store.folder_for(spec, 0, chain) != before
