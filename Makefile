@@ -5,6 +5,16 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 PINS   := requirements/pins.txt
 STAMP  := $(VENV)/.installed
+# GPU=1 (`make demo GPU=1`, `make test GPU=1`): the CUDA builds of requirements/gpu.txt (which holds every pin of
+# pins.txt too), with a stamp of their own; a venv installed for the other setting is made anew.
+GPU    ?=
+ifeq ($(GPU),1)
+PINS   := requirements/gpu.txt
+STAMP  := $(VENV)/.installed-gpu
+OTHER  := $(VENV)/.installed
+else
+OTHER  := $(VENV)/.installed-gpu
+endif
 # test processes (pytest-xdist): one per core of the 2-core machines CI runs on
 JOBS   ?= 2
 
@@ -13,12 +23,20 @@ JOBS   ?= 2
 # Re-install only when the pins or the package metadata change.
 NODEPS := requirements/no-deps.txt
 
-$(STAMP): $(PINS) $(NODEPS) pyproject.toml
+$(STAMP): $(PINS) requirements/pins.txt $(NODEPS) pyproject.toml
+	test ! -e $(OTHER) || rm -rf $(VENV)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	# torch first and pinned, so that nothing can pull a CUDA build in its place.
+	# torch first and pinned, so that nothing can pull another build (CUDA; with GPU=1, CPU) in its place.
 	$(PIP) install --quiet -c $(PINS) torch
 	$(PIP) install --quiet -c $(PINS) -e '.[frameworks,test,ray]'
+ifeq ($(GPU),1)
+	# The CUDA builds in place of onnxruntime and tensorflow-cpu (MXNet stays a CPU build: requirements/gpu.txt).
+	# Each pair ships the same Python module, so both builds go first (a re-run has just put the CPU one back),
+	# then the CUDA one is installed alone.
+	$(PIP) uninstall --quiet --yes onnxruntime onnxruntime-gpu tensorflow-cpu tensorflow
+	$(PIP) install --quiet -c $(PINS) onnxruntime-gpu 'tensorflow[and-cuda]'
+endif
 	$(PIP) install --quiet --no-deps -r $(NODEPS)
 	touch $(STAMP)
 

@@ -30,18 +30,24 @@ def bench_workloads(workloads: str, targets: str, *, device: str = "cpu", steps:
                     epochs: int | None = None, data: Path | None = None, threads: int = 0, overhead: bool = True,
                     work_dir: Path | None = None, progress: bool = False, results_file: Path | None = None,
                     plot_dir: Path | None = None, executor=None, baseline: str = "reference",
-                    rounds: int = 3) -> BenchRun:
+                    rounds: int = 3, speed: dict | None = None, workers: int = 1) -> BenchRun:
     """Time `workloads` (comma-separated, or all) in `targets` (comma-separated, or all), one workload after the
     other. `data`: folder of the DLF data sets (None: synthetic data); `work_dir`: where the converted artifacts
     go (None: a temporary folder); `results_file`: where the caller will write the results, checked writable
     before any work; `plot_dir`: the caller's chart folder, created before any work; `baseline` "native": each
-    converted model is also timed against the framework's hand-written model, alternating for `rounds` rounds."""
+    converted model is also timed against the framework's hand-written model, alternating for `rounds` rounds;
+    `speed`: the speed variant (precision, channels_last, compile) every cell runs with; `workers` > 1: the
+    training workloads data-parallel on that many workers (rosetta.bench.parallel)."""
     from rosetta.bench.run import run_bench
     from rosetta.bench.workloads import parse_workloads
     from rosetta.convert.store import ArtifactStore
     from rosetta.convert.targets import parse_target_list
     from rosetta.verify.files import check_writable_file
 
+    from rosetta.frameworks.speed import Speed
+
+    # a bad --precision refused before any work; the default variant is no variant (the overhead is measured)
+    speed = Speed.from_json(speed).to_json() if speed and Speed.from_json(speed) != Speed() else None
     run = BenchRun(parse_workloads(workloads))
     chosen = parse_target_list(targets)
     check_writable_file(results_file)
@@ -55,7 +61,8 @@ def bench_workloads(workloads: str, targets: str, *, device: str = "cpu", steps:
             done, overheads, skipped = run_bench([workload], chosen, store, device=device,
                                                  steps=steps_for(workload, steps, epochs), threads=threads,
                                                  data=str(data or ""), overhead=overhead, progress=progress,
-                                                 executor=executor, baseline=baseline, rounds=rounds)
+                                                 executor=executor, baseline=baseline, rounds=rounds,
+                                                 speed=speed, workers=workers)
             run.results += done
             run.overheads.update(overheads)
             run.notes += skipped

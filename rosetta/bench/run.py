@@ -34,6 +34,7 @@ REFERENCE_TARGET = "torch (reference)"
 NATIVE_LABEL = "{framework} (native)"
 DEFAULT_WARMUP = 2
 DEFAULT_ROUNDS = 3
+NOT_AVAILABLE = "n/a"
 # why a target's framework has no native model to compare with
 NO_NATIVE = {"onnxruntime": "ONNX Runtime runs exported graphs: there is no model written for it by hand"}
 
@@ -50,6 +51,8 @@ class BenchCell:
     threads: int = 0
     data: str = ""  # folder with cifar-10-batches-py/ and imdb.npz; "" = synthetic data
     seed: int = 0
+    speed: dict = field(default_factory=dict)  # rosetta.frameworks.speed.Speed as JSON; {}: fp32, as written
+    workers: int = 1  # data-parallel workers for a training cell (rosetta.bench.parallel)
 
     def timed_steps(self) -> int:
         workload = WORKLOADS.get(self.workload)
@@ -62,7 +65,7 @@ class BenchResult:
     target: str
     framework: str
     device: str
-    status: str  # "ok" or "FAIL"
+    status: str  # "ok", "FAIL", or NOT_AVAILABLE (a speed setting the framework does not have)
     reason: str = ""
     task: str = ""
     batch: int = 0
@@ -118,36 +121,60 @@ def workload_batches(workload: Workload, count: int, data: str = "", seed: int =
 
 
 def execute_cell(cell: dict) -> dict:
-    """Run one bench cell in this process (called in a worker) and return its BenchResult as JSON."""
-    from rosetta.bench.inference import time_predict
-    from rosetta.models import get_model
-    from rosetta.train.base import run_training
-    from rosetta.train.optim import training_options
+    """Run one bench cell in this process (called in a worker) and return its BenchResult as JSON; a speed
+    setting its framework does not have is a NOT_AVAILABLE row with the framework's one-line reason."""
+    from rosetta.frameworks.speed import Speed, SettingUnavailable
 
     cell = BenchCell(**cell)
     workload = WORKLOADS.get(cell.workload)
     steps = cell.timed_steps()
     result = BenchResult(workload=cell.workload, target=cell.target, framework=cell.framework, device=cell.device,
                          status="ok", task=workload.task, batch=workload.batch, steps=steps, warmup=cell.warmup,
-                         unit=workload.unit)
+                         unit=workload.unit, settings={"speed": Speed.from_json(cell.speed).label})
     batches, result.data = workload_batches(workload, steps + cell.warmup, cell.data, cell.seed)
-    if workload.task == "train":
-        options = {**training_options(get_model(workload.model), threads=cell.threads, device=cell.device),
-                   **({"model": workload.model, "seed": cell.seed} if cell.artifact == "-" else {})}
-        trained = run_training(cell.framework, cell.artifact, batches, options, cell.warmup, keep_parameters=False)
-        timing = trained["step_seconds"]
-        result.version, result.settings = trained["version"], trained["settings"]
-        result.peak_device_mb = trained["peak_device_mb"]
-        result.dlf_value = timing["median_s"] * math.ceil(workload.epoch_samples / workload.batch)
-        result.extra["losses"] = [float(v) for v in trained["losses"]]
-    else:
-        timing = time_predict(cell.framework, Path(cell.artifact), batches[0], repeats=steps, warmup=cell.warmup,
-                              threads=cell.threads, device=cell.device, model=workload.model, seed=cell.seed)
-        result.version, result.settings = timing.pop("version", ""), timing.pop("settings", {})
-        result.dlf_value = timing["median_s"] / workload.batch * 1000
+    try:
+        timing = _time_cell(cell, workload, batches, result)
+    except SettingUnavailable as error:
+        result.status, result.reason = NOT_AVAILABLE, str(error)
+        return result.to_json()
     result.median_s, result.p10_s, result.p90_s = timing["median_s"], timing["p10_s"], timing["p90_s"]
-    result.samples_per_s = workload.batch / timing["median_s"]
+    result.samples_per_s = workload.batch * result.extra.get("parallel", {}).get("workers", 1) / timing["median_s"]
     return result.to_json()
+
+
+def _time_cell(cell: BenchCell, workload: Workload, batches: list, result: BenchResult) -> dict:
+    """The cell's timing (training steps or predict calls), filling `result`'s version, settings and DLF value."""
+    from rosetta.bench.inference import time_predict
+    from rosetta.models import get_model
+    from rosetta.train.base import run_training
+    from rosetta.train.optim import training_options
+
+    speed = {"speed": cell.speed} if cell.speed else {}
+    if workload.task == "train":
+        options = {**training_options(get_model(workload.model), threads=cell.threads, device=cell.device), **speed,
+                   **({"model": workload.model, "seed": cell.seed} if cell.artifact == "-" else {})}
+        if cell.workers > 1:  # on 1 and on N workers, each its own processes (rosetta.bench.parallel)
+            from rosetta.bench.parallel import time_parallel
+
+            trained = {**time_parallel(cell, workload, options), "peak_device_mb": None}
+            result.extra["parallel"] = trained["parallel"]
+        else:
+            trained = run_training(cell.framework, cell.artifact, batches, options, cell.warmup,
+                                   keep_parameters=False)
+        timing = trained["step_seconds"]
+        result.version, result.settings = trained["version"], {**result.settings, **trained["settings"]}
+        result.peak_device_mb = trained["peak_device_mb"]
+        # an epoch of N workers' global batches takes 1/N of the steps
+        result.dlf_value = timing["median_s"] * math.ceil(workload.epoch_samples / (workload.batch * cell.workers))
+        result.extra["losses"] = [float(v) for v in trained["losses"]]
+        return timing
+    timing = time_predict(cell.framework, Path(cell.artifact), batches[0], repeats=len(batches) - cell.warmup,
+                          warmup=cell.warmup, threads=cell.threads, device=cell.device, model=workload.model,
+                          seed=cell.seed, **speed)
+    result.version = timing.pop("version", "")
+    result.settings = {**result.settings, **timing.pop("settings", {})}
+    result.dlf_value = timing["median_s"] / workload.batch * 1000
+    return timing
 
 
 def bare_torch_loop(model: str, batches: list, warmup: int, threads: int = 0) -> float:
@@ -182,7 +209,9 @@ def bare_torch_loop(model: str, batches: list, warmup: int, threads: int = 0) ->
 
 
 def execute_overhead(cell: dict, rounds: int = 5) -> dict:
-    """Harness vs bare loop, alternating in this process for `rounds` rounds; the medians and their ratio."""
+    """Harness vs bare loop, alternating in this process for `rounds` rounds (which runs first swaps each round,
+    so warm caches favour neither): the overhead is the median of the rounds' paired ratios, reported with
+    their range, so that a figure inside the machine's own round-to-round spread reads as noise, not cost."""
     from rosetta.models import get_model
     from rosetta.train.base import REFERENCE, run_training
     from rosetta.train.optim import training_options
@@ -191,15 +220,21 @@ def execute_overhead(cell: dict, rounds: int = 5) -> dict:
     workload = WORKLOADS.get(cell.workload)
     batches, _ = workload_batches(workload, cell.timed_steps() + cell.warmup, cell.data, cell.seed)
     options = {**training_options(get_model(workload.model), threads=cell.threads), "model": workload.model, "seed": 0}
+
+    def harness_loop() -> float:  # the mean step, as bare_torch_loop measures it
+        return run_training("torch", REFERENCE, batches, options, cell.warmup, keep_parameters=False)["step_seconds"]["mean_s"]
+
     bare, harness = [], []
-    for _ in range(rounds):
+    for index in range(rounds):
+        if index % 2:
+            harness.append(harness_loop())
         bare.append(bare_torch_loop(workload.model, batches, cell.warmup, cell.threads))
-        trained = run_training("torch", REFERENCE, batches, options, cell.warmup, keep_parameters=False)
-        timing = trained["step_seconds"]
-        harness.append(timing["mean_s"])
-    bare_s, harness_s = float(np.median(bare)), float(np.median(harness))
-    return {"rounds": rounds, "bare_s_per_step": bare_s, "harness_s_per_step": harness_s,
-            "overhead": harness_s / bare_s - 1.0, "bare_all": bare, "harness_all": harness}
+        if not index % 2:
+            harness.append(harness_loop())
+    paired = sorted(h / b - 1.0 for h, b in zip(harness, bare))
+    return {"rounds": rounds, "bare_s_per_step": float(np.median(bare)), "harness_s_per_step": float(np.median(harness)),
+            "overhead": float(np.median(paired)), "overhead_range": [paired[0], paired[-1]],
+            "bare_all": bare, "harness_all": harness}
 
 
 def execute_versus(argument: dict) -> dict:
@@ -210,6 +245,8 @@ def execute_versus(argument: dict) -> dict:
     for index in range(argument["rounds"]):
         for kind in (("converted", "native") if index % 2 == 0 else ("native", "converted")):
             rows[kind].append(execute_cell(cells[kind]))
+            if rows[kind][-1]["status"] != "ok":  # a speed setting the framework lacks: no ratio to take
+                return {"unavailable": rows[kind][-1]["reason"], "native": execute_cell(cells["native"])}
     medians = {kind: float(np.median([row["median_s"] for row in found])) for kind, found in rows.items()}
     native = sorted(rows["native"], key=lambda row: row["median_s"])[len(rows["native"]) // 2]
     return {"rounds": argument["rounds"], "converted_s": medians["converted"], "native_s": medians["native"],
@@ -265,12 +302,16 @@ def plan_bench(workloads: list[Workload], targets: list) -> tuple[list[tuple], l
 def run_bench(workloads: list[Workload], targets: list, store, device: str = "cpu", steps: int = 0,
               threads: int = 0, data: str = "", overhead: bool = True, progress: bool = True,
               export: dict | None = None, executor=None, baseline: str = "reference",
-              rounds: int = DEFAULT_ROUNDS) -> tuple[list[BenchResult], dict, list[str]]:
+              rounds: int = DEFAULT_ROUNDS, speed: dict | None = None,
+              workers: int = 1) -> tuple[list[BenchResult], dict, list[str]]:
     """Every (workload, target) cell, the reference first; returns results, overhead per workload, notes.
     Each artifact is converted by a task of its own first (side by side where the executor runs tasks so);
     then each cell is an exclusive task of `executor` (default local) in a fresh worker: never timed beside
     another cell, nor beside a conversion. `baseline` "native" adds, after each converted cell whose framework
-    has a native model of the workload, that model's row and the converted / native ratio (execute_versus)."""
+    has a native model of the workload, that model's row and the converted / native ratio (execute_versus).
+    `speed`: a speed variant (rosetta.frameworks.speed) every cell runs with; `workers` > 1: training cells run
+    data-parallel (rosetta.bench.parallel); the harness overhead and native baselines are measured for the
+    default (fp32, one worker) only."""
     from rosetta.execution import FRESH, Job
     from rosetta.execution.executors import Task, get_executor
     from rosetta.frameworks import isolation
@@ -294,7 +335,8 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
     for workload, target in plan:
         name = target.name if target else REFERENCE_TARGET
         cell = BenchCell(workload.name, name, target.runner if target else "torch", device=device, steps=steps,
-                         threads=threads, data=data)
+                         threads=threads, data=data, speed=dict(speed or {}),
+                         workers=workers if workload.task == "train" else 1)
         after = ()
         if target is not None:  # converted by a task of its own first (side by side where the executor can)
             spec, options = get_model(workload.model), target.export_options(export)
@@ -308,12 +350,12 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
         tasks.append((len(cells) - 1, Task(Job("rosetta.bench.run:execute_cell", asdict(cell), FRESH,
                                                f"{cell.target} benchmark"), f"{workload.name}: {name}",
                                            after=after, exclusive=True)))
-        if overhead and target is None and workload.task == "train":
+        if overhead and target is None and workload.task == "train" and not cell.speed and cell.workers == 1:
             tasks.append((workload.name, Task(Job("rosetta.bench.run:execute_overhead", asdict(cell), FRESH,
                                                   f"{cell.target} benchmark"),
                                               f"{workload.name}: harness overhead vs a bare PyTorch loop",
                                               exclusive=True)))
-        if baseline != "native" or target is None:
+        if baseline != "native" or target is None or cell.workers > 1:
             continue
         native, label = native_for(workload.model, target.runner), NATIVE_LABEL.format(framework=target.runner)
         if target.runner == "torch":  # PyTorch's native model is the reference
@@ -363,6 +405,10 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
         if error:
             if native_cell.artifact != "-":  # the reference has its own row already
                 rows.append(failed_result(native_cell, error))
+            continue
+        if "unavailable" in found:  # the speed variant: its rows say why, there is no ratio
+            if native_cell.artifact != "-":
+                rows.append(BenchResult(**found["native"]))
             continue
         results[index].versus_native = found["ratio"]
         results[index].extra["versus_native"] = {key: found[key] for key in

@@ -23,8 +23,11 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
         epilog="examples:\n  rosetta bench --workload cnn-train --targets torch,keras,mxnet --steps 20\n"
                "  rosetta bench --workload resnet50-features --targets all --json bench.json --plot-dir charts\n"
                "  rosetta bench --workload all --targets all --baseline native   (converted / native per framework)\n"
+               "  rosetta bench --workload cnn-train --targets torch,keras --workers 2   (data-parallel scaling)\n"
+               "  rosetta bench --workload cnn-train --precision amp-bf16 --compile\n"
                "  rosetta bench --workload all --device cuda --data ~/datasets   (cifar-10-batches-py/, imdb.npz)\n"
-               "exit status: 0 all cells ran, 1 some FAIL, 2 usage or input error",
+               "exit status: 0 all cells ran (or are n/a: a speed setting a framework lacks), 1 some FAIL, "
+               "2 usage or input error",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     bench.add_argument("--workload", default="all", help=f"workloads, comma-separated, or all: {', '.join(workload_names())}")
     bench.add_argument("--targets", default="all",
@@ -43,6 +46,20 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                        help="native: also time each converted model against the model written by hand in its "
                             "framework (Keras, Gluon, a TensorFlow SavedModel; for torch the reference), the two "
                             "alternating in one process: a converted/native column")
+    speed = bench.add_argument_group("speed variants (recorded in every row's settings; a framework that lacks "
+                                     "one gives an n/a row that says so)")
+    speed.add_argument("--precision", choices=("fp32", "tf32", "amp-fp16", "amp-bf16"), default="fp32",
+                       help="fp32 (default: strict float32, TF32 off on GPUs), tf32 and amp-fp16 (CUDA only), "
+                            "amp-bf16 (autocast / Keras mixed_bfloat16; CPU and GPU)")
+    speed.add_argument("--channels-last", action="store_true",
+                       help="NHWC memory for 4-D tensors where the framework lets a run choose (PyTorch)")
+    speed.add_argument("--compile", action="store_true",
+                       help="the framework's graph compiler: torch.compile, Keras jit_compile (XLA), MXNet "
+                            "hybridize(static_alloc), ONNX Runtime's full graph optimisation, XLA on a SavedModel")
+    bench.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                       help="time the training workloads data-parallel on N workers beside 1 worker: PyTorch "
+                            "through torchrun + DDP (gloo on CPU, NCCL on CUDA), Keras through "
+                            "keras.distribution.DataParallel on JAX; throughput per worker and scaling efficiency")
     bench.add_argument("--rounds", type=positive_int, default=3,
                        help="with --baseline native: alternating rounds per pair (default: 3); the ratio is of "
                             "the medians over rounds")
@@ -62,7 +79,9 @@ def run(args) -> int:
     done = bench_workloads(args.workload, args.targets, device=args.device, steps=args.steps, epochs=args.epochs,
                            data=args.data, threads=args.threads, overhead=not args.no_overhead,
                            work_dir=args.work_dir, progress=progress(args), results_file=args.json,
-                           plot_dir=args.plot_dir, executor=runs_on, baseline=args.baseline, rounds=args.rounds)
+                           plot_dir=args.plot_dir, executor=runs_on, baseline=args.baseline, rounds=args.rounds,
+                           speed={"precision": args.precision, "channels_last": args.channels_last,
+                                  "compile": args.compile}, workers=args.workers)
     out = console()
     out.print(bench_table(done.results, title=f"rosetta bench ({args.device})"))
     out.print(f"executor: {runs_on.describe()}", highlight=False)
@@ -75,9 +94,10 @@ def run(args) -> int:
         from rosetta import __version__
 
         payload = {"rosetta_version": __version__, "device": args.device, "threads": args.threads,
+                   "workers": args.workers, "speed": {"precision": args.precision, "channels_last": args.channels_last, "compile": args.compile},
                    "baseline": args.baseline, "rounds": args.rounds if args.baseline == "native" else None,
                    "executor": runs_on.describe(),
                    "workloads": [w.__dict__ for w in done.workloads], "results": [r.to_json() for r in done.results],
                    "overhead": done.overheads, "notes": done.notes}
         args.json.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n")
-    return EXIT_PASS if all(r.status == "ok" for r in done.results) else EXIT_FAIL
+    return EXIT_PASS if all(r.status != "FAIL" for r in done.results) else EXIT_FAIL

@@ -17,6 +17,9 @@ from rosetta.errors import RosettaError
 
 class Runner(ABC):
     framework: ClassVar[str]
+    # the device the framework actually runs this artifact on (ONNX Runtime's providers, TensorFlow's
+    # placement, MXNet's context, torch's device), recorded beside every timing
+    device_used: str = "not reported"
 
     @classmethod
     @abstractmethod

@@ -14,6 +14,8 @@ import numpy as np
 
 from rosetta.errors import RosettaError, Unsupported
 from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, in_float, to_layouts
+from rosetta.frameworks.speed import PRECISIONS as SPEED_PRECISIONS
+from rosetta.frameworks.speed import Speed
 
 
 def import_keras():
@@ -115,21 +117,43 @@ def _class_names(config):
             yield from _class_names(item)
 
 
-def _set_float_dtype(config, dtype: str):
-    """Every floating dtype policy and float input in a (nested) Keras config, set to `dtype`."""
+def _set_float_dtype(config, dtype: str, inputs: bool = True):
+    """Every floating dtype policy (and, with `inputs`, float input) in a (nested) Keras config, set to `dtype`."""
     if isinstance(config, dict):
         out = {}
         for key, value in config.items():
-            if key == "dtype" and isinstance(value, str) and value.startswith("float"):
+            if inputs and key == "dtype" and isinstance(value, str) and value.startswith("float"):
                 out[key] = dtype
             elif key == "dtype" and isinstance(value, dict) and value.get("class_name") == "DTypePolicy":
                 out[key] = {**value, "config": {**value["config"], "name": dtype}}
             else:
-                out[key] = _set_float_dtype(value, dtype)
+                out[key] = _set_float_dtype(value, dtype, inputs)
         return out
     if isinstance(config, list):
-        return [_set_float_dtype(item, dtype) for item in config]
+        return [_set_float_dtype(item, dtype, inputs) for item in config]
     return config
+
+
+AMP_POLICIES = {"amp-bf16": "mixed_bfloat16", "amp-fp16": "mixed_float16"}
+JIT = "jit_compile (XLA)"
+
+
+def with_speed(model, speed: Speed, device: str):
+    """The model as a speed variant runs it: rebuilt under Keras' mixed-precision policy for amp-* (float32
+    variables, computation in bfloat16 or float16), TF32 on a GPU only for tf32. Keras cannot change a model's
+    layout (its layers' data_format), so channels-last is refused; jit_compile is the caller's compile()."""
+    speed.require("Keras", device, SPEED_PRECISIONS, compile=JIT)
+    keras = import_keras()
+    if device == "cuda" and keras.backend.backend() == "tensorflow":  # device-only: TF32 is a CUDA setting
+        import tensorflow as tf
+
+        tf.config.experimental.enable_tensor_float_32_execution(speed.precision == "tf32")
+    policy = AMP_POLICIES.get(speed.precision)
+    if policy is None:
+        return model
+    rebuilt = model.__class__.from_config(_set_float_dtype(model.get_config(), policy, inputs=False))
+    rebuilt.set_weights(model.get_weights())
+    return rebuilt
 
 
 def in_precision(model, precision: str):
@@ -192,7 +216,7 @@ class KerasRunner(Runner):
     framework = "keras"
 
     def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu", trust_code: bool = False,
-                 precision: str = "float32") -> None:
+                 precision: str = "float32", speed: dict | None = None) -> None:
         keras = import_keras()
         if threads and keras.backend.backend() == "tensorflow":
             from rosetta.frameworks.tensorflow import set_threads
@@ -201,14 +225,19 @@ class KerasRunner(Runner):
         self.keras, self.manifest, self.layouts = keras, manifest, manifest.converter.get("layouts", {})
         self.placement = contextlib.nullcontext()
         if keras.backend.backend() == "tensorflow":
-            from rosetta.frameworks.tensorflow import placement
+            from rosetta.frameworks.tensorflow import TF_DEVICES, placement
 
             self.placement = placement(device)
+            self.device_used = TF_DEVICES[device]
         elif device != "cpu":
             raise Unsupported(f"--device {device}: rosetta runs Keras on the GPU with the TensorFlow backend only "
                               f"(this is the {keras.backend.backend()} backend)")
+        self.speed = Speed.from_json(speed)
         with self.placement:
             self.model = in_precision(load_keras_model(artifact_file(folder, manifest), trust_code), precision)
+            self.model = with_speed(self.model, self.speed, device)
+            if self.speed.compile:
+                self.model.compile(jit_compile=True)
         self.precision = precision
         self.output_names = [entry["name"] for entry in manifest.outputs]
 
@@ -241,7 +270,10 @@ class KerasRunner(Runner):
         with self.placement:
             result = model.predict_on_batch(arrays if len(arrays) > 1 else arrays[0])
         result = result if isinstance(result, (list, tuple)) else [result]
-        return [np.asarray(self.keras.ops.convert_to_numpy(value)) for value in result]
+        values = [np.asarray(self.keras.ops.convert_to_numpy(value)) for value in result]
+        # a mixed-precision model's outputs are bfloat16 or float16: float32, as every runner returns
+        return [value.astype(np.float32) if value.dtype.kind in "fV" and value.dtype.itemsize == 2 else value
+                for value in values]
 
     def intermediates(self, feeds: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
         """The values of ONNX tensors `names` in a model rosetta's mapper converted (its manifest maps each to a

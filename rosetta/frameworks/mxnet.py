@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, in_float, to_layouts
+from rosetta.frameworks.speed import Speed
 
 _REMOVED_NUMPY_ALIASES = {"bool": bool, "int": int, "float": float, "complex": complex, "object": object, "str": str}
 
@@ -44,8 +45,8 @@ def mxnet_context(device: str):
     if device != "cuda":
         return mx.cpu()
     if not mx.runtime.Features().is_enabled("CUDA") or mx.context.num_gpus() == 0:
-        raise Unsupported("--device cuda: MXNet sees no GPU (a CPU build, or no CUDA driver); install mxnet-cu112 "
-                          "on a machine with a GPU")
+        raise Unsupported("--device cuda: MXNet sees no GPU: rosetta installs its CPU build, since no MXNet CUDA "
+                          "build works with this stack (the newest, mxnet-cu117 1.9.1, needs CUDA 11 and cuDNN 8)")
     return mx.gpu()
 
 
@@ -72,20 +73,33 @@ def install_onnx_mapping() -> None:
 
 
 
+HYBRIDIZE = "hybridize(static_alloc=True, static_shape=True)"
+
+
+def check_speed(speed: Speed, device: str) -> None:
+    speed.require("MXNet", device, compile=HYBRIDIZE,
+                  precision_why="rosetta does not drive MXNet 1.9's contrib AMP (its float16/bfloat16 graph pass)")
+
+
 class MXNetRunner(Runner):
     framework = "mxnet"
 
-    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu", precision: str = "float32") -> None:
+    def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu", precision: str = "float32",
+                 speed: dict | None = None) -> None:
+        check_speed(Speed.from_json(speed), device)
         mx = import_mxnet(threads)
         self.manifest, self.layouts = manifest, manifest.converter.get("layouts", {})
         artifact = artifact_file(folder, manifest)
         self.context = mxnet_context(device)
+        self.device_used = str(self.context)
         # the symbol's own input names where a converter recorded them (MMdnn names its input "input")
         names = manifest.converter.get("input_names") or [entry["name"] for entry in manifest.inputs]
         self.block = mx.gluon.SymbolBlock.imports(str(artifact / SYMBOL_FILE), names, str(artifact / PARAMS_FILE),
                                                   ctx=self.context)
         if precision != "float32":  # a float64 run of the model: the calibrated tolerance's reference
             self.block.cast(precision)
+        if Speed.from_json(speed).compile:
+            self.block.hybridize(static_alloc=True, static_shape=True)
         self.precision = precision
         self.output_names = [entry["name"] for entry in manifest.outputs]
 

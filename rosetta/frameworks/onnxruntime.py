@@ -13,6 +13,7 @@ import numpy as np
 
 from rosetta.errors import Unsupported
 from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, to_layouts
+from rosetta.frameworks.speed import Speed
 
 
 OPTIMIZATION_LEVELS = {
@@ -26,8 +27,14 @@ class OnnxRuntimeRunner(Runner):
     framework = "onnxruntime"
 
     def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu",
-                 optimization: str = "all") -> None:
+                 optimization: str = "all", speed: dict | None = None) -> None:
         import onnxruntime as ort
+
+        speed = Speed.from_json(speed)
+        speed.require("ONNX Runtime", device, compile="graph optimisation level all",
+                      precision_why="it runs the graph's own dtypes (float16 or bfloat16 is another conversion)")
+        if speed.compile:
+            optimization = "all"
 
         self.manifest, self.layouts = manifest, manifest.converter.get("layouts", {})
         options = ort.SessionOptions()
@@ -35,6 +42,8 @@ class OnnxRuntimeRunner(Runner):
         options.intra_op_num_threads = threads  # 0: ONNX Runtime's default (one per physical core)
         options.log_severity_level = 3
         providers = ["CPUExecutionProvider"]
+        if device == "cuda" and hasattr(ort, "preload_dlls"):  # device-only: the CUDA 13 and cuDNN libraries
+            ort.preload_dlls()  # of the nvidia-* wheels, which ONNX Runtime does not find on its own
         if device == "cuda":
             providers = [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "EXHAUSTIVE"})] + providers
         self.session = ort.InferenceSession(str(artifact_file(folder, manifest)), options, providers=providers)
@@ -44,6 +53,7 @@ class OnnxRuntimeRunner(Runner):
                               f"{', '.join(ort.get_available_providers())}); install onnxruntime-gpu on a machine "
                               "with a GPU")
         self.output_names = [o.name for o in self.session.get_outputs()]
+        self.device_used = ", ".join(self.session.get_providers())
 
     @classmethod
     def version(cls) -> str:

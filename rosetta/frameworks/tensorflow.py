@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, to_layouts
+from rosetta.frameworks.speed import Speed
 
 
 def import_tensorflow():
@@ -33,6 +34,9 @@ def set_threads(threads: int) -> None:
         pass
 
 
+TF_DEVICES = {"cpu": "/CPU:0", "cuda": "/GPU:0"}  # where placement() pins a run
+
+
 def placement(device: str):
     """tf.device for `device` ("cpu" or "cuda"): TensorFlow places ops on a GPU whenever it has one, so a cpu
     row is pinned to the CPU, and a cuda row is refused (rosetta.errors.Unsupported) where TensorFlow sees no
@@ -44,8 +48,7 @@ def placement(device: str):
         if not tf.config.list_physical_devices("GPU"):
             raise Unsupported("--device cuda: TensorFlow sees no GPU (tensorflow-cpu, or no CUDA driver); install "
                               "tensorflow[and-cuda] on a machine with a GPU")
-        return tf.device("/GPU:0")
-    return tf.device("/CPU:0")
+    return tf.device(TF_DEVICES[device])
 
 
 def check_saved_model(path: Path, trust_code: bool, label: str = "") -> None:
@@ -95,7 +98,10 @@ class SavedModelRunner(Runner):
     framework = "tensorflow"
 
     def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu",
-                 trust_code: bool = False) -> None:
+                 trust_code: bool = False, speed: dict | None = None) -> None:
+        speed = Speed.from_json(speed)
+        speed.require("TensorFlow", device, ("fp32", "tf32"), compile="XLA: tf.function(jit_compile=True)",
+                      precision_why="a SavedModel's graph has fixed dtypes (mixed precision is set when a model is built)")
         tf = import_tensorflow()
         if threads:
             set_threads(threads)
@@ -104,9 +110,14 @@ class SavedModelRunner(Runner):
         path = artifact_file(folder, manifest)
         check_saved_model(path, trust_code, f"{folder}/{manifest.artifact}")
         self.placement = placement(device)
+        self.device_used = TF_DEVICES[device]
         with self.placement:
             self.loaded = tf.saved_model.load(str(path))
         self.signature = self.loaded.signatures["serving_default"]
+        if device == "cuda":  # device-only: TF32 is a CUDA setting, on by default in TensorFlow
+            tf.config.experimental.enable_tensor_float_32_execution(speed.precision == "tf32")
+        if speed.compile:
+            self.signature = tf.function(self.signature, jit_compile=True)
 
     @classmethod
     def version(cls) -> str:

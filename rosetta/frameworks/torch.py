@@ -20,10 +20,23 @@ from rosetta.errors import RosettaError, Unsupported, one_line
 from rosetta.frameworks import onnx2torch
 from rosetta.frameworks.base import (Runner, artifact_file, check_feeds, from_layouts, import_generated, to_layouts,
                                      weights_dict)
+from rosetta.frameworks.speed import PRECISIONS as SPEED_PRECISIONS
+from rosetta.frameworks.speed import Speed
 from rosetta.trust import TRUST_HINT
 from rosetta.trust.pt2 import check_archive
 
 PRECISIONS = ("float32", "float64")
+
+
+def speed_contexts(torch, speed: Speed, device):
+    """(autocast context factory, GradScaler or None, TF32 on) for a speed variant; on CUDA, fp32 turns TF32 off
+    (PyTorch's cuDNN convolutions use it by default) so that an fp32 row is float32."""
+    if device.type == "cuda":  # device-only lines: TF32 is a CUDA setting
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = speed.precision == "tf32"
+    dtype = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(speed.precision)
+    autocast = (lambda: torch.autocast(device.type, dtype=dtype)) if dtype else contextlib.nullcontext
+    scaler = torch.amp.GradScaler(device.type) if speed.precision == "amp-fp16" else None
+    return autocast, scaler, speed.precision == "tf32"
 
 
 class TorchModuleRunner(Runner):
@@ -32,7 +45,7 @@ class TorchModuleRunner(Runner):
     framework = "torch"
 
     def __init__(self, module, output_names: list[str], precision: str = "float32", threads: int = 0,
-                 device: str = "cpu") -> None:
+                 device: str = "cpu", speed: dict | None = None) -> None:
         import torch
 
         if precision not in PRECISIONS:
@@ -40,8 +53,21 @@ class TorchModuleRunner(Runner):
         if threads:
             torch.set_num_threads(threads)
         self.dtype, self.device = getattr(torch, precision), torch_device(device)
-        self.module = copy.deepcopy(module).to(self.dtype).to(self.device).eval()
+        self.module = self.with_speed(copy.deepcopy(module).to(self.dtype).to(self.device).eval(), speed)
         self.output_names = list(output_names)
+
+    def with_speed(self, module, speed: dict | None):
+        """The module as the speed variant runs it (channels-last memory, torch.compile), and the autocast."""
+        import torch
+
+        self.speed = Speed.from_json(speed)
+        self.speed.require("PyTorch", self.device.type, SPEED_PRECISIONS, "memory_format=torch.channels_last",
+                           "torch.compile")
+        self.autocast, _, _ = speed_contexts(torch, self.speed, self.device)
+        self.device_used = str(self.device)
+        if self.speed.channels_last:
+            module = module.to(memory_format=torch.channels_last)
+        return torch.compile(module) if self.speed.compile else module
 
     @classmethod
     def version(cls) -> str:
@@ -72,11 +98,15 @@ class TorchModuleRunner(Runner):
         tensors = []
         for array in arrays:
             tensor = torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+            if self.speed.channels_last and tensor.dim() == 4:
+                tensor = tensor.contiguous(memory_format=torch.channels_last)
             tensors.append(tensor.to(self.dtype) if tensor.is_floating_point() else tensor)
-        with torch.inference_mode():
+        with torch.inference_mode(), self.autocast():
             result = self.module(*tensors)
         result = result if isinstance(result, (tuple, list)) else (result,)
-        return {name: value.detach().cpu().numpy() for name, value in zip(self.output_names, result)}
+        # an autocast output may be bfloat16 or float16, which numpy lacks or keeps at half precision
+        return {name: (value.float() if value.dtype in (torch.bfloat16, torch.float16) else value).detach().cpu().numpy()
+                for name, value in zip(self.output_names, result)}
 
 
 def torch_device(name: str):
@@ -153,13 +183,14 @@ class TorchArtifactRunner(TorchModuleRunner):
     """Runs a converted PyTorch artifact (onnx2torch: ONNX graph + state_dict, see frameworks.onnx2torch),
     fed in its manifest's input order and layouts."""
 
-    def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu") -> None:  # no deep copy: ours
+    def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu",
+                 speed: dict | None = None) -> None:  # no deep copy: ours
         import torch
 
         if threads:
             torch.set_num_threads(threads)
         self.manifest, self.dtype, self.device = manifest, torch.float32, torch_device(device)
-        self.module = self.load_module(folder, manifest).to(self.device)
+        self.module = self.with_speed(self.load_module(folder, manifest).to(self.device), speed)
         self.output_names = [o["name"] for o in manifest.outputs]
 
     @staticmethod

@@ -69,7 +69,7 @@ def bench_chart(workload, results: list, path: Path, device: str) -> Path:
     bars = axis.bar(range(len(names)), values, yerr=[low, high], color=colours, capsize=3)
     for index, (bar, value, whisker) in enumerate(zip(bars, values, high)):
         failed = index < len(rows) and rows[index].status != "ok"
-        label = "FAIL" if failed else (f"{value:.3g}" if not math.isnan(value) else "-")
+        label = rows[index].status if failed else (f"{value:.3g}" if not math.isnan(value) else "-")
         axis.annotate(label, (bar.get_x() + bar.get_width() / 2, value + whisker), ha="center", va="bottom", fontsize=8,
                       xytext=(0, 2), textcoords="offset points", color="red" if failed else "black")
     axis.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=8)

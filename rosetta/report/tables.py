@@ -114,8 +114,8 @@ def bench_table(results, overheads: dict | None = None, title: str = "rosetta be
     for r in results:
         ratio = ([_ratio_cell(r.versus_native)] if versus else [])
         if r.status != "ok":
-            table.add_row(r.workload, r.target, r.device, str(r.steps), "-", "-", "-", "-", "-", "-", *ratio,
-                          "[red]FAIL[/red]")
+            status = "[red]FAIL[/red]" if r.status == "FAIL" else f"[yellow]{r.status}[/yellow]"
+            table.add_row(r.workload, r.target, r.device, str(r.steps), "-", "-", "-", "-", "-", "-", *ratio, status)
             continue
         table.add_row(r.workload, r.target, r.device, str(r.steps), f"{1e3 * r.median_s:.1f} ms",
                       f"{1e3 * r.p10_s:.1f}-{1e3 * r.p90_s:.1f} ms", f"{r.samples_per_s:,.1f}",
@@ -142,8 +142,10 @@ def bench_lines(results, overheads: dict) -> list[str]:
         rows = [r for r in results if r.workload == workload]
         reference = next((r for r in rows if "reference" in r.target and r.status == "ok"), None)
         for r in rows:
-            if r.status != "ok":
+            if r.status == "FAIL":
                 lines.append(f"[red]FAIL[/red] {workload} {r.target}: {r.reason}")
+            elif r.status != "ok":
+                lines.append(f"[yellow]{r.status}[/yellow] {workload} {r.target}: {r.reason}")
             elif reference is not None and r is not reference:
                 lines.append(f"{workload}: {r.target} takes {r.median_s / reference.median_s:.2f}x the reference's time")
             versus = r.extra.get("versus_native") if r.status == "ok" else None
@@ -151,6 +153,13 @@ def bench_lines(results, overheads: dict) -> list[str]:
                 lines.append(f"{workload}: {r.target} takes {r.versus_native:.2f}x its framework's native model's "
                              f"time ({1e3 * versus['converted_s']:.1f} vs {1e3 * versus['native_s']:.1f} ms, medians "
                              f"of {versus['rounds']} alternating rounds)")
+            parallel = r.extra.get("parallel") if r.status == "ok" else None
+            if parallel:
+                lines.append(f"{workload}: {r.target} on {parallel['workers']} workers ({parallel['how']}): "
+                             f"{parallel['samples_per_s']:,.1f} samples/s, {parallel['per_worker_samples_per_s']:,.1f} "
+                             f"per worker; 1 worker: {parallel['single_worker_samples_per_s']:,.1f}; scaling "
+                             f"efficiency {100 * parallel['efficiency']:.0f}% ({parallel['threads_per_worker']} "
+                             f"threads per worker)")
             verified = r.extra.get("verified")
             if verified:
                 colour = "green" if verified["verdict"] == "PASS" else "red"
@@ -160,7 +169,9 @@ def bench_lines(results, overheads: dict) -> list[str]:
         overhead = overheads.get(workload)
         if overhead and "overhead" in overhead:
             lines.append(f"{workload}: harness {1e3 * overhead['harness_s_per_step']:.1f} ms/step vs bare PyTorch loop "
-                         f"{1e3 * overhead['bare_s_per_step']:.1f} ms/step: overhead {100 * overhead['overhead']:+.1f}%")
+                         f"{1e3 * overhead['bare_s_per_step']:.1f} ms/step: overhead {100 * overhead['overhead']:+.1f}% "
+                         f"(median of {overhead['rounds']} alternating rounds, which ranged "
+                         f"{100 * overhead['overhead_range'][0]:+.1f}% to {100 * overhead['overhead_range'][1]:+.1f}%)")
         elif overhead:
             lines.append(f"[red]overhead measurement failed[/red] {workload}: {overhead.get('error')}")
     return lines

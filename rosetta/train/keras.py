@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.frameworks.base import artifact_file, to_layouts
-from rosetta.frameworks.keras import import_keras, in_precision
+from rosetta.frameworks.keras import JIT, import_keras, in_precision, with_speed
+from rosetta.frameworks.speed import Speed
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
 
@@ -91,7 +92,8 @@ class KerasTrainer(Trainer):
     biased_running_variance = True  # moving_variance follows the batch's biased variance
 
     def __init__(self, folder, manifest, optimizer: dict, loss: str, precision: str = "float32", threads: int = 0,
-                 device: str = "cpu", jit_compile: bool = False, model_changes: dict | None = None) -> None:
+                 device: str = "cpu", jit_compile: bool = False, model_changes: dict | None = None,
+                 speed: dict | None = None) -> None:
         check_options(precision, device)
         keras = import_keras()
         backend = keras.backend.backend()
@@ -112,7 +114,9 @@ class KerasTrainer(Trainer):
                 raise RosettaError("--device cuda: TensorFlow sees no GPU (install tensorflow[and-cuda])")
         self.keras, self.manifest, self.precision = keras, manifest, precision
         model = keras.saving.load_model(str(artifact_file(folder, manifest)), compile=False, safe_mode=True)
-        model = in_precision(model, precision)
+        self.speed = Speed.from_json(speed)
+        model = with_speed(in_precision(model, precision), self.speed, device)
+        jit_compile = jit_compile or self.speed.compile
         self.batchnorms = [layer for layer in model._flatten_layers(include_self=False)
                            if isinstance(layer, keras.layers.BatchNormalization)]
         changes = model_changes or {}
@@ -125,14 +129,19 @@ class KerasTrainer(Trainer):
         keras.config.set_floatx(precision)  # the optimiser's learning-rate variable in `precision`, not float32
         try:
             self.spec = OptimizerSpec.from_json(optimizer)
-            model.compile(optimizer=keras_optimizer(keras, self.spec),
+            optimizer = keras_optimizer(keras, self.spec)
+            if self.speed.precision == "amp-fp16":  # float16 gradients need the loss scaled
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            model.compile(optimizer=optimizer,
                           loss=keras_loss(keras, loss, precision), jit_compile=jit_compile)
             model.optimizer.build(model.trainable_variables)
         finally:
             keras.config.set_floatx(floatx)
         self.model = model
-        self._settings = {"backend": backend, "threads": threads, "jit_compile": jit_compile,
-                          "compiled_step": "tf.function" if backend == "tensorflow" else backend}
+        used = ("/GPU:0" if device == "cuda" else "/CPU:0") if backend == "tensorflow" else f"{device} ({backend})"
+        self._settings = {"backend": backend, "threads": threads, "jit_compile": jit_compile, "device used": used,
+                          "compiled_step": "tf.function" if backend == "tensorflow" else backend,
+                          **self.speed.settings(compile=JIT)}
 
     @classmethod
     def version(cls) -> str:

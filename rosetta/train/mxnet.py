@@ -18,7 +18,8 @@ import math
 import numpy as np
 
 from rosetta.frameworks.base import artifact_file
-from rosetta.frameworks.mxnet import PARAMS_FILE, SYMBOL_FILE, import_mxnet, mxnet_context
+from rosetta.frameworks.mxnet import HYBRIDIZE, PARAMS_FILE, SYMBOL_FILE, check_speed, import_mxnet, mxnet_context
+from rosetta.frameworks.speed import Speed
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
 
@@ -122,10 +123,13 @@ class MXNetTrainer(Trainer):
     biased_running_variance = True  # BatchNorm's running_var follows the batch's biased variance
 
     def __init__(self, folder, manifest, optimizer: dict, loss: str, precision: str = "float32", threads: int = 0,
-                 device: str = "cpu", hybridize: bool = True, model_changes: dict | None = None) -> None:
+                 device: str = "cpu", hybridize: bool = True, model_changes: dict | None = None,
+                 speed: dict | None = None) -> None:
         import os
 
         check_options(precision, device)
+        speed = Speed.from_json(speed)
+        check_speed(speed, device)  # compile: hybridize with static_alloc, the trainer's default already
         os.environ.setdefault("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1")
         mx = import_mxnet(threads)
         self.mx, self.manifest, self.precision = mx, manifest, precision
@@ -160,7 +164,7 @@ class MXNetTrainer(Trainer):
             self.loss = mx.gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=True)
         else:
             self.loss = lambda output, target: mx.nd.mean(mx.nd.square(output - target), axis=tuple(range(1, output.ndim)))
-        self._settings = {"threads": threads, "hybridize": hybridize,
+        self._settings = {"threads": threads, "hybridize": hybridize, "device used": str(self.context), **speed.settings(compile=HYBRIDIZE),
                           "MXNET_CUDNN_AUTOTUNE_DEFAULT": os.environ["MXNET_CUDNN_AUTOTUNE_DEFAULT"]}
 
     @classmethod

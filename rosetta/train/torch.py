@@ -16,7 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.frameworks.onnx2torch import load_module
-from rosetta.frameworks.torch import torch_device
+from rosetta.frameworks.speed import PRECISIONS as SPEED_PRECISIONS
+from rosetta.frameworks.speed import Speed
+from rosetta.frameworks.torch import speed_contexts, torch_device
 from rosetta.models import get_model
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
@@ -77,10 +79,14 @@ class TorchTrainer(Trainer):
 
     def __init__(self, module, input_names: list[str], optimizer: dict, loss: str, precision: str = "float32",
                  threads: int = 0, device: str = "cpu", compile: bool = False, cudnn_benchmark: bool = True,
-                 model_changes: dict | None = None) -> None:
+                 model_changes: dict | None = None, speed: dict | None = None) -> None:
         import torch
 
         check_options(precision, device)
+        self.speed = Speed.from_json(speed)
+        self.speed.require("PyTorch", device, SPEED_PRECISIONS, channels_last="memory_format=torch.channels_last",
+                           compile="torch.compile")
+        compile = compile or self.speed.compile
         changes = model_changes or {}
         if changes.get("batchnorm_momentum") == "flipped":
             flip_batchnorm_momentum(module)
@@ -95,15 +101,18 @@ class TorchTrainer(Trainer):
             if isinstance(layer, torch.nn.Dropout):
                 layer.p = 0.0
         self.module = module.to(self.dtype).to(self.device).train()
+        if self.speed.channels_last:
+            self.module = self.module.to(memory_format=torch.channels_last)
+        self.autocast, self.scaler, tf32 = speed_contexts(torch, self.speed, self.device)
         self.input_names = list(input_names)
         self.trainable = [p for p in self.module.parameters() if p.requires_grad]
         self.spec = OptimizerSpec.from_json(optimizer)
         self.optimizer = torch_optimizer(self.trainable, self.spec)
         self.loss = torch_loss(loss)
         self.forward = torch.compile(self.module) if compile else self.module
-        self._settings = {"threads": torch.get_num_threads(), "compile": compile,
-                          **({"cudnn.benchmark": cudnn_benchmark, "tf32": torch.backends.cuda.matmul.allow_tf32}
-                             if device == "cuda" else {})}
+        self._settings = {"threads": torch.get_num_threads(), "compile": compile, "device used": str(self.device),
+                          **({"cudnn.benchmark": cudnn_benchmark, "tf32": tf32} if device == "cuda" else {}),
+                          **self.speed.settings("memory_format=torch.channels_last", "torch.compile")}
 
     @staticmethod
     def reference(model: str, seed: int = 0, **options) -> TorchTrainer:
@@ -119,16 +128,24 @@ class TorchTrainer(Trainer):
 
     def _tensor(self, array: np.ndarray):
         tensor = self.torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+        if self.speed.channels_last and tensor.dim() == 4:
+            tensor = tensor.contiguous(memory_format=self.torch.channels_last)
         return tensor.to(self.dtype) if tensor.is_floating_point() else tensor
 
     def step(self, feeds: dict[str, np.ndarray], labels: np.ndarray) -> float:
         inputs = [self._tensor(feeds[name]) for name in self.input_names]
         self.optimizer.zero_grad(set_to_none=True)
-        output = self.forward(*inputs)
-        output = output[0] if isinstance(output, (tuple, list)) else output
-        loss = self.loss(output, self._tensor(labels))
-        loss.backward()
-        self.optimizer.step()
+        with self.autocast():
+            output = self.forward(*inputs)
+            output = output[0] if isinstance(output, (tuple, list)) else output
+            loss = self.loss(output, self._tensor(labels))
+        if self.scaler is not None:  # amp-fp16: the loss scaled so that small float16 gradients survive
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
         return float(loss.detach())
 
     def parameters(self) -> np.ndarray:

@@ -289,7 +289,7 @@ def _runner_versions(name: str) -> tuple:
 
     target = get_target(name)
     versions = chain_versions(target.chain[target.chain.index("onnx"):])
-    for package in {"onnxruntime": ("onnxruntime",), "torch": ("torch",), "mxnet": ("mxnet",),
+    for package in {"onnxruntime": ("onnxruntime", "onnxruntime-gpu"), "torch": ("torch",), "mxnet": ("mxnet",),
                     "keras": ("keras", "tensorflow-cpu", "tensorflow"),
                     "tensorflow": ("tensorflow-cpu", "tensorflow")}.get(target.runner, ()):
         try:

@@ -55,6 +55,7 @@ def test_bench_runs_converted_targets_in_workers_and_keeps_failures_as_rows(stor
     assert [r.target for r in results] == ["torch (reference)", "keras"]
     assert all(r.status == "ok" and r.peak_rss_mb > 100 for r in results), results
     assert "tensorflow backend" in results[1].version and notes == ["cnn-train: onnxruntime is inference-only (timed in resnet50-features)"]
+    assert [r.settings["device used"] for r in results] == ["cpu", "/CPU:0"]  # what each framework ran on
 
     def broken(*_args, **_kwargs):
         raise RosettaError("conversion onnx -> mxnet failed: synthetic failure")
@@ -71,7 +72,9 @@ def test_overhead_is_measured_against_a_bare_loop(store):
     results, overheads, _ = run_bench(parse_workloads("gru-train"), [], store, steps=2, overhead=True, progress=False)
     overhead = overheads["gru-train"]
     assert overhead["rounds"] == 5 and overhead["bare_s_per_step"] > 0 and overhead["harness_s_per_step"] > 0
-    assert overhead["overhead"] == pytest.approx(overhead["harness_s_per_step"] / overhead["bare_s_per_step"] - 1)
+    paired = sorted(h / b - 1 for h, b in zip(overhead["harness_all"], overhead["bare_all"]))
+    assert len(paired) == 5 and overhead["overhead"] == pytest.approx(paired[2])
+    assert overhead["overhead_range"] == pytest.approx([paired[0], paired[-1]])
 
 
 def test_native_baseline_alternates_converted_and_native_in_one_worker(store):

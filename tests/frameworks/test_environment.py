@@ -14,7 +14,20 @@ from rosetta.frameworks import load_runner
 from rosetta.models import get_model
 from rosetta.models.inputs import generate_inputs
 
-PACKAGES = {"onnxruntime": "onnxruntime", "torch": "torch", "tensorflow": "tensorflow-cpu", "mxnet": "mxnet"}
+# the distributions each framework comes in: the CPU build, or (make install GPU=1) the CUDA one
+PACKAGES = {"onnxruntime": ("onnxruntime", "onnxruntime-gpu"), "torch": ("torch",),
+            "tensorflow": ("tensorflow-cpu", "tensorflow"), "mxnet": ("mxnet",)}
+
+
+def installed_version(packages: tuple[str, ...]) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    for package in packages:
+        try:
+            return version(package)
+        except PackageNotFoundError:
+            continue
+    raise AssertionError(f"none of {packages} is installed")
 
 
 def test_env_names_every_framework_with_what_it_sees(tmp_path, capsys):
@@ -25,8 +38,8 @@ def test_env_names_every_framework_with_what_it_sees(tmp_path, capsys):
     data = json.loads(out.read_text())
     rows = {row["framework"]: row for row in data["frameworks"]}
     assert set(rows) == {"onnxruntime", "torch", "tensorflow", "keras", "mxnet"}
-    for name, package in PACKAGES.items():
-        assert rows[name]["version"] == version(package) and not rows[name]["error"], rows[name]
+    for name, packages in PACKAGES.items():
+        assert rows[name]["version"] == installed_version(packages) and not rows[name]["error"], rows[name]
     assert rows["keras"]["version"].startswith(version("keras"))
     assert all(row["devices"][0].startswith("cpu") for row in rows.values())
     # torch's row is what torch says in this process: no CUDA device on a machine without one

@@ -1,0 +1,29 @@
+"""rosetta bench --workers N: training cells on 1 and on N workers through each framework's maintained
+data-parallel path (PyTorch: torchrun + DDP on gloo; Keras: DataParallel on JAX with N host devices), with
+throughput per worker and scaling efficiency; a framework without one is an n/a row that says so."""
+
+from __future__ import annotations
+
+import pytest
+
+from rosetta.bench.run import NOT_AVAILABLE, run_bench
+from rosetta.bench.workloads import parse_workloads
+from rosetta.convert.targets import parse_target_list
+
+
+def test_training_runs_data_parallel_on_two_workers(store):
+    results, overheads, _ = run_bench(parse_workloads("cnn-train"), parse_target_list("keras,mxnet"), store, steps=2,
+                                      progress=False, workers=2)
+    reference, keras, mxnet = results
+    assert [r.status for r in results] == ["ok", "ok", NOT_AVAILABLE] and not overheads
+    for row in (reference, keras):
+        parallel = row.extra["parallel"]
+        assert parallel["workers"] == 2 and parallel["single_worker_samples_per_s"] > 0
+        assert row.samples_per_s == pytest.approx(2 * row.batch / row.median_s)
+        assert parallel["efficiency"] == pytest.approx(parallel["samples_per_s"]
+                                                       / (2 * parallel["single_worker_samples_per_s"]))
+        assert len(row.extra["losses"]) == 2
+    assert reference.settings["data parallel"] == "DDP, 2 processes, gloo"
+    assert keras.settings["data parallel"] == "keras.distribution.DataParallel over 2 cpu devices"
+    assert "jax backend" in keras.version
+    assert mxnet.reason.startswith("--workers 2: no data-parallel path for mxnet")
