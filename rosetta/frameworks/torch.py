@@ -39,6 +39,21 @@ def speed_contexts(torch, speed: Speed, device):
     return autocast, scaler, speed.precision == "tf32"
 
 
+@contextlib.contextmanager
+def compile_errors(compiled: bool):
+    """torch.compile compiles at the first call, and its errors say only 'Set TORCHDYNAMO_VERBOSE=1': one line
+    with the cause instead (e.g. onnx2torch's ConstantOfShape of a run-time shape, which Dynamo cannot trace)."""
+    try:
+        yield
+    except Exception as error:
+        if not compiled or not type(error).__module__.startswith("torch._"):
+            raise
+        cause = error.__cause__ or error
+        text = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+        raise RosettaError(f"torch.compile cannot compile this model: {type(cause).__name__}: {text[:200]}; "
+                           "run it without --compile") from None
+
+
 class TorchModuleRunner(Runner):
     """Runs an in-memory torch.nn.Module in eval mode, at float32 or float64 (same weights, cast)."""
 
@@ -101,7 +116,7 @@ class TorchModuleRunner(Runner):
             if self.speed.channels_last and tensor.dim() == 4:
                 tensor = tensor.contiguous(memory_format=torch.channels_last)
             tensors.append(tensor.to(self.dtype) if tensor.is_floating_point() else tensor)
-        with torch.inference_mode(), self.autocast():
+        with torch.inference_mode(), self.autocast(), compile_errors(self.speed.compile):
             result = self.module(*tensors)
         result = result if isinstance(result, (tuple, list)) else (result,)
         # an autocast output may be bfloat16 or float16, which numpy lacks or keeps at half precision

@@ -18,7 +18,7 @@ import numpy as np
 from rosetta.frameworks.onnx2torch import load_module
 from rosetta.frameworks.speed import PRECISIONS as SPEED_PRECISIONS
 from rosetta.frameworks.speed import Speed
-from rosetta.frameworks.torch import speed_contexts, torch_device
+from rosetta.frameworks.torch import compile_errors, speed_contexts, torch_device
 from rosetta.models import get_model
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
@@ -135,7 +135,7 @@ class TorchTrainer(Trainer):
     def step(self, feeds: dict[str, np.ndarray], labels: np.ndarray) -> float:
         inputs = [self._tensor(feeds[name]) for name in self.input_names]
         self.optimizer.zero_grad(set_to_none=True)
-        with self.autocast():
+        with self.autocast(), compile_errors(self.forward is not self.module):
             output = self.forward(*inputs)
             output = output[0] if isinstance(output, (tuple, list)) else output
             loss = self.loss(output, self._tensor(labels))

@@ -60,3 +60,21 @@ def test_bench_runs_variants_where_a_framework_has_them_and_says_not_available_w
     assert reference.settings["compile"] is True and keras.settings["jit_compile"] is True
     assert np.isfinite(keras.extra["losses"]).all()
     assert mxnet.reason.startswith("--precision amp-bf16 is not available in MXNet")
+
+
+def test_a_model_torch_compile_cannot_trace_is_one_line_with_its_cause():
+    """Dynamo's own message is 'Set TORCHDYNAMO_VERBOSE=1 ...'; the row says what could not be compiled."""
+    from torch._dynamo.exc import InternalTorchDynamoError
+
+    from rosetta.frameworks.torch import compile_errors
+
+    with pytest.raises(RosettaError, match=r"^torch.compile cannot compile this model: TypeError: torch.Size\(\) "
+                                           r"takes an iterable of 'int'; run it without --compile$"):
+        with compile_errors(True):
+            try:
+                raise TypeError("torch.Size() takes an iterable of 'int'\n\nfrom user code: ...")
+            except TypeError as cause:
+                raise InternalTorchDynamoError("Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace") from cause
+    with pytest.raises(InternalTorchDynamoError):  # not compiled: not ours to explain
+        with compile_errors(False):
+            raise InternalTorchDynamoError("x")
