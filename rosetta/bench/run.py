@@ -278,10 +278,13 @@ def native_job(argument: dict) -> dict:
 
 
 def failed_result(cell: BenchCell, reason: str) -> BenchResult:
+    from rosetta.frameworks.speed import Speed
+
     workload = WORKLOADS.get(cell.workload)
     return BenchResult(workload=cell.workload, target=cell.target, framework=cell.framework, device=cell.device,
                        status="FAIL", reason=reason, task=workload.task, batch=workload.batch,
-                       steps=cell.timed_steps(), unit=workload.unit)
+                       steps=cell.timed_steps(), unit=workload.unit,
+                       settings={"speed": Speed.from_json(cell.speed).label})
 
 
 def plan_bench(workloads: list[Workload], targets: list) -> tuple[list[tuple], list[str]]:
