@@ -107,7 +107,7 @@ def _torch_worker(argument: dict) -> dict | None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    from rosetta.bench.run import BenchCell, WORKLOADS, workload_batches
+    from rosetta.bench.workloads import WORKLOADS, BenchCell, workload_batches
     from rosetta.train.base import build_trainer
 
     cell, rank = BenchCell(**argument["cell"]), int(os.environ["RANK"])
@@ -133,7 +133,7 @@ def _keras_worker(argument: dict) -> dict:
     """One process holding N XLA devices: Keras' DataParallel splits each global batch across them."""
     import numpy as np
 
-    from rosetta.bench.run import BenchCell, WORKLOADS, workload_batches
+    from rosetta.bench.workloads import WORKLOADS, BenchCell, workload_batches
     from rosetta.frameworks.keras import import_keras
     from rosetta.train.base import build_trainer
 

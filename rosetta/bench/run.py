@@ -28,35 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.bench.workloads import WORKLOADS, Workload
+from rosetta.bench.workloads import REFERENCE_TARGET, WORKLOADS, BenchCell, Workload, workload_batches
 
-REFERENCE_TARGET = "torch (reference)"
 NATIVE_LABEL = "{framework} (native)"
-DEFAULT_WARMUP = 2
 DEFAULT_ROUNDS = 3
 NOT_AVAILABLE = "n/a"
 # why a target's framework has no native model to compare with
 NO_NATIVE = {"onnxruntime": "ONNX Runtime runs exported graphs: there is no model written for it by hand"}
-
-
-@dataclass(frozen=True)
-class BenchCell:
-    workload: str
-    target: str  # a verify target name, or REFERENCE_TARGET
-    framework: str  # the framework that runs it
-    artifact: str = "-"  # artifact folder; "-" is the reference model itself
-    device: str = "cpu"
-    steps: int = 0  # timed steps (batches); 0: the workload's default for the device
-    warmup: int = DEFAULT_WARMUP
-    threads: int = 0
-    data: str = ""  # folder with cifar-10-batches-py/ and imdb.npz; "" = synthetic data
-    seed: int = 0
-    speed: dict = field(default_factory=dict)  # rosetta.frameworks.speed.Speed as JSON; {}: fp32, as written
-    workers: int = 1  # data-parallel workers for a training cell (rosetta.bench.parallel)
-
-    def timed_steps(self) -> int:
-        workload = WORKLOADS.get(self.workload)
-        return self.steps or (workload.gpu_steps if self.device == "cuda" else workload.cpu_steps)
 
 
 @dataclass
@@ -87,37 +65,6 @@ class BenchResult:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-
-def _take(split, count: int, seed: int):
-    if len(split.x) < count:  # fewer samples than steps x batch: cycle through them, as epochs would
-        index = np.resize(np.random.default_rng(seed).permutation(len(split.x)), count)
-    else:
-        index = np.random.default_rng(seed).permutation(len(split.x))[:count]
-    return split.x[index], split.y[index]
-
-
-def workload_batches(workload: Workload, count: int, data: str = "", seed: int = 0) -> tuple[list, str]:
-    """`count` batches of the workload: (feeds, labels) for training, feeds for inference; and the data source."""
-    from rosetta.bench import datasets
-    from rosetta.models import get_model
-    from rosetta.models.inputs import generate_inputs
-
-    spec = get_model(workload.model)
-    name = spec.inputs[0].name
-    samples = count * workload.batch
-    if workload.dataset == "cifar10":
-        folder = Path(data) / "cifar-10-batches-py" if data and (Path(data) / "cifar-10-batches-py").is_dir() else Path(data)
-        dataset = datasets.load_cifar10(folder) if data else datasets.synthetic_cifar10(samples, 1, seed)
-    elif workload.dataset == "imdb":
-        dataset = datasets.load_imdb(Path(data)) if data else datasets.synthetic_imdb(samples, 1, seed)
-    else:
-        feeds = generate_inputs(spec.inputs, workload.batch, seed)
-        return [feeds] * count, "synthetic (seed %d)" % seed
-    x, y = _take(dataset.train, samples, seed)
-    batches = [({name: x[i * workload.batch:(i + 1) * workload.batch]}, y[i * workload.batch:(i + 1) * workload.batch])
-               for i in range(count)]
-    return (batches if workload.task == "train" else [b[0] for b in batches]), dataset.source
 
 
 def execute_cell(cell: dict) -> dict:

@@ -1,4 +1,5 @@
-"""The DLF workloads (../shared/reference/dlf-benchmarks.md) as a registry, with DLF's published figures.
+"""The DLF workloads (../shared/reference/dlf-benchmarks.md) as a registry, with DLF's published figures; a
+bench cell (one workload in one target: plain JSON, a self-contained job) and the batches it times.
 
 A workload names a reference model, a task (train or infer), the DLF batch size and data set, and the unit
 DLF reported: seconds per epoch for training (DLF's totals divided by its epochs), seconds per 1,000 images
@@ -8,6 +9,9 @@ for feature extraction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
 
 from rosetta.registry import Registry
 
@@ -47,6 +51,61 @@ for _workload in (
                   "P100": {"PyTorch": 1.9, "Keras (TF)": 2.9, "MXNet (Gluon)": 1.7, "TensorFlow": 1.8}}),
 ):
     WORKLOADS.register(_workload)
+
+
+REFERENCE_TARGET = "torch (reference)"
+DEFAULT_WARMUP = 2
+
+
+@dataclass(frozen=True)
+class BenchCell:
+    workload: str
+    target: str  # a verify target name, or REFERENCE_TARGET
+    framework: str  # the framework that runs it
+    artifact: str = "-"  # artifact folder; "-" is the reference model itself
+    device: str = "cpu"
+    steps: int = 0  # timed steps (batches); 0: the workload's default for the device
+    warmup: int = DEFAULT_WARMUP
+    threads: int = 0
+    data: str = ""  # folder with cifar-10-batches-py/ and imdb.npz; "" = synthetic data
+    seed: int = 0
+    speed: dict = field(default_factory=dict)  # rosetta.frameworks.speed.Speed as JSON; {}: fp32, as written
+    workers: int = 1  # data-parallel workers for a training cell (rosetta.bench.parallel)
+
+    def timed_steps(self) -> int:
+        workload = WORKLOADS.get(self.workload)
+        return self.steps or (workload.gpu_steps if self.device == "cuda" else workload.cpu_steps)
+
+
+def _take(split, count: int, seed: int):
+    if len(split.x) < count:  # fewer samples than steps x batch: cycle through them, as epochs would
+        index = np.resize(np.random.default_rng(seed).permutation(len(split.x)), count)
+    else:
+        index = np.random.default_rng(seed).permutation(len(split.x))[:count]
+    return split.x[index], split.y[index]
+
+
+def workload_batches(workload: Workload, count: int, data: str = "", seed: int = 0) -> tuple[list, str]:
+    """`count` batches of the workload: (feeds, labels) for training, feeds for inference; and the data source."""
+    from rosetta.bench import datasets
+    from rosetta.models import get_model
+    from rosetta.models.inputs import generate_inputs
+
+    spec = get_model(workload.model)
+    name = spec.inputs[0].name
+    samples = count * workload.batch
+    if workload.dataset == "cifar10":
+        folder = Path(data) / "cifar-10-batches-py" if data and (Path(data) / "cifar-10-batches-py").is_dir() else Path(data)
+        dataset = datasets.load_cifar10(folder) if data else datasets.synthetic_cifar10(samples, 1, seed)
+    elif workload.dataset == "imdb":
+        dataset = datasets.load_imdb(Path(data)) if data else datasets.synthetic_imdb(samples, 1, seed)
+    else:
+        feeds = generate_inputs(spec.inputs, workload.batch, seed)
+        return [feeds] * count, "synthetic (seed %d)" % seed
+    x, y = _take(dataset.train, samples, seed)
+    batches = [({name: x[i * workload.batch:(i + 1) * workload.batch]}, y[i * workload.batch:(i + 1) * workload.batch])
+               for i in range(count)]
+    return (batches if workload.task == "train" else [b[0] for b in batches]), dataset.source
 
 
 def parse_workloads(text: str) -> list[Workload]:
