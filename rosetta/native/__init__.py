@@ -39,15 +39,32 @@ def native_for(model: str, framework: str) -> NativeModel | None:
     return NATIVE.get((model, framework)) if (model, framework) in NATIVE else None
 
 
+# the distributions whose versions decide what a framework's builder writes (either build of each)
+PACKAGES = {"keras": ("keras", "tensorflow-cpu", "tensorflow"), "tensorflow": ("keras", "tensorflow-cpu", "tensorflow"),
+            "mxnet": ("mxnet",)}
+
+
+def _installed(framework: str) -> dict[str, str]:
+    """Versions read from package metadata: the caller (bench's parent process) imports no framework."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for package in PACKAGES.get(framework, (framework,)):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
 def native_folder(root: Path, native: NativeModel, seed: int = 0) -> Path:
     """Where the native model is kept: named by the framework's version, rosetta's, and the code that builds it
     (code_digest), so that other code builds it again."""
     from rosetta import __version__
-    from rosetta.frameworks import runner_class
 
     identity = json.dumps({"builder": native.builder, "seed": seed, "rosetta": __version__,
-                           "code": code_digest("native", "models"),
-                           "framework": runner_class(native.framework).version()}, sort_keys=True)
+                           "code": code_digest("native", "models"), "framework": _installed(native.framework)},
+                          sort_keys=True)
     digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
     return Path(root) / f"{native.model}-seed{seed}" / f"native-{native.framework}-{digest}"
 

@@ -51,3 +51,14 @@ def test_a_native_model_with_a_weight_mapped_wrongly_fails_verification(model, f
     wrong = store.derived(good, fault.__name__.strip("_"), fault)
     result = run_cell(VerifyCell(model, "keras"), store=None, artifact=wrong)
     assert result.verdict == "FAIL", result.reason
+
+
+def test_naming_a_native_model_imports_no_framework():
+    """bench names native folders in its parent process, which must not import TensorFlow or MXNet."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from rosetta.native import NATIVE, native_folder; [native_folder('/tmp', n) for n in NATIVE]; "
+            "print(sorted(m for m in ('tensorflow', 'mxnet', 'keras', 'jax') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
