@@ -72,13 +72,12 @@ def _launch(cell, workers: int, options: dict) -> dict:
         argument, result = Path(scratch) / "argument.json", Path(scratch) / "result.json"
         argument.write_text(json.dumps({"cell": asdict(cell), "workers": workers, "options": options}))
         env = {**os.environ, "OMP_NUM_THREADS": str(_threads(cell))}
-        module = [sys.executable, "-m", "rosetta.bench.parallel", cell.framework, str(argument), str(result)]
+        module = ["-m", "rosetta.bench.parallel", cell.framework, str(argument), str(result)]
         if cell.framework == "torch":
             command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-                       f"--nproc_per_node={workers}", "-m", "rosetta.bench.parallel", "torch", str(argument),
-                       str(result)]
+                       f"--nproc_per_node={workers}", *module]
         else:
-            command = module
+            command = [sys.executable, *module]
             env.update(KERAS_BACKEND="jax", XLA_FLAGS=f"--xla_force_host_platform_device_count={workers}")
         try:
             done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT_S,

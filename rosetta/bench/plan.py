@@ -42,12 +42,12 @@ def bench_workloads(workloads: str, targets: str, *, device: str = "cpu", steps:
     from rosetta.bench.workloads import parse_workloads
     from rosetta.convert.store import ArtifactStore
     from rosetta.convert.targets import parse_target_list
+    from rosetta.frameworks.speed import Speed
     from rosetta.verify.files import check_writable_file
 
-    from rosetta.frameworks.speed import Speed
-
     # a bad --precision refused before any work; the default variant is no variant (the overhead is measured)
-    speed = Speed.from_json(speed).to_json() if speed and Speed.from_json(speed) != Speed() else None
+    variant = Speed.from_json(speed)
+    speed = variant.to_json() if variant != Speed() else None
     run = BenchRun(parse_workloads(workloads))
     chosen = parse_target_list(targets)
     check_writable_file(results_file)

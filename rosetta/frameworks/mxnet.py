@@ -86,7 +86,8 @@ class MXNetRunner(Runner):
 
     def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu", precision: str = "float32",
                  speed: dict | None = None) -> None:
-        check_speed(Speed.from_json(speed), device)
+        speed = Speed.from_json(speed)
+        check_speed(speed, device)
         mx = import_mxnet(threads)
         self.manifest, self.layouts = manifest, manifest.converter.get("layouts", {})
         artifact = artifact_file(folder, manifest)
@@ -98,7 +99,7 @@ class MXNetRunner(Runner):
                                                   ctx=self.context)
         if precision != "float32":  # a float64 run of the model: the calibrated tolerance's reference
             self.block.cast(precision)
-        if Speed.from_json(speed).compile:
+        if speed.compile:
             self.block.hybridize(static_alloc=True, static_shape=True)
         self.precision = precision
         self.output_names = [entry["name"] for entry in manifest.outputs]

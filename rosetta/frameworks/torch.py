@@ -28,6 +28,17 @@ from rosetta.trust.pt2 import check_archive
 PRECISIONS = ("float32", "float64")
 
 
+CHANNELS_LAST = "memory_format=torch.channels_last"  # how PyTorch applies each speed setting (settings())
+COMPILE = "torch.compile"
+
+
+def check_speed(speed: dict | None, device: str) -> Speed:
+    """The speed variant PyTorch runs: every precision, channels-last and compile (CUDA-only ones on CUDA)."""
+    speed = Speed.from_json(speed)
+    speed.require("PyTorch", device, SPEED_PRECISIONS, CHANNELS_LAST, COMPILE)
+    return speed
+
+
 def speed_contexts(torch, speed: Speed, device):
     """(autocast context factory, GradScaler or None, TF32 on) for a speed variant; on CUDA, fp32 turns TF32 off
     (PyTorch's cuDNN convolutions use it by default) so that an fp32 row is float32."""
@@ -75,9 +86,7 @@ class TorchModuleRunner(Runner):
         """The module as the speed variant runs it (channels-last memory, torch.compile), and the autocast."""
         import torch
 
-        self.speed = Speed.from_json(speed)
-        self.speed.require("PyTorch", self.device.type, SPEED_PRECISIONS, "memory_format=torch.channels_last",
-                           "torch.compile")
+        self.speed = check_speed(speed, self.device.type)
         self.autocast, _, _ = speed_contexts(torch, self.speed, self.device)
         self.device_used = str(self.device)
         if self.speed.channels_last:

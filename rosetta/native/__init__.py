@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from rosetta.manifest import MANIFEST_NAME, Manifest, code_digest, sha256_of
+from rosetta.manifest import MANIFEST_NAME, Manifest, code_digest
 from rosetta.registry import Registry, load_entry
 
 REFERENCE_WEIGHTS = "the reference's weights"
@@ -84,9 +84,19 @@ def build_native(root: Path, model: str, framework: str, seed: int = 0) -> Path:
         if not (folder / MANIFEST_NAME).is_file():
             with atomic_folder(folder) as staging:
                 manifest = load_entry(native.builder)(seed, staging)
-                manifest.sha256 = sha256_of(manifest.artifact_path(staging))
+                manifest.sha256 = manifest.digest(staging)
                 manifest.write(staging)
     return folder
+
+
+def reference_weights(model: str, seed: int):
+    """The reference model's spec and its weights and buffers as numpy arrays, by state_dict name (without
+    BatchNorm's step counter, which no other framework has), in the reference's own order."""
+    from rosetta.models import get_model
+
+    spec = get_model(model)
+    return spec, {name: value.detach().numpy() for name, value in spec.build(seed).state_dict().items()
+                  if not name.endswith("num_batches_tracked")}
 
 
 def native_manifest(spec, seed: int, framework: str, version: str, artifact: str, fmt: str, weights: str,

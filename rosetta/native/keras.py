@@ -9,17 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from rosetta.frameworks.keras import import_keras
-from rosetta.native import REFERENCE_WEIGHTS, SEEDED, native_manifest
+from rosetta.native import REFERENCE_WEIGHTS, SEEDED, native_manifest, reference_weights
 
 KERAS_FILE = "model.keras"
 CHANNELS_LAST = {"images": "channels_last"}
-
-
-def _reference(model: str, seed: int):
-    from rosetta.models import get_model
-
-    spec = get_model(model)
-    return spec, {name: value.detach().numpy() for name, value in spec.build(seed).state_dict().items()}
 
 
 def _save(keras, model, spec, seed: int, staging: Path, weights: str, layouts: dict | None = None):
@@ -60,7 +53,7 @@ def cnn_model(keras, state: dict | None = None):
 
 def cnn(seed: int, staging: Path):
     keras = import_keras()
-    spec, state = _reference("cnn", seed)
+    spec, state = reference_weights("cnn", seed)
     return _save(keras, cnn_model(keras, state), spec, seed, staging, REFERENCE_WEIGHTS, CHANNELS_LAST)
 
 
@@ -91,7 +84,7 @@ def gru_model(keras, state: dict | None = None):
 
 def gru(seed: int, staging: Path):
     keras = import_keras()
-    spec, state = _reference("gru", seed)
+    spec, state = reference_weights("gru", seed)
     return _save(keras, gru_model(keras, state), spec, seed, staging, REFERENCE_WEIGHTS)
 
 

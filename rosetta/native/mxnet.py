@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.frameworks.mxnet import PARAMS_FILE, SYMBOL_FILE, import_mxnet
-from rosetta.native import REFERENCE_WEIGHTS, SEEDED, native_manifest
+from rosetta.native import REFERENCE_WEIGHTS, SEEDED, native_manifest, reference_weights
 
 ARTIFACT = "symbol"  # the folder holding SYMBOL_FILE and PARAMS_FILE, as rosetta's MXNet conversions write it
 
@@ -87,21 +87,14 @@ def _sample(spec, seed: int):
     return next(iter(generate_inputs(spec.inputs, 2, seed).values()))
 
 
-def _reference_state(model: str, seed: int) -> dict:
-    from rosetta.models import get_model
-
-    return {name: value.detach().numpy() for name, value in get_model(model).build(seed).state_dict().items()
-            if not name.endswith("num_batches_tracked")}
-
-
 def cnn(seed: int, staging: Path):
     mx = import_mxnet()
-    return _save(mx, cnn_block(mx), "cnn", seed, staging, _reference_state("cnn", seed))
+    return _save(mx, cnn_block(mx), "cnn", seed, staging, reference_weights("cnn", seed)[1])
 
 
 def gru(seed: int, staging: Path):
     mx = import_mxnet()
-    return _save(mx, gru_block(mx), "gru", seed, staging, _reference_state("gru", seed))
+    return _save(mx, gru_block(mx), "gru", seed, staging, reference_weights("gru", seed)[1])
 
 
 def resnet50(seed: int, staging: Path):

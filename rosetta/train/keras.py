@@ -138,7 +138,12 @@ class KerasTrainer(Trainer):
         finally:
             keras.config.set_floatx(floatx)
         self.model = model
-        used = ("/GPU:0" if device == "cuda" else "/CPU:0") if backend == "tensorflow" else f"{device} ({backend})"
+        if backend == "tensorflow":
+            from rosetta.frameworks.tensorflow import TF_DEVICES
+
+            used = TF_DEVICES[device]
+        else:
+            used = f"{device} ({backend})"
         self._settings = {"backend": backend, "threads": threads, "jit_compile": jit_compile, "device used": used,
                           "compiled_step": "tf.function" if backend == "tensorflow" else backend,
                           **self.speed.settings(compile=JIT)}

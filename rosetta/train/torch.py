@@ -16,9 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.frameworks.onnx2torch import load_module
-from rosetta.frameworks.speed import PRECISIONS as SPEED_PRECISIONS
-from rosetta.frameworks.speed import Speed
-from rosetta.frameworks.torch import compile_errors, speed_contexts, torch_device
+from rosetta.frameworks.torch import CHANNELS_LAST, COMPILE, check_speed, compile_errors, speed_contexts, torch_device
 from rosetta.models import get_model
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
@@ -83,9 +81,7 @@ class TorchTrainer(Trainer):
         import torch
 
         check_options(precision, device)
-        self.speed = Speed.from_json(speed)
-        self.speed.require("PyTorch", device, SPEED_PRECISIONS, channels_last="memory_format=torch.channels_last",
-                           compile="torch.compile")
+        self.speed = check_speed(speed, device)
         compile = compile or self.speed.compile
         changes = model_changes or {}
         if changes.get("batchnorm_momentum") == "flipped":
@@ -112,7 +108,7 @@ class TorchTrainer(Trainer):
         self.forward = torch.compile(self.module) if compile else self.module
         self._settings = {"threads": torch.get_num_threads(), "compile": compile, "device used": str(self.device),
                           **({"cudnn.benchmark": cudnn_benchmark, "tf32": tf32} if device == "cuda" else {}),
-                          **self.speed.settings("memory_format=torch.channels_last", "torch.compile")}
+                          **self.speed.settings(CHANNELS_LAST, COMPILE)}
 
     @staticmethod
     def reference(model: str, seed: int = 0, **options) -> TorchTrainer:
