@@ -45,19 +45,26 @@ def generate_code(emitter, code: Path) -> None:
 
 
 def emitted_manifest(previous: Manifest, artifact: Path, fmt: str, emitter: str, framework_version: str,
-                     **converter) -> Manifest:
+                     layout: str, input_layout: str = "", **converter) -> Manifest:
+    """The emitted artifact's manifest, with the image layout of its tensors (`layout`: "channels_first" for
+    MMdnn's PyTorch, MXNet and ONNX emitters, "channels_last" for the others) and of its inputs where it
+    differs (`input_layout`: the ONNX emitter's model takes NHWC and transposes), and `layouts`: the inputs and
+    outputs that differ from the source model's, which runners transpose at the boundary (and `--locate`, for
+    an output cut from inside the model)."""
     from importlib.metadata import version
 
     return Manifest(artifact=artifact.name, format=fmt, source=previous.source,
                     converter={"name": f"mmdnn {emitter}", "version": version("mmdnn"),
-                               "framework_version": framework_version, "options": {}, **converter},
+                               "framework_version": framework_version, "options": {}, "layout": layout,
+                               "layouts": layouts(previous, layout, input_layout or layout), **converter},
                     inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(artifact))
 
 
-def layouts(previous: Manifest, emitted: str) -> dict:
-    """How the emitted model's image inputs differ from the source model's: MMdnn's IR is NHWC; its PyTorch
-    and MXNet emitters write NCHW models, the others NHWC. The source's layout is in the IR's manifest."""
+def layouts(previous: Manifest, emitted: str, emitted_inputs: str) -> dict:
+    """How the emitted model's image inputs and outputs differ from the source model's: MMdnn's IR is NHWC; its
+    PyTorch and MXNet emitters write NCHW models, the others NHWC. The source's layout is in the IR's manifest."""
     source = previous.converter.get("layout", "channels_first")
-    if emitted == source:
-        return {}
-    return {entry["name"]: emitted for entry in previous.inputs if len(entry["shape"]) == 4}
+    return {**{entry["name"]: emitted_inputs for entry in previous.inputs
+               if len(entry["shape"]) == 4 and emitted_inputs != source},
+            **{entry["name"]: emitted for entry in previous.outputs
+               if len(entry["shape"]) == 4 and emitted != source}}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.convert.mmdnn import compat
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, ir_paths, layouts
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, ir_paths
 from rosetta.frameworks.base import import_generated
 from rosetta.manifest import Manifest
 
@@ -44,8 +44,8 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
         artifact = Path(staging) / LEGACY_ARTIFACT
         legacy.rename(artifact)
         return emitted_manifest(previous, artifact, "keras", "Keras2Emitter", keras.__version__, code=CODE,
-                                layouts=layouts(previous, "channels_last"))
+                                layout="channels_last")
     legacy.unlink()
     model.save(str(Path(staging) / ARTIFACT))
     return emitted_manifest(previous, Path(staging) / ARTIFACT, "keras", "Keras2Emitter", keras.__version__,
-                            code=CODE, layouts=layouts(previous, "channels_last"))
+                            code=CODE, layout="channels_last")

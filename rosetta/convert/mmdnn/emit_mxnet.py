@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.convert.mmdnn import compat
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, ir_paths, layouts
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, ir_paths
 from rosetta.errors import RosettaError
 from rosetta.frameworks.base import import_generated
 from rosetta.manifest import Manifest
@@ -45,4 +45,4 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     symbol.save(str(artifact / SYMBOL_FILE))
     mx.nd.save(str(artifact / PARAMS_FILE), params)
     return emitted_manifest(previous, artifact, "mxnet", "MXNetEmitter", mx.__version__, code=CODE,
-                            input_names=inputs, layouts=layouts(previous, "channels_first"))
+                            input_names=inputs, layout="channels_first")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.convert.mmdnn import compat
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, ir_paths, layouts
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, ir_paths
 from rosetta.errors import RosettaError
 from rosetta.frameworks.base import import_generated
 from rosetta.manifest import Manifest
@@ -93,6 +93,6 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     model = for_onnxruntime(generated.KitModel(None), previous.inputs, previous.outputs)
     onnx.save(model, str(Path(staging) / ARTIFACT))
     manifest = emitted_manifest(previous, Path(staging) / ARTIFACT, "onnx", "OnnxEmitter", onnx.__version__,
-                                code=CODE, layouts=layouts(previous, "channels_last"))
+                                code=CODE, layout="channels_first", input_layout="channels_last")
     manifest.opset = OPSET
     return manifest

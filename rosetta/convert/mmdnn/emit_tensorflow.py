@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from rosetta.convert.mmdnn import compat
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, ir_paths, layouts
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, ir_paths
 from rosetta.errors import RosettaError
 from rosetta.execution import retire_this_worker
 from rosetta.frameworks.base import import_generated
@@ -56,4 +56,4 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
                                                  strip_default_attrs=True)
             builder.save()
     return emitted_manifest(previous, Path(staging) / ARTIFACT, "tensorflow", "TensorflowEmitter", tf.__version__,
-                            code=CODE, layouts=layouts(previous, "channels_last"))
+                            code=CODE, layout="channels_last")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.convert.mmdnn import compat
-from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, ir_paths, layouts
+from rosetta.convert.mmdnn.emit import emitted_manifest, generate_code, ir_paths
 from rosetta.convert.mmdnn.ir import save_weights
 from rosetta.frameworks.torch import KIT_CODE, KIT_WEIGHTS, build_kit_module
 from rosetta.manifest import Manifest
@@ -30,4 +30,4 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     save_weights(emitter.weights_dict, artifact / KIT_WEIGHTS)
     build_kit_module(artifact)  # fail here, not at the first run, if the code does not build
     return emitted_manifest(previous, artifact, "torch-code", "PytorchEmitter", torch.__version__, code=KIT_CODE,
-                            layouts=layouts(previous, "channels_first"))
+                            layout="channels_first")
