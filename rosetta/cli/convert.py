@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from rosetta.cli.options import (EPILOG_EXIT, EXIT_PASS, add_executor_options, exit_for, add_export_options,
-                                 add_model_options, executor,
+                                 add_locate_options, add_model_options, check_locate_options, executor, write_locate,
                                  add_tolerance_options, add_user_model_options, check_writable_file, export_options,
                                  print_results, progress, target_names)
 from rosetta.errors import RosettaError
@@ -27,6 +27,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                "  rosetta convert model.keras --to onnx,torch,mxnet -o out/\n"
                "  rosetta convert net.py:build --input image:Nx3x32x32:float32 --trust-code --to tensorflow,keras,onnxruntime -o out/\n"
                "  rosetta convert saved_model_dir/ --to onnx,torch -o out/ --atol logits:1e-4\n"
+               "  rosetta convert model.h5 --via mmdnn --to torch -o out/ --locate   (where does a FAIL diverge?)\n"
                "  rosetta convert --model cnn --to onnx -o out/cnn-onnx    (a reference model: one target)\n"
                + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -44,11 +45,13 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     add_model_options(convert)
     add_user_model_options(convert)
     add_tolerance_options(convert)
+    add_locate_options(convert)
     add_export_options(convert)
     add_executor_options(convert)
 
 
 def run(args) -> int:
+    check_locate_options(args)
     if args.path is not None:
         if args.model:
             raise RosettaError("give a model file or --model NAME, not both")
@@ -79,7 +82,7 @@ def _convert_file(args) -> int:
                                    threads=args.threads, atol=args.atol, rtol=args.rtol,
                                    tolerance_multiple=args.tolerance_multiple, max_memory=args.max_memory,
                                    verify=not args.no_verify, progress=progress(args), results_file=args.json,
-                                   executor=executor(args))
+                                   executor=executor(args), locate=args.locate)
     title = f"rosetta convert {done.model_label}" + ("" if args.no_verify else f" ({done.policy.describe()})")
     print_results(done.results, title, args.verbose)
     if done.written:
@@ -90,4 +93,5 @@ def _convert_file(args) -> int:
         write_results_json(done.results, args.json, {"model": done.model_file, "output": str(args.output),
                                                      "tolerance": done.policy.to_json(),
                                                      "verified": not args.no_verify})
+    write_locate(args, done.results, done.policy)
     return exit_for(done.results, args)

@@ -13,7 +13,8 @@ from rosetta.verify.files import check_writable_file
 
 __all__ = ["EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE", "EXIT_ERROR", "EPILOG_EXIT", "exit_for", "Parser", "positive_int", "seed_list",
            "target_names", "workload_names", "add_model_options", "add_user_model_options", "add_tolerance_options",
-           "add_export_options", "export_options", "check_writable_file", "progress", "console", "print_results"]
+           "add_export_options", "export_options", "check_writable_file", "progress", "console", "print_results",
+           "add_locate_options", "check_locate_options", "write_locate"]
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
 
@@ -141,6 +142,35 @@ def exit_for(results, args) -> int:
     from rosetta.verify.results import exit_status
 
     return exit_status([r.verdict for r in results], args.strict)
+
+
+def add_locate_options(parser: argparse.ArgumentParser) -> None:
+    from pathlib import Path
+
+    parser.add_argument("--locate", action="store_true",
+                        help="for each FAIL (inference): name the first node whose value in the target crosses the "
+                             "tolerance, its source layer (torch module, Keras layer, MXNet node), and whether its "
+                             "conversion introduced the error. ONNX route: the export's ONNX nodes (prefix graphs "
+                             "converted along the same chain); MMdnn route: MMdnn's IR nodes (IR prefixes emitted by "
+                             "the same emitter, bisected); ONNX files: the first node of each that differs from the "
+                             "first (by tensor name). Per-node figures in --json")
+    parser.add_argument("--locate-dir", metavar="DIR", type=Path,
+                        help="with --locate: write locate-MODEL.png (error/floor by depth, one line per target) and "
+                             "locate-MODEL-TARGET.explorer.json (node data for Google's Model Explorer) here")
+
+
+def check_locate_options(args) -> None:
+    if args.locate_dir and not args.locate:
+        raise RosettaError("--locate-dir is for --locate: add --locate")
+
+
+def write_locate(args, results: list, policy) -> None:
+    """--locate-dir: the PNG and Model Explorer files of the located FAIL rows."""
+    if args.locate_dir:
+        from rosetta.report.locate import write_locate_reports
+
+        for path in write_locate_reports(results, args.locate_dir, policy.multiple):
+            print(f"wrote {path}")
 
 
 def add_export_options(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 
 from rosetta.cli.options import (EPILOG_EXIT, add_executor_options, exit_for, add_export_options,
-                                 add_tolerance_options, executor,
+                                 add_locate_options, add_tolerance_options, check_locate_options, executor,
+                                 write_locate,
                                  add_user_model_options, export_options, positive_int, print_results, progress,
                                  seed_list, target_names)
 from rosetta.errors import RosettaError
@@ -54,14 +55,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     verify.add_argument("--train-batch", type=positive_int, default=4, help="training check batch size (default: 4)")
     verify.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
     verify.add_argument("--work-dir", type=Path, help="keep converted artifacts here (default: a temporary folder)")
-    verify.add_argument("--locate", action="store_true",
-                        help="for each FAIL (inference, ONNX route): name the first ONNX node whose value in the "
-                             "target crosses the tolerance, its torch module, and whether its conversion introduced "
-                             "the error (prefix graphs converted along the same chain; per-node figures in --json); "
-                             "with ONNX files, the first node of each that differs from the first (by tensor name)")
-    verify.add_argument("--locate-dir", metavar="DIR", type=Path,
-                        help="with --locate: write locate-MODEL.png (error/floor by depth, one line per target) and "
-                             "locate-MODEL-TARGET.explorer.json (node data for Google's Model Explorer) here")
+    add_locate_options(verify)
     verify.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
     verify.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_user_model_options(verify)
@@ -75,8 +69,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    if args.locate_dir and not args.locate:
-        raise RosettaError("--locate-dir is for --locate: add --locate")
+    check_locate_options(args)
     if args.paths:
         if args.model or args.train_steps:
             raise RosettaError("--model and --train-steps are for reference models; give model files or --model")
@@ -98,7 +91,7 @@ def run(args) -> int:
     print_results(done.results, f"rosetta verify ({done.policy.describe()})", args.verbose)
     if args.json:
         write_results_json(done.results, args.json, {"tolerance": done.policy.to_json()})
-    _write_locate(args, done.results, done.policy)
+    write_locate(args, done.results, done.policy)
     return exit_for(done.results, args)
 
 
@@ -120,13 +113,5 @@ def _verify_files(args) -> int:
         from rosetta.verify.results import write_results_json
 
         write_results_json(done.results, args.json, {"reference": done.reference, "tolerance": done.policy.to_json()})
-    _write_locate(args, done.results, done.policy)
+    write_locate(args, done.results, done.policy)
     return exit_for(done.results, args)
-
-
-def _write_locate(args, results: list, policy) -> None:
-    if args.locate_dir:
-        from rosetta.report.locate import write_locate_reports
-
-        for path in write_locate_reports(results, args.locate_dir, policy.multiple):
-            print(f"wrote {path}")

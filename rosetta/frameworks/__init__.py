@@ -145,3 +145,13 @@ def load_runner(framework: str, folder: Path, **options) -> Runner:
     if not runs_here(isolation(framework)):
         return WorkerRunner(framework, folder, options)
     return runner_class(framework)(Path(folder), manifest, **options)
+
+
+def layer_values_job(argument: dict) -> dict:
+    """Job (in the framework's worker): the values of a model's inner layers or nodes called argument["names"]
+    (Runner.layer_values of the Keras and MXNet runners) on argument["feeds"], in argument["precision"]."""
+    from rosetta.manifest import Manifest
+
+    folder = Path(argument["folder"])
+    runner = runner_class(argument["runner"])(folder, Manifest.read(folder), precision=argument["precision"])
+    return {"values": runner.layer_values(argument["feeds"], list(argument["names"]))}

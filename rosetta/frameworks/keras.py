@@ -292,6 +292,16 @@ class KerasRunner(Runner):
         model = self.keras.Model(self.model.inputs, outputs)
         return {name: onnx_layout(value, table[name]) for name, value in zip(wanted, self._run(model, feeds))}
 
+    def layer_values(self, feeds: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
+        """The outputs of the layers called `names` (a layer with several outputs, or one the model lacks, is
+        left out), in this runner's precision: a source model's values of MMdnn's IR nodes (`--locate`)."""
+        layers = {layer.name: layer for layer in self.model.layers}
+        wanted = [name for name in names if name in layers and not isinstance(layers[name].output, (list, tuple))]
+        if not wanted:
+            return {}
+        model = self.keras.Model(self.model.inputs, [layers[name].output for name in wanted])
+        return dict(zip(wanted, self._run(model, feeds)))
+
 
 def onnx_layout(value: np.ndarray, entry: dict) -> np.ndarray:
     """A Keras tensor's value in its ONNX tensor's layout: `axes[i]` is the Keras axis of ONNX axis i (None: a

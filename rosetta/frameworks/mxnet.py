@@ -95,6 +95,7 @@ class MXNetRunner(Runner):
         self.device_used = str(self.context)
         # the symbol's own input names where a converter recorded them (MMdnn names its input "input")
         names = manifest.converter.get("input_names") or [entry["name"] for entry in manifest.inputs]
+        self.input_names, self.artifact = names, artifact
         self.block = mx.gluon.SymbolBlock.imports(str(artifact / SYMBOL_FILE), names, str(artifact / PARAMS_FILE),
                                                   ctx=self.context)
         if precision != "float32":  # a float64 run of the model: the calibrated tolerance's reference
@@ -134,3 +135,24 @@ class MXNetRunner(Runner):
         result = self.block(*arrays)
         result = result if isinstance(result, (list, tuple)) else [result]
         return from_layouts({name: value.asnumpy() for name, value in zip(self.output_names, result)}, self.layouts)
+
+    def layer_values(self, feeds: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
+        """The outputs of the symbol's nodes called `names` (get_internals(); a name it lacks is left out), in
+        this runner's precision: a source model's values of MMdnn's IR nodes (`--locate`)."""
+        mx = import_mxnet()
+        internals = mx.sym.load(str(self.artifact / SYMBOL_FILE)).get_internals()
+        known = set(internals.list_outputs())
+        wanted = [name for name in names if f"{name}_output" in known]
+        if not wanted:
+            return {}
+        block = mx.gluon.SymbolBlock(mx.sym.Group([internals[f"{name}_output"] for name in wanted]),
+                                     [mx.sym.var(name) for name in self.input_names])
+        block.collect_params().load(str(self.artifact / PARAMS_FILE), ctx=self.context, allow_missing=True,
+                                    ignore_extra=True)
+        if self.precision != "float32":
+            block.cast(self.precision)
+        whole, self.block, self.output_names = (self.block, self.output_names), block, wanted
+        try:
+            return self.predict(feeds)
+        finally:
+            self.block, self.output_names = whole

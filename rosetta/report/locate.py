@@ -35,7 +35,8 @@ def depth_chart(model: str, reports: list[LocateReport], multiple: float, path: 
                           xytext=(6, 6), textcoords="offset points", color=line.get_color())
     axis.axhline(multiple, color="black", linestyle="--", linewidth=1, label=f"tolerance ({multiple:g}x)")
     axis.set_yscale("log")
-    axis.set_xlabel("node (position in the ONNX graph's topological order)")
+    graph = "MMdnn IR" if any(report.graph == "mmdnn" for report in reports) else "ONNX graph"
+    axis.set_xlabel(f"node (position in the {graph}'s topological order)")
     axis.set_ylabel("max error / the tensor's own noise floor")
     axis.set_title(f"{model}: where each target diverges from the reference")
     axis.grid(alpha=0.3)
@@ -64,7 +65,9 @@ def explorer_node_data(report: LocateReport, multiple: float) -> dict:
 
 
 def write_locate_reports(results: list, folder: Path, multiple: float) -> list[Path]:
-    """For every model with located FAIL rows: locate-MODEL.png and locate-MODEL-TARGET.explorer.json."""
+    """For every model with located FAIL rows: locate-MODEL.png and locate-MODEL-TARGET.explorer.json (for the
+    MMdnn route, whose nodes are its IR's: locate-MODEL-mmdnn.png, locate-MODEL-mmdnn-TARGET.explorer.json,
+    keyed by the source's tensors)."""
     from rosetta.verify.locate import report_from_json
 
     folder = Path(folder)
@@ -72,7 +75,9 @@ def write_locate_reports(results: list, folder: Path, multiple: float) -> list[P
     written, by_model = [], {}
     for result in results:
         if result.locate:
-            by_model.setdefault(result.model, []).append(report_from_json(result.locate))
+            report = report_from_json(result.locate)
+            name = result.model if report.graph == "onnx" else f"{result.model}-{report.graph}"
+            by_model.setdefault(name, []).append(report)
     for model, reports in by_model.items():
         written.append(depth_chart(model, reports, multiple, folder / f"locate-{model}.png"))
         for report in reports:

@@ -68,7 +68,8 @@ def locate_table(result: VerifyResult, after: int = 2):
 
     report = report_from_json(result.locate)
     table = Table(title=f"where {result.model} -> {result.target} diverges ({report.mechanism})", title_justify="left")
-    for column in ("#", "ONNX node", "op", "torch module", "error / floor", "", "origin"):
+    node, layer = ("MMdnn IR node", "source layer") if report.graph == "mmdnn" else ("ONNX node", "torch module")
+    for column in ("#", node, "op", layer, "error / floor", "", "origin"):
         table.add_column(column)
     failing = [n for n, row in enumerate(report.rows) if row.passed is False]
     last = (failing[0] + after) if failing else len(report.rows) - 1

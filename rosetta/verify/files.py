@@ -56,13 +56,14 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
                             atol: Sequence[tuple[str, float]] = (), rtol: Sequence[tuple[str, float]] = (),
                             tolerance_multiple: float | None = None, max_memory: float | None = None,
                             verify: bool = True, progress: bool = False, executor=None,
-                            results_file: Path | None = None) -> ConvertedFile:
+                            results_file: Path | None = None, locate: bool = False) -> ConvertedFile:
     """Convert the model at `path` to each of `targets` (--to text) by `route`, verify each conversion against
     the model on generated inputs (unless not `verify`), and write the converted artifacts to `output`.
 
     `inputs`: parsed --input options; `atol`, `rtol`, `tolerance_multiple`: as `policy_from_options` takes
     them; `max_memory`: GiB (None: the default limit); `results_file`: where the caller will write the results,
-    checked writable before any work."""
+    checked writable before any work; `locate`: each FAIL row says where the conversion first diverges
+    (`_locate_files`)."""
     from rosetta.output import check_output_folder
     from rosetta.convert.store import ArtifactStore
     from rosetta.convert.user import convert_user_model, parse_user_targets, write_converted
@@ -84,9 +85,12 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
         if not verify:
             results = [conversion_row(cell) for cell in cells]
         else:
-            reference = reference_outputs(model, generate_inputs(model.inputs, batch, seed), threads)
+            feeds = generate_inputs(model.inputs, batch, seed)
+            reference = reference_outputs(model, feeds, threads)
             policy = reference.policy(policy, tolerance_multiple is not None)
             results = run_artifact_cells(cells, reference, policy, progress, executor)
+            if locate:
+                _locate_files(model, cells, results, feeds, policy, Path(scratch) / "locate")
         written = write_converted(cells, output, force)
     return ConvertedFile(results, written, model.label, model.file.to_json(), policy)
 
@@ -164,22 +168,27 @@ def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: P
             except RosettaError as error:
                 failure, folder = f"reading failed: {error}", ""
             cells.append(ArtifactCell(label, path, folder, failure, failed_stage="reading", threads=threads,
-                                      trust_code=trust_code))
+                                      trust_code=trust_code, route=_route_of(folder)))
         results = run_artifact_cells(cells, reference, policy, progress, executor)
         if locate:
             _locate_files(first, cells, results, feeds, policy, Path(scratch) / "locate")
     return VerifiedFiles(results, label, len(feeds), list(reference.float32), policy)
 
 
+def _route_of(folder: str) -> str:
+    """The route an artifact came by, from its manifest's chain ("onnx" for any model that is not MMdnn's)."""
+    from rosetta.manifest import Manifest
+
+    return "mmdnn" if folder and "mmdnn" in (Manifest.read(Path(folder)).chain or []) else "onnx"
+
+
 def _locate_files(first, cells: list, results: list, feeds: dict, policy: TolerancePolicy, work: Path) -> None:
-    """`--locate` for model files: each FAIL row of an ONNX model against an ONNX reference gets its report; any
-    other FAIL row says why it has none."""
+    """`--locate` for model files: each FAIL row gets its report. An ONNX model against an ONNX reference:
+    tensors matched by name (verify.locate.locate_in_export); an artifact of the MMdnn route: bisection of the
+    IR the reference parses into (verify.locate_mmdnn); any other FAIL row says why it has none."""
     from rosetta.manifest import Manifest
     from rosetta.verify.locate import LocateReport, locate_in_export
     from rosetta.verify.results import FAIL
-
-    def is_onnx(folder) -> bool:
-        return bool(folder) and Manifest.read(Path(folder)).format == "onnx"
 
     # the reference evaluator gives every tensor a float64 value, so the calibrated rule applies per tensor
     # even where the reference's outputs had no float64 run
@@ -187,9 +196,47 @@ def _locate_files(first, cells: list, results: list, feeds: dict, policy: Tolera
     for n, (cell, result) in enumerate(zip(cells, results)):
         if result.verdict != FAIL:
             continue
-        if not (is_onnx(first.folder) and is_onnx(cell.folder)):
+        candidate = Manifest.read(Path(cell.folder)) if cell.folder else None
+        if candidate is not None and "mmdnn" in candidate.chain:
+            result.locate = _locate_mmdnn_file(first, Path(cell.folder), candidate, feeds,
+                                               tensor_policy if first.module is not None else policy,
+                                               work / str(n), result.target).to_json()
+        elif candidate is not None and first.folder and Manifest.read(Path(first.folder)).format == "onnx" and \
+                candidate.format == "onnx":
+            result.locate = locate_in_export(Path(first.folder), Path(cell.folder), feeds, tensor_policy,
+                                             work / str(n), result.target).to_json()
+        else:
             result.locate = LocateReport(result.target, "not located",
-                                         reason="--locate compares two ONNX models (tensors by name)").to_json()
-            continue
-        result.locate = locate_in_export(Path(first.folder), Path(cell.folder), feeds, tensor_policy, work / str(n),
-                                         result.target).to_json()
+                                         reason="--locate compares two ONNX models (tensors by name), or a model "
+                                                "with its MMdnn conversion").to_json()
+
+
+def _locate_mmdnn_file(first, artifact: Path, manifest, feeds: dict, policy: TolerancePolicy, work: Path,
+                       target: str):
+    """Where an MMdnn conversion of the model `first` diverges: the IR `first` parses into (made again with the
+    same parser), bisected with the artifact's own emitter against `first`'s values of the IR's nodes."""
+    from rosetta.convert.mmdnn.ir import ir_nodes
+    from rosetta.convert.store import run_conversion
+    from rosetta.frameworks import load_runner, reads_code, runner_for_format
+    from rosetta.manifest import Manifest
+    from rosetta.verify.locate import LocateReport
+    from rosetta.verify.locate_mmdnn import (emit_with, framework_references, locate_mmdnn,
+                                             torch_references)
+
+    chain = tuple(manifest.chain)
+    try:
+        ir = work / "ir"
+        run_conversion(first.conversion_source(), chain[: chain.index("mmdnn") + 1], ir)
+        ir_manifest = Manifest.read(ir)
+        if first.module is not None:
+            references = torch_references(first.module, first.inputs[0].name, ir_manifest, feeds)
+        else:
+            references = framework_references(first.runner, Path(first.folder), ir_manifest,
+                                               ir_nodes(ir_manifest.artifact_path(ir)), feeds, first.has_float64)
+    except RosettaError as error:
+        return LocateReport(target, "not located", reason=f"its IR could not be made again: {error}", graph="mmdnn")
+    runner = runner_for_format(manifest.format)
+    # the emitted prefixes are rosetta's own conversions of the user's model: their code is rosetta's to run
+    options = {"trust_code": True} if reads_code(runner) else {}
+    return locate_mmdnn(ir, references, emit_with(chain[-1]), lambda folder: load_runner(runner, folder, **options),
+                        policy, work / "probes", target)

@@ -34,10 +34,9 @@ from typing import Callable
 
 import numpy as np
 
-from rosetta.errors import RosettaError, one_line
+from rosetta.errors import one_line
 from rosetta.verify.tolerance import TolerancePolicy
 
-LOCATE_JOB = "rosetta.verify.locate:locate_job"
 INTRODUCED, INHERITED = "introduced", "inherited"
 
 
@@ -69,6 +68,7 @@ class LocateReport:
     unread_reason: str = ""
     rows: list[NodeRow] = field(default_factory=list)  # every node, from the intermediates model
     stage: str = ""  # where the error was found: "export", "artifact" or "conversion" (see `locate`)
+    graph: str = "onnx"  # the graph whose nodes are named: "onnx" (ONNX route), "mmdnn" (MMdnn's IR)
     mechanism: str = ""  # which mechanisms gave the figures
     conversions: int = 0
     reason: str = ""
@@ -79,9 +79,12 @@ class LocateReport:
             return f"{self.target}: {self.verdict}" + (f": {self.reason}" if self.reason else "")
         first = self.first
         layer = f" (torch module {first.source_layer})" if first.source_layer else ""
+        if self.graph == "mmdnn":  # an IR node: what the source calls it (torch module, Keras layer, MXNet node)
+            layer = f" (source layer {first.source_layer})" if first.source_layer else ""
         where = {"export": " of the ONNX model it was made from",
                  "artifact": " of the artifact itself"}.get(self.stage, "")
-        text = (f"{self.target}: first diverges at node {first.node} ({first.op}){layer}{where}: "
+        kind = "MMdnn IR node" if self.graph == "mmdnn" else "node"
+        text = (f"{self.target}: first diverges at {kind} {first.node} ({first.op}){layer}{where}: "
                 f"{_ratio(first.error_ratio)} its noise floor")
         if self.unread:
             text += (f", or at {', '.join(self.unread)} just before it, whose value cannot be read in the target "
@@ -563,67 +566,6 @@ def _bisect(probe: Probe, candidate: NodeRow | None, used: list) -> tuple[int, i
         else:
             good = at
     return good, bad
-
-
-# ---- a job per FAIL cell ----------------------------------------------------------------------------------------
-def locate_job(argument: dict) -> dict:
-    """Job: locate one FAIL cell of `rosetta verify` (argument: {"cell": cell JSON, "store": folder, "work":
-    scratch folder}); its LocateReport as JSON."""
-    from rosetta.convert.store import from_onnx
-    from rosetta.convert.targets import get_target
-    from rosetta.frameworks import load_runner
-    from rosetta.models import get_model
-    from rosetta.verify.cells import _store, cell_from_json, reference_for
-
-    cell = cell_from_json(argument["cell"])
-    target = get_target(cell.target, cell.route)
-    if cell.route != "onnx" or "onnx" not in target.chain:
-        return LocateReport(cell.target, "not located",
-                            reason=f"the {cell.route} route has no ONNX graph to cut (ONNX route only)").to_json()
-    spec = get_model(cell.model)
-    options = target.export_options(dict(cell.export))
-    cut = target.chain.index("onnx") + 1
-    store = _store(argument["store"])
-    try:
-        source = store.get(spec, cell.seed, target.chain[:cut], options)
-        artifact = store.get(spec, cell.seed, target.chain, options)
-    except Exception as error:  # noqa: BLE001
-        return LocateReport(cell.target, "not located", reason=f"no artifact: {one_line(error)}").to_json()
-    convert = from_onnx(target, options)
-    load = lambda folder: load_runner(target.runner, folder, threads=cell.threads,  # noqa: E731
-                                      **dict(target.verify_options))
-    feeds = reference_for(cell.model, cell.seed, cell.batch).feeds
-    modules = {name for name, _ in spec.build(cell.seed).named_modules() if name}
-    work = Path(argument["work"])
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        return locate(source, convert, load, feeds, cell.tolerance, work, cell.target, modules,
-                      artifact=artifact).to_json()
-    except RosettaError as error:
-        return LocateReport(cell.target, "not located", reason=one_line(error)).to_json()
-
-
-def locate_failures(cells: list, results: list, store, work: Path, executor=None, progress: bool = False) -> None:
-    """For each FAIL inference row of `results` (one per cell, in order), a locate job run by `executor`
-    (default local); its report lands in the row's `locate`."""
-    from rosetta.execution import Job
-    from rosetta.execution.executors import Task, get_executor
-    from rosetta.progress import progress_bar
-    from rosetta.verify.cells import cell_to_json
-    from rosetta.verify.results import FAIL
-
-    failed = [(cell, result) for cell, result in zip(cells, results)
-              if result.verdict == FAIL and result.check == "inference"]
-    tasks = [Task(Job(LOCATE_JOB, {"cell": cell_to_json(cell), "store": str(store.root), "work": str(work / str(n))},
-                      what=f"locate {cell.label}"), f"locate {cell.label}") for n, (cell, _) in enumerate(failed)]
-    if not tasks:
-        return
-    with progress_bar(len(tasks), "locating", enabled=progress) as advance:
-        outcomes = (executor or get_executor("local")).run(tasks, advance)
-        advance(None)
-    for (cell, result), outcome in zip(failed, outcomes):
-        result.locate = outcome.result if not outcome.error else \
-            LocateReport(cell.target, "not located", reason=f"task failed: {outcome.error}").to_json()
 
 
 def report_from_json(data: dict) -> LocateReport:

@@ -91,7 +91,7 @@ def verify_reference_models(models: str, targets: str, routes: str, *, work_dir:
     `work_dir` (None: a temporary folder); `locate`: then find where each failing inference cell diverges."""
     from rosetta.convert.store import ArtifactStore
     from rosetta.verify.cells import run_cells
-    from rosetta.verify.locate import locate_failures
+    from rosetta.verify.locate_cells import locate_failures
 
     plan = plan_reference_cells(models, targets, routes, **options)
     with scratch_folder("rosetta-") as scratch:

@@ -25,13 +25,13 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     if len(previous.inputs) != 1 or len(previous.inputs[0]["shape"]) != 4:
         raise RosettaError("MMdnn's MXNet parser takes one image input (N, C, H, W)")
     renamed = Path(staging) / "module-names"
-    module_api_names(mx, previous.artifact_path(source), renamed)
+    original = module_api_names(mx, previous.artifact_path(source), renamed)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             parser = MXNetParser((str(renamed / SYMBOL_FILE), str(renamed / "model"), 0,
                                   list(previous.inputs[0]["shape"][1:])))
         return save_ir(parser, staging, previous.source, previous.inputs, previous.outputs, mx.__version__,
-                       "channels_first")
+                       "channels_first", original)
     except AttributeError as error:  # a parameter missing under the name the parser derives from its node
         raise RosettaError(f"MMdnn's MXNet parser cannot find this model's weights ({error}): it expects "
                            "Module-API names (conv0_weight, bn0_moving_mean)") from None
@@ -41,10 +41,11 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
         renamed.rmdir()
 
 
-def module_api_names(mx, folder: Path, out: Path) -> None:
+def module_api_names(mx, folder: Path, out: Path) -> dict:
     """MMdnn's parser looks weights up as NODE_weight, NODE_moving_mean, ... (MXNet's Module API); Gluon's
     export names nodes NAME_fwd and BatchNorm statistics running_mean/var ("'NoneType' object has no
-    attribute 'asnumpy'"). A copy of the checkpoint with Module-API names is written to `out`."""
+    attribute 'asnumpy'"). A copy of the checkpoint with Module-API names is written to `out`; returns
+    {new name: Gluon's name} of the renamed nodes."""
     import json
 
     from rosetta.frameworks.mxnet import PARAMS_FILE, SYMBOL_FILE
@@ -53,10 +54,14 @@ def module_api_names(mx, folder: Path, out: Path) -> None:
     rename = lambda name: (name[: -len("_fwd")] if name.endswith("_fwd") else name).replace(  # noqa: E731
         "_running_mean", "_moving_mean").replace("_running_var", "_moving_var")
     graph = json.loads((folder / SYMBOL_FILE).read_text())
+    original = {}
     for node in graph["nodes"]:
+        if rename(node["name"]) != node["name"]:
+            original[rename(node["name"])] = node["name"]
         node["name"] = rename(node["name"])
     (out / SYMBOL_FILE).write_text(json.dumps(graph))
     params = mx.nd.load(str(folder / PARAMS_FILE))
     mx.nd.save(str(out / "model-0000.params"), {k.split(":")[0] + ":" + rename(k.split(":", 1)[1]): v
                                                for k, v in params.items()})
+    return original
 

@@ -66,6 +66,9 @@ def _classes():
                 raise RosettaError(f"MMdnn cannot convert {', '.join(unsupported)}: {parser_lacks(unsupported)}; "
                                    f"it supports only {', '.join(sorted(PytorchParser151.layer_map))}")
             names = self.names(nodes, set(params))
+            # each IR node's position in the ONNX-level graph and its op: the same graph exported to ONNX
+            # (locate_mmdnn.torch_references) gives its reference values
+            self.source_nodes = {names[node]: [index, node.kind()] for index, node in enumerate(nodes)}
             for node in nodes:
                 name = names[node]
                 self.shape_dict[name] = list(node.output().type().sizes())
@@ -121,4 +124,4 @@ def convert(source, staging: Path, options: dict) -> Manifest:
     with torch.no_grad():
         parser = parser_class(module, list(source.inputs[0].shape[1:]))
     return save_ir(parser, staging, dict(source.origin), signature_of(source.inputs), signature_of(source.outputs),
-                   torch.__version__, "channels_first")
+                   torch.__version__, "channels_first", parser.pytorch_graph.source_nodes)
