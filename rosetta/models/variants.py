@@ -31,6 +31,15 @@ def perturb_parameter(module: torch.nn.Module, name: str, relative: float, seed:
     return module
 
 
+def flip_conv_kernels(module: torch.nn.Module, name: str) -> torch.nn.Module:
+    """Flip one Conv2d's kernels in both spatial axes: a port that mixes up convolution and cross-correlation
+    (Theano and Caffe-era code convolve; PyTorch, TensorFlow and ONNX correlate)."""
+    conv = dict(module.named_modules())[name]
+    with torch.no_grad():
+        conv.weight.copy_(torch.flip(conv.weight, dims=(2, 3)))
+    return module
+
+
 def swap_gru_gates(module: torch.nn.Module, first: int = 0, second: int = 1) -> torch.nn.Module:
     """Swap two gate blocks (torch order r=0, z=1, n=2) in every GRU weight and bias: a converter that
     reorders gates wrongly (ONNX z,r,h vs torch r,z,n vs MXNet r,z,n)."""

@@ -13,7 +13,7 @@ from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import Target, list_targets
 from rosetta.models import get_model
 from rosetta.registry import Registry
-from rosetta.models.variants import (build_cnn_nhwc_flatten, perturb_parameter, swap_gru_gates,
+from rosetta.models.variants import (build_cnn_nhwc_flatten, flip_conv_kernels, perturb_parameter, swap_gru_gates,
                                      transpose_gru_recurrent_kernels)
 
 PERTURBED_TENSOR = "layer3.2.conv2.weight"
@@ -27,23 +27,25 @@ class Fault:
     description: str
     # (store, seed, target, export options) -> artifact folder for that target
     build: Callable[[ArtifactStore, int, Target, dict], Path]
-    targets: tuple = ()  # target names it applies to; empty: every target of the route
-    route: str = "onnx"
+    targets: tuple = ()  # target names it applies to, in each of its routes; empty: every target of the route
+    routes: tuple = ("onnx",)  # "onnx", "mmdnn": a wrong model goes through each route's real converters
     node: str = ""  # the ONNX node where it was seeded (in the reference's export, or in the wrong model's)
     in_export: bool = True  # made by exporting a wrong model (False: a correct artifact edited afterwards)
 
     def export(self, store: ArtifactStore, seed: int, target: Target, options: dict) -> Path:
-        """The ONNX export the fault's artifact for `target` was made from (for an edited artifact: the
-        reference's own export)."""
+        """The graph the fault's artifact for `target` was made from: its ONNX export (ONNX route) or MMdnn IR
+        (MMdnn route); for an edited artifact, the reference's own."""
         from dataclasses import replace
 
-        chain = target.chain[: target.chain.index("onnx") + 1]
+        chain = target.chain[: target.chain.index("onnx" if "onnx" in target.chain[:2] else "mmdnn") + 1]
         if not self.in_export:
             return store.get(get_model(self.model), seed, chain, target.export_options(options))
         return self.build(store, seed, replace(target, chain=chain), options)
 
-    def applies_to(self) -> list[str]:
-        return list(self.targets) or list_targets(self.route)
+    def applies_to(self, route: str = "onnx") -> list[str]:
+        if route not in self.routes:
+            return []
+        return [t for t in self.targets if t in list_targets(route)] if self.targets else list_targets(route)
 
 
 FAULTS: Registry[Fault] = Registry("fault", key=lambda fault: fault.name)
@@ -60,7 +62,7 @@ def get_fault(name: str) -> Fault:
 
 def fault_cases(route: str = "onnx") -> list[tuple[Fault, str]]:
     """Every (fault, target) pair to test: each target gets at least one wrong model through its converter."""
-    return [(fault, target) for fault in FAULTS if fault.route == route for target in fault.applies_to()]
+    return [(fault, target) for fault in FAULTS for target in fault.applies_to(route)]
 
 
 def _variant(model: str, name: str, make: Callable):
@@ -82,7 +84,12 @@ register_fault(Fault("resnet50-weight-perturbed", "resnet50",
                      f"one weight tensor ({PERTURBED_TENSOR}) perturbed by {PERTURBATION:g} relative",
                      _variant("resnet50", "weight-perturbed", lambda seed: perturb_parameter(
                          get_model("resnet50").build(seed), PERTURBED_TENSOR, PERTURBATION, seed)),
-                     targets=("onnxruntime",), node="/layer3/layer3.2/conv2/Conv"))
+                     targets=("onnxruntime", "torch"), routes=("onnx", "mmdnn"), node="/layer3/layer3.2/conv2/Conv"))
+register_fault(Fault("cnn-kernels-flipped", "cnn",
+                     "conv2's kernels flipped in both spatial axes (convolution vs cross-correlation mix-up)",
+                     _variant("cnn", "kernels-flipped", lambda seed: flip_conv_kernels(get_model("cnn").build(seed),
+                                                                                      "conv2")),
+                     routes=("onnx", "mmdnn"), node="/conv2/Conv"))
 register_fault(Fault("cnn-nhwc-flatten", "cnn", "flattened in NHWC order before the first dense layer",
                      _variant("cnn", "nhwc-flatten", build_cnn_nhwc_flatten), node="/Transpose"))
 register_fault(Fault("gru-gates-swapped", "gru", "GRU reset and update gates swapped (gate order mix-up)",

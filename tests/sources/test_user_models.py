@@ -67,12 +67,21 @@ def test_mmdnn_converts_a_keras2_model_and_its_nhwc_reshape_error_is_flagged(fil
     model with Flatten passes, and the NHWC targets pass both."""
     for name, expected in (("keras2-flatten", "PASS"), ("keras2-reshape", "FAIL")):
         out = run("convert", str(files / f"{name}.h5"), "--via", "mmdnn", "--to", "torch,mxnet,tensorflow",
-                  "-o", str(tmp_path / name), "--json", str(tmp_path / f"{name}.json"))
+                  "-o", str(tmp_path / name), "--json", str(tmp_path / f"{name}.json"), "--locate")
         assert out.returncode == (0 if expected == "PASS" else 1), out.stdout + out.stderr
         assert rows(tmp_path / f"{name}.json") == [("torch", expected), ("mxnet", expected), ("tensorflow", "PASS")]
     wrong = json.loads((tmp_path / "keras2-reshape.json").read_text())["results"][0]
     assert wrong["route"] == "mmdnn" and "x the noise floor" in wrong["reason"]
     assert wrong["outputs"][0]["max_abs_error"] > 0.1  # wrong, not noise
+    # --locate bisects MMdnn's IR: the NHWC Reshape itself is right (its values in NCHW order, re-ordered by the
+    # layout the emitter recorded); the Dense after it is where it goes wrong (weights kept in HWC order)
+    for result in json.loads((tmp_path / "keras2-reshape.json").read_text())["results"][:2]:
+        where = result["locate"]
+        assert where["verdict"] == "located" and where["mechanism"] == "bisection", where
+        assert (where["first"]["node"], where["first"]["op"], where["origin"]) == ("logits", "FullyConnected",
+                                                                                   "introduced")
+        assert [row["passed"] for row in where["rows"] if row["node"] == "reshape"] == [True]
+    assert "first diverges at MMdnn IR node logits (FullyConnected) (source layer logits)" in out.stdout
     manifest = json.loads((tmp_path / "keras2-reshape" / "torch" / "manifest.json").read_text())
     assert manifest["chain"] == ["keras", "mmdnn", "torch-code"]
 
@@ -108,11 +117,18 @@ def test_mmdnn_padded_average_pooling_error_is_flagged(files, tmp_path):
     """MXNet averages padded pooling windows over the padding too; MMdnn's IR does not record it and its PyTorch
     and ONNX emitters exclude the padding: converted without an error, wrong. Its MXNet emitter is right."""
     out = run("convert", str(files / "gluon-avgpool-symbol.json"), "--input", "data:Nx3x16x16:float32", "--via",
-              "mmdnn", "--to", "torch,onnx,mxnet", "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"))
+              "mmdnn", "--to", "torch,onnx,mxnet", "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"),
+              "--locate", "--locate-dir", str(tmp_path / "where"))
     assert out.returncode == 1, out.stdout + out.stderr
     assert rows(tmp_path / "r.json") == [("torch", "FAIL"), ("onnx", "FAIL"), ("mxnet", "PASS")]
     wrong = json.loads((tmp_path / "r.json").read_text())["results"][0]
     assert "x the noise floor" in wrong["reason"] and wrong["outputs"][0]["max_abs_error"] > 0.01
+    # --locate: the pooling node, introduced there (the convolution before it passes), in both emitters
+    for result in json.loads((tmp_path / "r.json").read_text())["results"][:2]:
+        where = result["locate"]
+        assert (where["first"]["node"], where["first"]["source_layer"], where["origin"]) == ("pool0", "pool0_fwd",
+                                                                                             "introduced"), where
+    assert (tmp_path / "where" / "locate-gluon-avgpool-symbol.json-mmdnn.png").is_file()
 
 
 def test_mmdnn_refuses_keras3_and_onnx_sources_with_the_reason(files, tmp_path):

@@ -7,31 +7,32 @@ from dataclasses import replace
 
 import pytest
 
-from rosetta.convert.targets import get_target, list_targets
+from rosetta.convert.targets import get_target, list_routes, list_targets
 from rosetta.verify.cells import VerifyCell, run_cell
 from rosetta.verify.faults import fault_cases, get_fault
 from rosetta.verify.tolerance import TolerancePolicy
 
-CASES = fault_cases("onnx")
+CASES = [(fault, route, target) for route in list_routes() for fault, target in fault_cases(route)]
 EXPECTED_REASON = {"cnn-dropout-active": "exported in training mode"}  # the others: "x the noise floor"
 
 
-def _run(store, references, fault, target, policy=None):
-    cell = VerifyCell(fault.model, target, fault.route, seed=0)
+def _run(store, references, fault, target, policy=None, route="onnx"):
+    cell = VerifyCell(fault.model, target, route, seed=0)
     cell = replace(cell, tolerance=policy) if policy else cell
-    return run_cell(cell, store, references, fault.build(store, 0, get_target(target, fault.route), {}))
+    return run_cell(cell, store, references, fault.build(store, 0, get_target(target, route), {}))
 
 
-@pytest.mark.parametrize("fault,target", CASES, ids=[f"{f.name}->{t}" for f, t in CASES])
-def test_wrong_model_fails_in_every_target(store, references, fault, target):
-    result = _run(store, references, fault, target)
+@pytest.mark.parametrize("fault,route,target", CASES, ids=[f"{f.name}->{r}:{t}" for f, r, t in CASES])
+def test_wrong_model_fails_in_every_target(store, references, fault, route, target):
+    result = _run(store, references, fault, target, route=route)
     assert result.verdict == "FAIL", result
     assert EXPECTED_REASON.get(fault.name, "x the noise floor") in result.reason
 
 
-def test_every_target_has_at_least_one_fault():
-    covered = {target for _, target in CASES}
-    assert covered == set(list_targets("onnx"))
+@pytest.mark.parametrize("route", list_routes())
+def test_every_route_and_target_has_at_least_one_fault(route):
+    covered = {target for _, r, target in CASES if r == route}
+    assert covered == set(list_targets(route))
 
 
 def test_dropout_fault_also_fails_on_numbers_alone(store, references):

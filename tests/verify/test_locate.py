@@ -178,3 +178,41 @@ def test_two_onnx_files_locate_the_first_node_that_differs(store, tmp_path):
     assert b["locate"]["first"]["node"] == "/conv3/Conv" and b["locate"]["stage"] == "export"
     assert c["locate"]["first"]["node"] == "/fc2/Gemm" and len(c["locate"]["unread"]) == 13
     assert c["locate"]["unread_reason"] == "the reference has no tensor of its output's name"
+
+
+MMDNN_FAULTS = fault_cases("mmdnn")
+@pytest.mark.parametrize("fault,target", MMDNN_FAULTS, ids=[f"{f.name}->mmdnn:{t}" for f, t in MMDNN_FAULTS])
+def test_locate_bisects_mmdnns_ir_to_the_node_each_fault_was_seeded_at(fault, target, store, tmp_path):
+    """The MMdnn route hides intermediates in generated code: its IR is cut, each prefix emitted by the target's
+    own emitter, in at most ceil(log2 N) + 2 emissions plus one per input of the node found."""
+    from rosetta.convert.mmdnn.ir import ir_nodes
+    from rosetta.manifest import Manifest
+    from rosetta.verify.cells import VerifyCell
+    from rosetta.verify.locate_mmdnn import locate_reference_cell
+
+    target_spec = get_target(target, "mmdnn")
+    assert fault.build(store, 0, target_spec, {}).is_dir()
+    ir = fault.export(store, 0, target_spec, {})
+    cell = VerifyCell(fault.model, target, "mmdnn", seed=0, batch=2 if fault.model == "resnet50" else 4)
+    report = locate_reference_cell(cell, target_spec, store, tmp_path, ir=ir)
+    assert report.verdict == "located" and report.mechanism == "bisection", report.summary()
+    modules = {name for name, _ in get_model(fault.model).build(0).named_modules() if name}
+    assert report.first.source_layer == source_layer(fault.node, modules), report.summary()
+    assert report.origin == INTRODUCED and "MMdnn IR node" in report.summary()
+    nodes = len(ir_nodes(Manifest.read(ir).artifact_path(ir)))
+    assert report.conversions <= math.ceil(math.log2(nodes)) + 2 + 1
+
+
+@pytest.mark.parametrize("target", ["torch", "keras"])
+def test_a_correct_mmdnn_conversion_is_not_blamed(target, store, tmp_path):
+    """Through the job `rosetta verify --locate` runs per FAIL cell (here a correct one): one emission of the
+    whole IR, which passes."""
+    from rosetta.verify.cells import VerifyCell, cell_to_json
+    from rosetta.verify.locate import report_from_json
+    from rosetta.verify.locate_cells import locate_job
+
+    cell = VerifyCell("cnn", target, "mmdnn", seed=0, batch=4)
+    report = report_from_json(locate_job({"cell": cell_to_json(cell), "store": str(store.root),
+                                          "work": str(tmp_path)}))
+    assert report.verdict == "not reproduced" and report.conversions == 1, report.summary()
+    assert report.graph == "mmdnn"
