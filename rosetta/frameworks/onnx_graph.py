@@ -140,3 +140,33 @@ def training_mode_nodes(model, base_dir: str = "") -> list[str]:
             if any(a.name == "training_mode" and a.i for a in node.attribute):
                 found.append(f"BatchNormalization {node.name or node.output[0]!r} with training_mode=1")
     return found
+
+
+def float64_model(model):
+    """The same graph computing in float64: float32 weights, constants, casts and tensor types made float64
+    (what ONNX's reference evaluator then runs in float64: the float64 reference of an ONNX model, and of
+    every tensor `--locate` reads)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, numpy_helper
+
+    def widen(tensor):
+        if tensor.data_type == TensorProto.FLOAT:
+            tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor).astype(np.float64), tensor.name))
+
+    wide = onnx.ModelProto()
+    wide.CopyFrom(model)
+    graph = wide.graph
+    for tensor in graph.initializer:
+        widen(tensor)
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        if value.type.tensor_type.elem_type == TensorProto.FLOAT:
+            value.type.tensor_type.elem_type = TensorProto.DOUBLE
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.name in ("to", "dtype") and attribute.type == onnx.AttributeProto.INT \
+                    and attribute.i == TensorProto.FLOAT:
+                attribute.i = TensorProto.DOUBLE
+            elif attribute.type == onnx.AttributeProto.TENSOR:
+                widen(attribute.t)
+    return wide

@@ -27,9 +27,13 @@ class OnnxRuntimeRunner(Runner):
     framework = "onnxruntime"
 
     def __init__(self, folder: Path, manifest, threads: int = 0, device: str = "cpu",
-                 optimization: str = "all", speed: dict | None = None) -> None:
+                 optimization: str = "all", speed: dict | None = None, precision: str = "float32") -> None:
         import onnxruntime as ort
 
+        self.evaluator = None
+        if precision == "float64":  # the float64 reference of an ONNX model (ONNX Runtime has no float64 Conv)
+            self._float64(folder, manifest)
+            return
         speed = Speed.from_json(speed)
         speed.require("ONNX Runtime", device, compile="graph optimisation level all",
                       precision_why="it runs the graph's own dtypes (float16 or bfloat16 is another conversion)")
@@ -73,7 +77,26 @@ class OnnxRuntimeRunner(Runner):
                 "settings": {"providers": ", ".join(providers), "graph optimisation": "all",
                              "intra-op threads": "one per physical core", "cuda conv algo search": "EXHAUSTIVE"}}
 
+    def _float64(self, folder: Path, manifest) -> None:
+        """The graph in float64 (onnx_graph.float64_model), run by ONNX's reference evaluator: the spec's own
+        implementation of every op, so the model's float32 noise floor can be measured as a PyTorch model's is."""
+        import onnx
+        from onnx.reference import ReferenceEvaluator
+
+        from rosetta.frameworks.onnx_graph import float64_model
+
+        self.manifest, self.layouts, self.device_used = manifest, manifest.converter.get("layouts", {}), "cpu"
+        model = onnx.load(str(artifact_file(folder, manifest)))
+        self.evaluator = ReferenceEvaluator(float64_model(model))
+        self.output_names = [o.name for o in model.graph.output]
+
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_feeds(feeds, self.manifest.inputs)
-        values = self.session.run(self.output_names, to_layouts(feeds, self.layouts))
+        feeds = to_layouts(feeds, self.layouts)
+        if self.evaluator is not None:
+            wide = {name: value.astype(np.float64) if value.dtype == np.float32 else value
+                    for name, value in feeds.items()}
+            values = [np.asarray(value) for value in self.evaluator.run(self.output_names, wide)]
+        else:
+            values = self.session.run(self.output_names, feeds)
         return from_layouts(dict(zip(self.output_names, values)), self.layouts)

@@ -22,8 +22,9 @@ from rosetta.sources.signature import resolve_inputs
 CHAIN_START = {"torch-factory": "torch", "torch-export": "torch", "onnx": "onnx", "keras": "keras",
                "tensorflow": "tensorflow", "mxnet": "mxnet"}
 # Formats rosetta can also run in float64 (then the calibrated tolerance applies): a torch module, a Keras model
-# rebuilt with float64 layers, an MXNet block cast to float64. ONNX files and SavedModels stay float32.
-FLOAT64_FORMATS = ("torch-factory", "torch-export", "keras", "mxnet")
+# rebuilt with float64 layers, an MXNet block cast to float64, an ONNX graph made float64 and run by ONNX's
+# reference evaluator (ONNX Runtime has no float64 Conv). SavedModels stay float32 (the ulp-at-scale rule).
+FLOAT64_FORMATS = ("torch-factory", "torch-export", "keras", "mxnet", "onnxruntime")
 
 
 @dataclass

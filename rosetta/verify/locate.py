@@ -35,6 +35,7 @@ from typing import Callable
 import numpy as np
 
 from rosetta.errors import one_line
+from rosetta.frameworks.onnx_graph import float64_model
 from rosetta.verify.tolerance import TolerancePolicy
 
 INTRODUCED, INHERITED = "introduced", "inherited"
@@ -109,34 +110,6 @@ def _ratio(value: float) -> str:
 
 
 # ---- the source graph and its reference values ---------------------------------------------------------------
-def float64_model(model):
-    """The same graph computing in float64: float32 weights, constants, casts and tensor types made float64
-    (what ONNX's reference evaluator then runs in float64, as the float64 reference of rosetta's outputs)."""
-    import onnx
-    from onnx import TensorProto, numpy_helper
-
-    def widen(tensor):
-        if tensor.data_type == TensorProto.FLOAT:
-            tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor).astype(np.float64), tensor.name))
-
-    wide = onnx.ModelProto()
-    wide.CopyFrom(model)
-    graph = wide.graph
-    for tensor in graph.initializer:
-        widen(tensor)
-    for value in [*graph.input, *graph.output, *graph.value_info]:
-        if value.type.tensor_type.elem_type == TensorProto.FLOAT:
-            value.type.tensor_type.elem_type = TensorProto.DOUBLE
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.name in ("to", "dtype") and attribute.type == onnx.AttributeProto.INT \
-                    and attribute.i == TensorProto.FLOAT:
-                attribute.i = TensorProto.DOUBLE
-            elif attribute.type == onnx.AttributeProto.TENSOR:
-                widen(attribute.t)
-    return wide
-
-
 def float_tensors(model) -> dict[str, object]:
     """{name: value info} of every float32 tensor a node computes, by ONNX shape inference."""
     import onnx

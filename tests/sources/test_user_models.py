@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 from tests.shared import shared_folder
@@ -210,6 +211,28 @@ def test_verify_says_fail_for_a_different_model(files, tmp_path):
     out = run("verify", str(files / "model.onnx"), str(files / "other.onnx"), "--json", str(tmp_path / "r.json"))
     assert out.returncode == 1 and rows(tmp_path / "r.json") == [(str(files / "other.onnx"), "FAIL")]
     assert "x the noise floor" in out.stdout
+
+
+def test_an_onnx_reference_runs_in_float64_and_sees_a_small_weight_perturbation(files, tmp_path):
+    """An ONNX model's float64 reference (its graph in float64, ONNX's reference evaluator) gives it the
+    calibrated rule: a copy with every weight of its first convolution 2e-5 off FAILs, while the model itself
+    PASSes. One ulp at scale x 1000, the rule an ONNX model had before, passed this perturbation."""
+    from onnx import numpy_helper
+
+    model = onnx.load(str(files / "model.onnx"))
+    weight = next(init for init in model.graph.initializer if numpy_helper.to_array(init).ndim == 4)
+    values = numpy_helper.to_array(weight)
+    signs = np.where(np.random.default_rng(0).random(values.shape) < 0.5, -1.0, 1.0)
+    weight.CopyFrom(numpy_helper.from_array((values * (1 + 2e-5 * signs)).astype(np.float32), weight.name))
+    onnx.save(model, str(tmp_path / "perturbed.onnx"))
+    out = run("verify", str(files / "model.onnx"), str(tmp_path / "perturbed.onnx"), str(files / "model.onnx"),
+              "--json", str(tmp_path / "r.json"))
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert [verdict for _, verdict in rows(tmp_path / "r.json")] == ["FAIL", "PASS"]
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["tolerance"]["float64_reference"] is True and "calibrated" in data["tolerance"]["description"]
+    ulps = data["results"][0]["outputs"][0]["vs_float32"]["scaled_error"] / np.finfo(np.float32).eps
+    assert ulps < 1000  # what the float32-only rule would have let through
 
 
 def _single_op_model(path: Path, op: str, **attributes) -> Path:
