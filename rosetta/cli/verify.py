@@ -21,10 +21,10 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
         description="With MODEL files: run them all on the same inputs and compare each with the first (the "
                     "reference), or with outputs saved earlier (--load-outputs). MODEL is " + FORMATS_HELP + ". "
                     "Without: convert the reference models (--model) to --targets and verify each against "
-                    "PyTorch. The reference runs in float32 and, where rosetta can cast it (PyTorch), float64: a "
-                    "model PASSes when its error stays within a multiple of the reference's own float32 noise "
-                    "floor (or within --atol/--rtol); without float64, within 1000 float32 ulps at the output's "
-                    "scale.",
+                    "PyTorch. The reference runs in float32 and, where rosetta can (PyTorch, Keras, MXNet, ONNX), "
+                    "float64: a model PASSes when its error stays within a multiple of the reference's own float32 "
+                    "noise floor (or within --atol/--rtol); without float64 (a SavedModel), within 40 float32 "
+                    "ulps at the output's scale (docs/calibration.md).",
         epilog="examples:\n  rosetta verify model.onnx out/torch out/keras\n"
                "  rosetta verify model.onnx --save-inputs in.npz --save-outputs ref.npz   (on one machine)\n"
                "  rosetta verify model.keras --inputs in.npz --load-outputs ref.npz      (on another)\n"

@@ -12,10 +12,11 @@ expected to stray by a few noise floors, not by hundreds. It PASSes when
 
     max|target - ref64| <= multiple * floor             (elementwise: |t - r64| <= multiple * floor)
 
-DEFAULT_MULTIPLE was chosen from measurements (`python scripts/calibrate_tolerance.py`, README): the largest
-error/floor ratio of correct conversions over 20 seeds, with head-room, and far below the smallest ratio of
-the deliberately wrong artifacts. A user can instead give --atol/--rtol (numpy.isclose semantics against
-the float64 reference): |t - r64| <= atol + rtol * |r64|.
+DEFAULT_MULTIPLE was chosen from measurements (`python scripts/calibrate_tolerance.py`, docs/calibration.md,
+tests/verify/test_calibration.py): every correct conversion of every reference model through every target of
+both routes, at 20 seeds and two batch sizes, stays at or below 4.1 (2.4x under it), and every wrong model is
+at least 21 (2.1x over it). A user can instead give --atol/--rtol (numpy.isclose semantics against the float64
+reference): |t - r64| <= atol + rtol * |r64|.
 """
 
 from __future__ import annotations
@@ -29,11 +30,15 @@ from rosetta.errors import RosettaError
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 ABSOLUTE_FLOOR = 1e-9
 DEFAULT_MULTIPLE = 10.0
-# Without a float64 reference (a user's ONNX, Keras, SavedModel or MXNet model runs in float32 only) the floor
-# is one float32 ulp at the output's scale, eps * max|ref32|, and the target is compared with the float32
-# reference. FLOAT32_ONLY_MULTIPLE allows ~1.2e-4 of the output's scale: correct conversions of the reference
-# CNN and GRU measured at most 8.1 ulps at scale this way, the wrong conversions found above 4e6 (README).
-FLOAT32_ONLY_MULTIPLE = 1000.0
+# Without a float64 reference (a SavedModel; a model whose float64 run fails) the floor is one float32 ulp at the
+# output's scale, eps * max|ref32|, and the target is compared with the float32 reference. Correct conversions
+# reach 10.8 ulps at scale (docs/calibration.md) and 18 for a real EfficientNet-B0 SavedModel, so the multiple
+# is 40 (2.2x above). That floor ignores how noisy a model's own float32 arithmetic is (1.6 ulps at scale for
+# ResNet-50, several for others), so it cannot see what is under ~40 ulps: the 1e-4 ResNet-50 weight
+# perturbation is 34 ulps (21x the calibrated floor). No one multiple separates both by 2x, which is why
+# every format rosetta can run in float64 (PyTorch, Keras, MXNet, and ONNX through its reference evaluator)
+# is, and this rule is the last resort.
+FLOAT32_ONLY_MULTIPLE = 40.0
 
 
 @dataclass(frozen=True)
