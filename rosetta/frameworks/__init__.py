@@ -153,5 +153,7 @@ def layer_values_job(argument: dict) -> dict:
     from rosetta.manifest import Manifest
 
     folder = Path(argument["folder"])
-    runner = runner_class(argument["runner"])(folder, Manifest.read(folder), precision=argument["precision"])
+    options = {"trust_code": argument.get("trust_code", False)} if reads_code(argument["runner"]) else {}
+    runner = runner_class(argument["runner"])(folder, Manifest.read(folder), precision=argument["precision"],
+                                              **options)
     return {"values": runner.layer_values(argument["feeds"], list(argument["names"]))}

@@ -232,7 +232,8 @@ def _locate_mmdnn_file(first, artifact: Path, manifest, feeds: dict, policy: Tol
             references = torch_references(first.module, first.inputs[0].name, ir_manifest, feeds)
         else:
             references = framework_references(first.runner, Path(first.folder), ir_manifest,
-                                               ir_nodes(ir_manifest.artifact_path(ir)), feeds, first.has_float64)
+                                               ir_nodes(ir_manifest.artifact_path(ir)), feeds, first.has_float64,
+                                               first.trust_code)
     except RosettaError as error:
         return LocateReport(target, "not located", reason=f"its IR could not be made again: {error}", graph="mmdnn")
     runner = runner_for_format(manifest.format)

@@ -85,7 +85,7 @@ def torch_references(module, input_name: str, ir_manifest, feeds: dict) -> IRRef
 
 
 def framework_references(runner: str, folder: Path, ir_manifest, ir_nodes: list[dict], feeds: dict,
-                         float64: bool = True) -> IRReferences:
+                         float64: bool = True, trust_code: bool = False) -> IRReferences:
     """The values of the IR nodes of a Keras or MXNet source, read from its layers in its own framework's worker
     (float32, and float64 where the model runs in float64); see the module docstring for the names."""
     from rosetta.execution import Job, execute
@@ -104,7 +104,7 @@ def framework_references(runner: str, folder: Path, ir_manifest, ir_nodes: list[
     values = {}
     for precision in ("float32", "float64") if float64 else ("float32",):
         argument = {"runner": runner, "folder": str(folder), "names": sorted(set(source.values())), "feeds": feeds,
-                    "precision": precision}
+                    "precision": precision, "trust_code": trust_code}
         values[precision] = execute(Job("rosetta.frameworks:layer_values_job", argument, isolation(runner),
                                         f"{runner} layer values")).result["values"]
     for name, layer in source.items():
