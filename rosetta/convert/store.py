@@ -51,8 +51,12 @@ def run_conversion(source, chain: tuple[str, ...], destination: Path, options: d
 def from_onnx(target, options: dict | None = None) -> Callable[[Path, Path], Path]:
     """convert(ONNX artifact folder, destination) -> the target's artifact folder: the target's chain from its
     ONNX step on (for ONNX Runtime, whose chain ends there, the folder itself is the artifact)."""
-    chain = target.chain[target.chain.index("onnx"):]
+    return along(target.chain[target.chain.index("onnx"):], options)
 
+
+def along(chain: tuple[str, ...], options: dict | None = None) -> Callable[[Path, Path], Path]:
+    """convert(artifact folder of format chain[0], destination) -> the artifact at the end of `chain` (the folder
+    itself when the chain is that one format): what `--locate` converts each cut graph with."""
     def convert(folder: Path, destination: Path) -> Path:
         if len(chain) == 1:
             return Path(folder)

@@ -124,6 +124,10 @@ class MXNetRunner(Runner):
                              "cuDNN autotune": "on with --device cuda (MXNET_CUDNN_AUTOTUNE_DEFAULT=1)"}}
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return self._forward(self.block, self.output_names, feeds)
+
+    def _forward(self, block, names: list[str], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """`block`'s outputs, named `names`, on `feeds` in this runner's context and precision."""
         mx = import_mxnet()
         check_feeds(feeds, self.manifest.inputs)
         feeds = to_layouts(feeds, self.layouts)
@@ -132,9 +136,9 @@ class MXNetRunner(Runner):
                               dtype=self.precision if np.issubdtype(feeds[e["name"]].dtype, np.integer)
                               else in_float(feeds[e["name"]], self.precision).dtype)
                   for e in self.manifest.inputs]
-        result = self.block(*arrays)
+        result = block(*arrays)
         result = result if isinstance(result, (list, tuple)) else [result]
-        return from_layouts({name: value.asnumpy() for name, value in zip(self.output_names, result)}, self.layouts)
+        return from_layouts({name: value.asnumpy() for name, value in zip(names, result)}, self.layouts)
 
     def layer_values(self, feeds: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
         """The outputs of the symbol's nodes called `names` (get_internals(); a name it lacks is left out), in
@@ -151,8 +155,4 @@ class MXNetRunner(Runner):
                                     ignore_extra=True)
         if self.precision != "float32":
             block.cast(self.precision)
-        whole, self.block, self.output_names = (self.block, self.output_names), block, wanted
-        try:
-            return self.predict(feeds)
-        finally:
-            self.block, self.output_names = whole
+        return self._forward(block, wanted, feeds)

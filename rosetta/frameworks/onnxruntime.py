@@ -30,6 +30,7 @@ class OnnxRuntimeRunner(Runner):
                  optimization: str = "all", speed: dict | None = None, precision: str = "float32") -> None:
         import onnxruntime as ort
 
+        self.manifest, self.layouts = manifest, manifest.converter.get("layouts", {})
         self.evaluator = None
         if precision == "float64":  # the float64 reference of an ONNX model (ONNX Runtime has no float64 Conv)
             self._float64(folder, manifest)
@@ -40,7 +41,6 @@ class OnnxRuntimeRunner(Runner):
         if speed.compile:
             optimization = "all"
 
-        self.manifest, self.layouts = manifest, manifest.converter.get("layouts", {})
         options = ort.SessionOptions()
         options.graph_optimization_level = OPTIMIZATION_LEVELS[optimization](ort)
         options.intra_op_num_threads = threads  # 0: ONNX Runtime's default (one per physical core)
@@ -85,7 +85,7 @@ class OnnxRuntimeRunner(Runner):
 
         from rosetta.frameworks.onnx_graph import float64_model
 
-        self.manifest, self.layouts, self.device_used = manifest, manifest.converter.get("layouts", {}), "cpu"
+        self.device_used = "cpu"
         model = onnx.load(str(artifact_file(folder, manifest)))
         self.evaluator = ReferenceEvaluator(float64_model(model))
         self.output_names = [o.name for o in model.graph.output]

@@ -37,7 +37,7 @@ class Fault:
         (MMdnn route); for an edited artifact, the reference's own."""
         from dataclasses import replace
 
-        chain = target.chain[: target.chain.index("onnx" if "onnx" in target.chain[:2] else "mmdnn") + 1]
+        chain = target.chain[:2]  # the source, then the route's graph (ONNX, MMdnn's IR)
         if not self.in_export:
             return store.get(get_model(self.model), seed, chain, target.export_options(options))
         return self.build(store, seed, replace(target, chain=chain), options)

@@ -185,7 +185,8 @@ def _route_of(folder: str) -> str:
 def _locate_files(first, cells: list, results: list, feeds: dict, policy: TolerancePolicy, work: Path) -> None:
     """`--locate` for model files: each FAIL row gets its report. An ONNX model against an ONNX reference:
     tensors matched by name (verify.locate.locate_in_export); an artifact of the MMdnn route: bisection of the
-    IR the reference parses into (verify.locate_mmdnn); any other FAIL row says why it has none."""
+    IR the reference parses into (verify.locate_mmdnn), made once for the rows that share it; any other FAIL
+    row says why it has none."""
     from rosetta.manifest import Manifest
     from rosetta.verify.locate import LocateReport, locate_in_export
     from rosetta.verify.results import FAIL
@@ -193,16 +194,17 @@ def _locate_files(first, cells: list, results: list, feeds: dict, policy: Tolera
     # the reference evaluator gives every tensor a float64 value, so the calibrated rule applies per tensor
     # even where the reference's outputs had no float64 run
     tensor_policy = policy if not policy.calibrated else TolerancePolicy()
+    reference_is_onnx = bool(first.folder) and Manifest.read(Path(first.folder)).format == "onnx"
+    irs: dict = {}  # IR chain -> (IR folder, the reference's values of its nodes), or the reason there is none
     for n, (cell, result) in enumerate(zip(cells, results)):
         if result.verdict != FAIL:
             continue
         candidate = Manifest.read(Path(cell.folder)) if cell.folder else None
-        if candidate is not None and "mmdnn" in candidate.chain:
+        if candidate is not None and cell.route == "mmdnn":
             result.locate = _locate_mmdnn_file(first, Path(cell.folder), candidate, feeds,
                                                tensor_policy if first.module is not None else policy,
-                                               work / str(n), result.target).to_json()
-        elif candidate is not None and first.folder and Manifest.read(Path(first.folder)).format == "onnx" and \
-                candidate.format == "onnx":
+                                               work / str(n), result.target, irs).to_json()
+        elif candidate is not None and reference_is_onnx and candidate.format == "onnx":
             result.locate = locate_in_export(Path(first.folder), Path(cell.folder), feeds, tensor_policy,
                                              work / str(n), result.target).to_json()
         else:
@@ -212,32 +214,43 @@ def _locate_files(first, cells: list, results: list, feeds: dict, policy: Tolera
 
 
 def _locate_mmdnn_file(first, artifact: Path, manifest, feeds: dict, policy: TolerancePolicy, work: Path,
-                       target: str):
+                       target: str, irs: dict):
     """Where an MMdnn conversion of the model `first` diverges: the IR `first` parses into (made again with the
-    same parser), bisected with the artifact's own emitter against `first`'s values of the IR's nodes."""
-    from rosetta.convert.mmdnn.ir import ir_nodes
-    from rosetta.convert.store import run_conversion
+    same parser; kept in `irs` for the other rows of the same parser), bisected with the artifact's own emitter
+    against `first`'s values of the IR's nodes."""
+    from rosetta.convert.store import along
     from rosetta.frameworks import load_runner, reads_code, runner_for_format
-    from rosetta.manifest import Manifest
     from rosetta.verify.locate import LocateReport
-    from rosetta.verify.locate_mmdnn import (emit_with, framework_references, locate_mmdnn,
-                                             torch_references)
+    from rosetta.verify.locate_mmdnn import locate_mmdnn
 
     chain = tuple(manifest.chain)
-    try:
-        ir = work / "ir"
-        run_conversion(first.conversion_source(), chain[: chain.index("mmdnn") + 1], ir)
-        ir_manifest = Manifest.read(ir)
-        if first.module is not None:
-            references = torch_references(first.module, first.inputs[0].name, ir_manifest, feeds)
-        else:
-            references = framework_references(first.runner, Path(first.folder), ir_manifest,
-                                               ir_nodes(ir_manifest.artifact_path(ir)), feeds, first.has_float64,
-                                               first.trust_code)
-    except RosettaError as error:
-        return LocateReport(target, "not located", reason=f"its IR could not be made again: {error}", graph="mmdnn")
+    hub = chain[: chain.index("mmdnn") + 1]
+    if hub not in irs:
+        irs[hub] = _reference_ir(first, hub, feeds, work.parent / f"ir-{len(irs)}")
+    if isinstance(irs[hub], str):
+        return LocateReport(target, "not located", reason=irs[hub], graph="mmdnn")
+    ir, references = irs[hub]
     runner = runner_for_format(manifest.format)
     # the emitted prefixes are rosetta's own conversions of the user's model: their code is rosetta's to run
     options = {"trust_code": True} if reads_code(runner) else {}
-    return locate_mmdnn(ir, references, emit_with(chain[-1]), lambda folder: load_runner(runner, folder, **options),
-                        policy, work / "probes", target)
+    return locate_mmdnn(ir, references, along(chain[chain.index("mmdnn"):]),
+                        lambda folder: load_runner(runner, folder, **options), policy, work / "probes", target)
+
+
+def _reference_ir(first, chain: tuple, feeds: dict, folder: Path):
+    """(the IR `first` parses into along `chain`, in `folder`; the reference's values of its nodes), or why not."""
+    from rosetta.convert.mmdnn.ir import ir_nodes
+    from rosetta.convert.store import run_conversion
+    from rosetta.manifest import Manifest
+    from rosetta.verify.locate_mmdnn import framework_references, torch_references
+
+    try:
+        run_conversion(first.conversion_source(), chain, folder)
+        ir_manifest = Manifest.read(folder)
+        if first.module is not None:
+            return folder, torch_references(first.module, first.inputs[0].name, ir_manifest, feeds)
+        return folder, framework_references(first.runner, Path(first.folder), ir_manifest,
+                                            ir_nodes(ir_manifest.artifact_path(folder)), feeds, first.has_float64,
+                                            first.trust_code)
+    except RosettaError as error:
+        return f"its IR could not be made again: {error}"

@@ -110,7 +110,7 @@ def framework_references(runner: str, folder: Path, ir_manifest, ir_nodes: list[
     for name, layer in source.items():
         if layer in values["float32"]:
             found.ref32[name] = values["float32"][layer]
-            found.ref64[name] = values.get("float64", values["float32"]).get(layer, values["float32"][layer])
+            found.ref64[name] = values.get("float64", {}).get(layer, values["float32"][layer])
             found.names[name] = (layer, layer)
     if not found.ref32:
         found.reason = f"no IR node is named as a layer of the {runner} model"
@@ -232,29 +232,19 @@ def locate_mmdnn(ir: Path, references: IRReferences, convert: Callable[[Path, Pa
     return report
 
 
-def emit_with(fmt: str) -> Callable[[Path, Path], Path]:
-    """convert(IR folder, destination) -> artifact: the emitter step IR -> `fmt` (the target's own)."""
-    from rosetta.convert.store import run_conversion
-
-    def convert(folder: Path, destination: Path) -> Path:
-        run_conversion(Path(folder), ("mmdnn", fmt), Path(destination), force=True)
-        return Path(destination)
-    return convert
-
-
 def locate_reference_cell(cell, target, store, work: Path, ir: Path | None = None) -> LocateReport:
     """`rosetta verify --locate` for a FAIL cell of the MMdnn route on a reference model: bisection of the IR the
     artifact was emitted from (`ir`: the store's, or a wrong model's), against the reference module's values."""
+    from rosetta.convert.store import along
     from rosetta.frameworks import load_runner
     from rosetta.manifest import Manifest
     from rosetta.models import get_model
     from rosetta.verify.cells import reference_for
 
     spec = get_model(cell.model)
-    ir = ir or store.get(spec, cell.seed, target.chain[: target.chain.index("mmdnn") + 1],
-                         target.export_options(dict(cell.export)))
+    ir = ir or store.get(spec, cell.seed, target.chain[:2], target.export_options(dict(cell.export)))
     feeds = reference_for(cell.model, cell.seed, cell.batch).feeds
     references = torch_references(spec.build(cell.seed), spec.inputs[0].name, Manifest.read(ir), feeds)
     load = lambda folder: load_runner(target.runner, folder, threads=cell.threads,  # noqa: E731
                                       **dict(target.verify_options))
-    return locate_mmdnn(ir, references, emit_with(target.chain[-1]), load, cell.tolerance, work, cell.target)
+    return locate_mmdnn(ir, references, along(target.chain[1:]), load, cell.tolerance, work, cell.target)
