@@ -27,6 +27,11 @@ extension points:
    several outputs (a GRU's Y_h, a TopK's indices) is returned as the node's whole tuple, and two outputs of
    one node collapse into one. `_outputs_per_value` rewrites the FX graph's output: one value per ONNX graph
    output, the node's own output taken by index.
+6. onnx2torch makes an opset-12+ Dropout an `OnnxDropoutDynamic` that takes its ratio as a run-time input:
+   a layer whose rate no one can read or set, and which no code that turns dropout off for a comparison
+   finds. Where the ratio is a constant (an initializer or a Constant node) and training_mode is omitted,
+   it is torch.nn.Dropout(p=ratio), which is what it means; otherwise onnx2torch's own. Like 3., the
+   wrapper takes the original's place in the registry dict.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ def import_onnx2torch():
     _register_recurrent()
     _wrap_layer_normalization()
     _register_global_max_pool()
+    _wrap_dropout()
     _LOADED = onnx2torch
     return onnx2torch
 
@@ -238,6 +244,43 @@ def _layer_norm_with_scale_shape(original):
             if axis < 0 and len(shape) == -axis:
                 module.normalized_shape = shape
         return result
+
+    return convert
+
+
+def _wrap_dropout() -> None:
+    """See the module docstring, 6."""
+    from onnx2torch.node_converters import registry
+
+    for description, original in list(registry._CONVERTER_REGISTRY.items()):
+        if description.operation_type == "Dropout" and description.version >= 12:
+            registry._CONVERTER_REGISTRY[description] = _dropout_with_constant_ratio(original)
+
+
+def _constant_value(graph, name: str):
+    """The value of `name` where the graph makes it a constant (an initializer or a Constant node), or None."""
+    if name in graph.initializers:
+        return graph.initializers[name].to_torch()
+    try:
+        node, _ = graph.value_as_node_output(name)
+    except KeyError:
+        return None
+    value = node.attributes.get("value") if node.operation_type == "Constant" else None
+    return value.to_torch() if hasattr(value, "to_torch") else None
+
+
+def _dropout_with_constant_ratio(original):
+    def convert(node, graph):
+        import torch
+        from onnx2torch.utils.common import OnnxMapping, OperationConverterResult
+
+        inputs = node.input_values
+        ratio = _constant_value(graph, inputs[1]) if len(inputs) > 1 and inputs[1] else torch.tensor(0.5)
+        mask = len(node.output_values) > 1 and node.output_values[1]
+        if ratio is None or mask or (len(inputs) > 2 and inputs[2]):
+            return original(node, graph)
+        return OperationConverterResult(torch_module=torch.nn.Dropout(p=float(ratio)),
+                                        onnx_mapping=OnnxMapping(inputs=(inputs[0],), outputs=node.output_values[:1]))
 
     return convert
 

@@ -3,7 +3,8 @@
 A trainer owns a model in one framework, in train mode, with its optimiser: step(feeds, labels) runs one
 optimiser step and returns that step's loss (computed before the update, as every framework reports it);
 parameters() returns every trainable value, statistics() every BatchNorm running mean and variance and
-optimizer_state() the optimiser's buffers in PyTorch's convention. Parameters are compared as sorted value lists: a conversion
+optimizer_state() the optimiser's buffers in PyTorch's convention, dropout_rates() the rate of every Dropout
+(which every trainer turns off: masks cannot match). Parameters are compared as sorted value lists: a conversion
 may lay a weight out differently (Keras HWIO kernels, MXNet's fused RNN vector, gates reordered) but must
 hold the same values, so the sorted lists agree element for element when the weights agree.
 """
@@ -53,6 +54,11 @@ class Trainer(ABC):
     def optimizer_state(self) -> np.ndarray | None:
         """The optimiser's per-value state in PyTorch's convention (SGD's momentum buffer, Adam's first and
         second moments), flattened as float64; None where the framework does not expose it."""
+        return None
+
+    def dropout_rates(self) -> list[float] | None:
+        """The drop probability of every Dropout layer the model holds, as the framework means it, read before
+        the trainer turns dropout off (its random masks cannot match across frameworks); None where unknown."""
         return None
 
     def synchronize(self) -> None:
@@ -117,4 +123,5 @@ def train_job(argument: dict) -> dict:
         result["parameters"], result["statistics"] = trainer.parameters(), trainer.statistics()
         result["optimizer_state"] = trainer.optimizer_state()
         result["biased_running_variance"] = trainer.biased_running_variance
+        result["dropout_rates"] = trainer.dropout_rates()
     return result

@@ -8,7 +8,8 @@ them, as PyTorch does; Keras' own Adam is kept for the epsilon="hat" mismatch. K
 its momentum through float32 (0.9 -> 0.89999998); `ExactMomentumSGD` keeps it in the weights' dtype.
 Keras' SGD velocity is v = m*v - lr*g, so optimizer_state() reports -v/lr, PyTorch's momentum buffer.
 `model_changes` (seeded faults, see rosetta.train.torch): "batchnorm_momentum": "flipped" (Keras momentum
-0.1 where the ONNX 0.9 belongs), "frozen_layer": "first".
+0.1 where the ONNX 0.9 belongs), "frozen_layer": "first", "dropout_rate": "keep probability" (the first
+Dropout's rate 1 - rate). Every Dropout's rate is read, then set to 0 (masks cannot match across frameworks).
 """
 
 from __future__ import annotations
@@ -125,6 +126,13 @@ class KerasTrainer(Trainer):
                 layer.momentum = 1 - layer.momentum
         if changes.get("frozen_layer") == "first":
             next(layer for layer in model._flatten_layers(include_self=False) if layer.trainable_weights).trainable = False
+        dropouts = [layer for layer in model._flatten_layers(include_self=False)
+                    if isinstance(layer, keras.layers.Dropout)]
+        if changes.get("dropout_rate") == "keep probability" and dropouts:
+            dropouts[0].rate = 1 - dropouts[0].rate
+        self._dropout_rates = [float(layer.rate) for layer in dropouts]
+        for layer in dropouts:
+            layer.rate = 0.0
         floatx = keras.config.floatx()
         keras.config.set_floatx(precision)  # the optimiser's learning-rate variable in `precision`, not float32
         try:
@@ -165,6 +173,9 @@ class KerasTrainer(Trainer):
 
     def parameters(self) -> np.ndarray:
         return self._flat(self.model.trainable_weights)
+
+    def dropout_rates(self) -> list[float]:
+        return self._dropout_rates
 
     def statistics(self) -> np.ndarray:
         return self._flat([w for layer in self.batchnorms for w in (layer.moving_mean, layer.moving_variance)])

@@ -8,7 +8,9 @@ through MXNet's optimizer registry (mx.optimizer.register), the framework's exte
 Its SGD state is Keras' v = m*v - lr*g, so optimizer_state() reports -v/lr, PyTorch's momentum buffer.
 `model_changes` (seeded faults, see rosetta.train.torch): "batchnorm_momentum": "flipped" rewrites every
 BatchNorm's momentum in the symbol to 1 - momentum, "frozen_layer": "first" freezes the first layer's
-parameters, "trainable_set": "as converted" trains the graph constants too (the importer's trainable set).
+parameters, "trainable_set": "as converted" trains the graph constants too (the importer's trainable set),
+"dropout_rate": "keep probability" writes 1 - p into the first Dropout. Every Dropout's p is read from the
+symbol, then set to 0 there (masks cannot match across frameworks).
 """
 
 from __future__ import annotations
@@ -103,6 +105,21 @@ def flip_batchnorm_momentum(mx, symbol):
     return mx.sym.load_json(json.dumps(graph))
 
 
+def dropout_rates(mx, symbol, change: str | None = None):
+    """(the symbol with every Dropout's p set to 0, the p of each in graph order); `change` "keep probability"
+    first writes 1 - p into the first one (a seeded fault)."""
+    import json
+
+    graph = json.loads(symbol.tojson())
+    dropouts = [node.setdefault("attrs", {}) for node in graph["nodes"] if node["op"] == "Dropout"]
+    rates = [float(attrs.get("p", 0.5)) for attrs in dropouts]  # 0.5: MXNet's default p
+    if change == "keep probability" and rates:
+        rates[0] = 1 - rates[0]
+    for attrs in dropouts:
+        attrs["p"] = "0"
+    return mx.sym.load_json(json.dumps(graph)), rates
+
+
 def freeze_first_layer(symbol, parameters) -> list[str]:
     """The trainable inputs of the symbol's first operator that has any, frozen (a seeded fault); their names."""
     import json
@@ -140,6 +157,7 @@ class MXNetTrainer(Trainer):
         symbol = mx.sym.load(str(artifact / SYMBOL_FILE))
         if changes.get("batchnorm_momentum") == "flipped":
             symbol = flip_batchnorm_momentum(mx, symbol)
+        symbol, self._dropout_rates = dropout_rates(mx, symbol, changes.get("dropout_rate"))
         self.block = mx.gluon.SymbolBlock(symbol, [mx.sym.var(name) for name in names])
         self.block.collect_params().load(str(artifact / PARAMS_FILE), self.context, cast_dtype=True,
                                          dtype_source="saved")  # as SymbolBlock.imports loads them
@@ -186,6 +204,9 @@ class MXNetTrainer(Trainer):
         loss.backward()
         self.trainer.step(1)
         return float(loss.asscalar())
+
+    def dropout_rates(self) -> list[float]:
+        return self._dropout_rates
 
     def parameters(self) -> np.ndarray:
         return np.concatenate([p.data().asnumpy().astype(np.float64).ravel() for p in self.trainable])

@@ -8,7 +8,8 @@ its floating-point buffers into Parameters so the converted model trains every w
 `model_changes` seed wrong models for the training faults (rosetta.verify.training): "batchnorm_momentum":
 "flipped" writes 1 - momentum into every BatchNorm (0.9 where torch means 0.1, as MMdnn's PyTorch emitter
 does); "frozen_layer": "first" leaves the first layer with weights untrained; "trainable_set": "as converted"
-skips make_initializers_trainable (onnx2torch's own trainable set).
+skips make_initializers_trainable (onnx2torch's own trainable set); "dropout_rate": "keep probability" writes
+1 - p into the first Dropout (a keep probability taken for a drop rate, TF 1's keep_prob).
 """
 
 from __future__ import annotations
@@ -44,6 +45,20 @@ def flip_batchnorm_momentum(module) -> int:
     for layer in layers:
         layer.momentum = 1 - layer.momentum
     return len(layers)
+
+
+def dropout_rates(module, change: str | None = None) -> list[float]:
+    """Every torch.nn.Dropout's p, in module order, then turned off (p = 0: masks cannot match across
+    frameworks); `change` "keep probability" first writes 1 - p into the first one (a seeded fault)."""
+    import torch
+
+    layers = [layer for layer in module.modules() if isinstance(layer, torch.nn.Dropout)]
+    if change == "keep probability" and layers:
+        layers[0].p = 1 - layers[0].p
+    rates = [float(layer.p) for layer in layers]
+    for layer in layers:
+        layer.p = 0.0
+    return rates
 
 
 def freeze_first_layer(module) -> list[str]:
@@ -93,9 +108,7 @@ class TorchTrainer(Trainer):
         self.torch, self.device, self.dtype = torch, torch_device(device), getattr(torch, precision)
         if device == "cuda":
             torch.backends.cudnn.benchmark = cudnn_benchmark
-        for layer in module.modules():  # train mode for BatchNorm; dropout masks are not comparable
-            if isinstance(layer, torch.nn.Dropout):
-                layer.p = 0.0
+        self._dropout_rates = dropout_rates(module, changes.get("dropout_rate"))  # train mode is for BatchNorm
         self.module = module.to(self.dtype).to(self.device).train()
         if self.speed.channels_last:
             self.module = self.module.to(memory_format=torch.channels_last)
@@ -109,6 +122,9 @@ class TorchTrainer(Trainer):
         self._settings = {"threads": torch.get_num_threads(), "compile": compile, "device used": str(self.device),
                           **({"cudnn.benchmark": cudnn_benchmark, "tf32": tf32} if device == "cuda" else {}),
                           **self.speed.settings(CHANNELS_LAST, COMPILE)}
+
+    def dropout_rates(self) -> list[float]:
+        return self._dropout_rates
 
     @staticmethod
     def reference(model: str, seed: int = 0, **options) -> TorchTrainer:

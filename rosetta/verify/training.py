@@ -9,8 +9,10 @@ in the target's framework, and compares with the PyTorch reference trained on th
   only where the reference or the target has BatchNorm: resnet50), and
 - the optimiser's state in PyTorch's convention ("optimizer state (sorted)": SGD's momentum buffers, Adam's
   first and second moments), where the optimiser keeps any.
-Dropout is off in every framework (its random masks cannot match); BatchNorm trains on batch statistics.
-So a port that changes a dropout rate trains identically here and cannot be told apart: no fault claims it.
+- every Dropout's rate, as sorted lists ("dropout rates (sorted)"), exactly after rounding to float32 (ONNX
+  carries a ratio as float32): a port that drops a Dropout, or changes its rate, trains differently.
+Dropout is then off in every framework (its random masks cannot match); BatchNorm trains on batch statistics.
+The rates are read from the model each trainer holds (rosetta.train), so what is compared is what would train.
 
 Tolerance. float32: the reference's own float32-vs-float64 drift over the same K steps is the noise floor,
 and a target passes within TRAINING_MULTIPLE x that floor. Training amplifies float32 noise, so the multiple
@@ -40,7 +42,7 @@ from rosetta.train.base import REFERENCE, run_training
 from rosetta.train.optim import training_batches, training_options
 from rosetta.verify.cells import VerifyCell
 from rosetta.verify.compare import compare_output
-from rosetta.verify.results import FAIL, PASS, VerifyResult, failed_at
+from rosetta.verify.results import FAIL, PASS, OutputComparison, VerifyResult, failed_at
 from rosetta.verify.tolerance import TolerancePolicy
 
 DEFAULT_STEPS = 5
@@ -83,6 +85,7 @@ class TrainedReference:
     losses64: np.ndarray
     state32: dict
     state64: dict
+    dropout_rates: list = field(default_factory=list)
 
     @property
     def weights64(self) -> np.ndarray:
@@ -99,7 +102,8 @@ def trained_reference(cell: TrainCell, cache: dict | None = None) -> TrainedRefe
                                                                    "model": cell.model, "seed": cell.seed})
             for precision in ("float32", "float64")}
     state = {precision: {key: np.sort(runs[precision][key]) for _, key, _ in STATE_ROWS} for precision in runs}
-    reference = TrainedReference(runs["float32"]["losses"], runs["float64"]["losses"], state["float32"], state["float64"])
+    reference = TrainedReference(runs["float32"]["losses"], runs["float64"]["losses"], state["float32"], state["float64"],
+                                 runs["float32"]["dropout_rates"])
     if cache is not None:
         cache[key] = reference
     return reference
@@ -140,6 +144,26 @@ def _biased_variance_policy(spec, cell: TrainCell, reference64: np.ndarray, fram
     note = (f"note: statistics (sorted): {framework} updates running variances with the biased batch variance "
             f"(PyTorch: unbiased, n/(n-1) x): allowed {share:.3g} of the largest statistic (n = {n})")
     return TolerancePolicy(atol=bound + FLOAT64_RTOL * bound, rtol=0.0), note
+
+
+DROPOUT_ROW = "dropout rates (sorted)"
+
+
+def compare_dropout_rates(target: list[float], reference: list[float]) -> OutputComparison:
+    """The target's Dropout rates against the reference's, as sorted lists, equal after rounding to float32 (the
+    precision ONNX carries a ratio in): which layer has which rate is not compared, as with the weights."""
+    value, expected = (np.sort(np.asarray(rates, dtype=np.float32)).astype(np.float64) for rates in (target, reference))
+    shown = ", ".join(f"{r:g}" for r in expected) or "none"
+    if value.size != expected.size:
+        comparison = compare_output(DROPOUT_ROW, None, expected, expected, TolerancePolicy(atol=0.0, rtol=0.0))
+        comparison.reason = (f"{DROPOUT_ROW}: the target has {value.size} Dropout layers, the reference "
+                             f"{expected.size} ({shown}); it would train with a different regularisation")
+        return comparison
+    comparison = compare_output(DROPOUT_ROW, value, expected, expected, TolerancePolicy(atol=0.0, rtol=0.0))
+    if not comparison.passed:
+        comparison.reason = (f"{DROPOUT_ROW}: the target drops {', '.join(f'{r:g}' for r in value)}, "
+                             f"the reference {shown}")
+    return comparison
 
 
 def run_train_cell(cell: TrainCell, store: ArtifactStore, references: dict | None = None) -> VerifyResult:
@@ -193,6 +217,9 @@ def run_train_cell(cell: TrainCell, store: ArtifactStore, references: dict | Non
         if count:
             comparison.reason = count
         comparisons.append(comparison)
+    rates = trained.get("dropout_rates")
+    if rates is not None and (rates or reference.dropout_rates):
+        comparisons.append(compare_dropout_rates(rates, reference.dropout_rates))
     result.outputs = comparisons
     reasons = [c.reason for c in comparisons if not c.passed]
     result.verdict, result.reason = (FAIL, "; ".join(reasons)) if reasons else (PASS, "; ".join(notes))
@@ -227,8 +254,7 @@ class TrainingFault:
     """A seeded wrong port: the target trains with `changes` to the model's optimiser (an optimiser mapped
     wrongly) or `model_changes` to its model (rosetta.train.torch: a BatchNorm momentum convention flipped, a
     layer frozen, a converter's own trainable set), the reference without. Every (fault, target) pair must
-    FAIL, in float32 and in float64. A changed dropout rate is no fault here: dropout is off in every
-    framework, so it trains identically and no check could see it."""
+    FAIL, in float32 and in float64."""
 
     name: str
     model: str
@@ -259,6 +285,10 @@ for _fault in (
                   "the converter's own trainable set: onnx2torch's embedding left a buffer, MXNet's graph "
                   "constants trained",
                   model_changes=(("trainable_set", "as converted"),), targets=("torch", "mxnet")),
+    TrainingFault("dropout-keep-probability", "cnn",
+                  "the first Dropout's keep probability taken for its rate (TF 1's keep_prob, Keras' rate): "
+                  "it drops 0.75 where the reference drops 0.25",
+                  model_changes=(("dropout_rate", "keep probability"),)),
 ):
     TRAINING_FAULTS.register(_fault)
 

@@ -302,13 +302,16 @@ def test_unsupported_attribute_is_a_clear_error_naming_the_op(case, tmp_path):
      "Upsample mode='linear'"),
     ([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest", nearest_mode="ceil",
                        coordinate_transformation_mode="asymmetric")], 13, "Resize mode='nearest' .* nearest_mode='ceil'"),
+    ([helper.make_node("Dropout", ["x", "ratio", "on"], ["y"])], 13, "Dropout with training_mode true"),
 ])
 def test_unsupported_attribute_of_ops_torch_does_not_write(nodes, opset, message):
     from rosetta.convert.onnx.to_keras import onnx_to_keras_model
     from rosetta.frameworks.keras import import_keras
 
     initializers = [helper.make_tensor("scale", TensorProto.FLOAT, [5], [1.0] * 5),
-                    helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])]
+                    helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2]),
+                    helper.make_tensor("ratio", TensorProto.FLOAT, [], [0.5]),
+                    helper.make_tensor("on", TensorProto.BOOL, [], [True])]
     with pytest.raises(RosettaError, match=message):
         onnx_to_keras_model(_node_graph(nodes, ["N", 3, 4, 5], opset, initializers), import_keras())
 

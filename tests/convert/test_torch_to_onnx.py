@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import pytest
 
 from rosetta.convert.store import run_conversion, torch_source
@@ -52,6 +53,37 @@ def test_eval_export_folds_batchnorm_and_preserve_keeps_it(store):
     kept = onnx.load(str(store.get(spec, 0, ONNX, {"training": "preserve"}) / "model.onnx"))
     assert "BatchNormalization" not in {n.op_type for n in folded.graph.node}
     assert sum(n.op_type == "BatchNormalization" for n in kept.graph.node) == 53
+
+
+def test_preserve_keeps_every_dropout_with_its_rate_and_leaves_the_exporter_as_it_was(tmp_path):
+    """A graph exported to be trained keeps each Dropout as ONNX Dropout(x, ratio), identity at inference
+    (ORT gives the module's eval output); an eval export made after it still drops them (the custom symbolic
+    is gone); a dropout the module keeps on at inference (F.dropout(training=True)) stays on."""
+    import torch
+
+    spec = get_model("cnn")
+    module = spec.build(0).eval()
+    run_conversion(torch_source(spec, 0, module=module), ONNX, tmp_path / "kept", {"training": "preserve"})
+    graph = onnx.load(str(tmp_path / "kept" / "model.onnx")).graph
+    constants = {n.output[0]: onnx.numpy_helper.to_array(n.attribute[0].t) for n in graph.node if n.op_type == "Constant"}
+    dropouts = [n for n in graph.node if n.op_type == "Dropout"]
+    assert [float(constants[n.input[1]]) for n in dropouts] == [0.25, 0.25, 0.5]
+    assert all(len(n.input) == 2 for n in dropouts)  # no training_mode: off at inference
+    feeds = generate_inputs(spec.inputs, 3, 0)
+    out = load_runner("onnxruntime", tmp_path / "kept").predict(feeds)
+    with torch.no_grad():
+        expected = module(torch.from_numpy(feeds[spec.inputs[0].name])).numpy()
+    np.testing.assert_allclose(out["logits"], expected, rtol=1e-5, atol=1e-6)
+    run_conversion(torch_source(spec, 0, module=module), ONNX, tmp_path / "eval", {"training": "eval"})
+    assert "Dropout" not in {n.op_type for n in onnx.load(str(tmp_path / "eval" / "model.onnx")).graph.node}
+
+    class AlwaysOn(torch.nn.Module):  # Monte-Carlo dropout: on at inference too
+        def forward(self, x):
+            return torch.nn.functional.dropout(x.flatten(1)[:, :10], 0.3, training=True)
+
+    run_conversion(torch_source(spec, 0, module=AlwaysOn()), ONNX, tmp_path / "on", {"training": "preserve"})
+    node = next(n for n in onnx.load(str(tmp_path / "on" / "model.onnx")).graph.node if n.op_type == "Dropout")
+    assert len(node.input) == 3  # training_mode true
 
 
 def _conv_batchnorm(seed: int = 0):

@@ -194,3 +194,31 @@ def test_each_graph_output_of_a_multi_output_node_is_its_own_value(tmp_path):
     assert len(got) == 3
     for value, wanted in zip(got, expected):
         np.testing.assert_array_equal(value.numpy(), wanted)
+
+
+@pytest.mark.parametrize("ratio_from", ["initializer", "constant node"])
+def test_a_constant_ratio_dropout_is_an_nn_dropout_of_that_rate(tmp_path, ratio_from):
+    """onnx2torch's own opset-12 Dropout takes its ratio at run time (no rate to read or turn off); with a
+    constant ratio and no training_mode rosetta makes it torch.nn.Dropout(p): identity in eval, dropping that
+    share in train mode. With training_mode given, onnx2torch's own converter stays."""
+    ratio = helper.make_tensor("ratio", TensorProto.FLOAT, [], [0.3])
+    nodes = [helper.make_node("Dropout", ["x", "ratio"], ["y"], name="drop")]
+    if ratio_from == "constant node":
+        nodes.insert(0, helper.make_node("Constant", [], ["ratio"], value=ratio))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 1000])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 1000])],
+                              [ratio] if ratio_from == "initializer" else [])
+    path = tmp_path / "dropout.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    module = build_module(path)
+    dropouts = [m for m in module.modules() if isinstance(m, torch.nn.Dropout)]
+    assert [round(m.p, 6) for m in dropouts] == [0.3]
+    x = torch.ones(4, 1000)
+    assert torch.equal(module.eval()(x), x)
+    dropped = float((module.train()(x) == 0).float().mean())
+    assert 0.25 < dropped < 0.35
+
+    graph.node[-1].input.append("mode")
+    graph.initializer.append(helper.make_tensor("mode", TensorProto.BOOL, [], [True]))
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    assert not any(isinstance(m, torch.nn.Dropout) for m in build_module(path).modules())

@@ -1,5 +1,5 @@
 """Training equivalence: every trainable target trains like the reference (K=5 steps, float32 and float64) in
-its losses, weights, BatchNorm statistics and optimiser state; every seeded wrong port FAILs; and a float32
+its losses, weights, BatchNorm statistics and optimiser state, with the same Dropout rates; every seeded wrong port FAILs; and a float32
 FAIL is re-checked in float64."""
 
 from __future__ import annotations
@@ -24,6 +24,12 @@ def has_batchnorm(model: str) -> bool:
     return any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in get_model(model).build(0).modules())
 
 
+def has_dropout(model: str) -> bool:
+    import torch
+
+    return any(isinstance(m, torch.nn.Dropout) for m in get_model(model).build(0).modules())
+
+
 def cheap(model: str) -> dict:
     """Steps and batch that keep a cell cheap: ResNet-50 trains 2 steps on batches of 2."""
     return {"steps": 2, "batch": 2} if model == "resnet50" else {}
@@ -45,8 +51,9 @@ def test_target_trains_like_the_reference(store, trained_references, model, targ
     cell = TrainCell(model, target, precision=precision, **{"steps": 5, "batch": 4, **cheap(model)})
     result = run_train_cell(cell, store, trained_references)
     statistics = ["statistics (sorted)"] if has_batchnorm(model) else []
+    dropout = [training.DROPOUT_ROW] if has_dropout(model) else []  # the converter kept every Dropout and its rate
     assert [o.name for o in result.outputs] == [f"loss[{cell.steps} steps]", "weights (sorted)", *statistics,
-                                                "optimizer state (sorted)"]
+                                                "optimizer state (sorted)", *dropout]
     assert result.check == "training" and result.training["precision"] == precision
     assert result.verdict == "PASS", result.reason
     compared = result.outputs
@@ -61,7 +68,8 @@ def test_target_trains_like_the_reference(store, trained_references, model, targ
 # what each fault's reason must name: the row it breaks, or both trainable counts
 FAULT_EVIDENCE = {"sgd-nesterov": "weights (sorted)", "adam-epsilon-hat": "weights (sorted)",
                   "batchnorm-momentum-flipped": "statistics (sorted)", "frozen-layer": "trainable values",
-                  "trainable-count": "trainable values"}
+                  "trainable-count": "trainable values",
+                  "dropout-keep-probability": "dropout rates (sorted): the target drops 0.25, 0.5, 0.75, the reference 0.25, 0.25, 0.5"}
 # every fault in both precisions, but ResNet-50's in float64 only: its float32 cell is a float32 FAIL and the
 # same float64 cell again (the re-check), which the cnn and gru faults already show, at a tenth of the cost
 FAULTS = [(fault, cell, precision) for fault, cell in training_fault_cells()
@@ -118,6 +126,22 @@ def test_statistics_the_reference_lacks_fail_with_both_counts(store, trained_ref
     result = run_train_cell(TrainCell("cnn", "torch", precision="float64", steps=2), store, trained_references)
     assert result.verdict == "FAIL"
     assert "statistics (sorted): the target has 3 BatchNorm statistics, the reference 0" in result.reason
+
+
+def test_a_target_without_the_dropout_layers_fails_with_both_counts(store, trained_references, monkeypatch):
+    """A converter that drops Dropout (as torch's exporter does in eval mode) gives a model that would train
+    without it: FAIL, naming both counts and the reference's rates."""
+    _target_trained(monkeypatch, lambda outcome, _: {**outcome, "dropout_rates": []})
+    result = run_train_cell(TrainCell("cnn", "torch", precision="float64", steps=2), store, trained_references)
+    assert result.verdict == "FAIL"
+    assert ("dropout rates (sorted): the target has 0 Dropout layers, the reference 3 (0.25, 0.25, 0.5)"
+            in result.reason), result.reason
+
+
+def test_dropout_rates_are_compared_in_float32():
+    """ONNX carries a ratio as float32: 0.1 read back as 0.10000000149 is the same rate; 0.1 vs 0.11 is not."""
+    assert training.compare_dropout_rates([float(np.float32(0.1))], [0.1]).passed
+    assert not training.compare_dropout_rates([0.11], [0.1]).passed
 
 
 def test_float32_noise_alone_is_a_pass_with_both_figures(store, trained_references, monkeypatch):

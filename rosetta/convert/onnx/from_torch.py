@@ -8,7 +8,10 @@ it has no training-mode graph). `training` chooses what happens to BatchNorm/Dro
   preserve  inference graph with BatchNorm kept as its own node (TrainingMode.PRESERVE): for artifacts that
             will be trained, whose BatchNorm must stay a trainable layer. Constant folding stays on: PRESERVE
             alone keeps BatchNorm, and without folding the GRU's weights become Slice/Concat subgraphs
-            instead of initializers, which no importer reads as weights
+            instead of initializers, which no importer reads as weights. Dropout is kept too, as an ONNX
+            Dropout with its ratio and no training_mode (identity at inference, as the spec says): the
+            exporter drops an eval-mode dropout, so the converted model would train without it and no
+            check could see its rate (the TorchScript exporter only; see `dropout_kept`)
   train     training-mode graph (Dropout active, BatchNorm using batch statistics); used on purpose to show
             that verification catches a model exported in the wrong mode
 The batch axis is dynamic. The result passes onnx.checker's full check (with shape inference).
@@ -88,10 +91,11 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
                 mode = {"eval": torch.onnx.TrainingMode.EVAL, "preserve": torch.onnx.TrainingMode.PRESERVE,
                         "train": torch.onnx.TrainingMode.TRAINING}[training]
                 dynamic_axes = {name: {0: "batch"} for name in input_names + output_names}
-                torch.onnx.export(module, args, str(target), dynamo=False, opset_version=opset,
-                                  input_names=input_names, output_names=output_names,
-                                  dynamic_axes=dynamic_axes, training=mode,
-                                  do_constant_folding=(training != "train"))
+                with dropout_kept(opset) if training == "preserve" else contextlib.nullcontext():
+                    torch.onnx.export(module, args, str(target), dynamo=False, opset_version=opset,
+                                      input_names=input_names, output_names=output_names,
+                                      dynamic_axes=dynamic_axes, training=mode,
+                                      do_constant_folding=(training != "train"))
             else:
                 batch = torch.export.Dim("batch")
                 dynamic = None if isinstance(module, torch.export.ExportedProgram) else tuple({0: batch} for _ in args)
@@ -118,6 +122,35 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
         inputs=value_info_signature(graph_inputs(model)), outputs=value_info_signature(model.graph.output),
         sha256=sha256_of(target), opset=actual_opset, chain=["torch", "onnx"],
     )
+
+
+@contextlib.contextmanager
+def dropout_kept(opset: int):
+    """While it lasts, the TorchScript exporter writes an eval-mode dropout (aten::dropout with train=False,
+    which its own symbolic drops) as ONNX Dropout(x, ratio), training_mode omitted: identity at inference,
+    and a Dropout layer of that rate in every converter that trains (onnx2torch, MXNet's importer, rosetta's
+    Keras mapper). Registered as a custom symbolic for exactly this export's opset (12 or later: the
+    ratio an input, training_mode as the module asks), and unregistered after."""
+    import torch
+
+    def dropout(g, x, p, train):
+        from torch.onnx import symbolic_helper
+
+        ratio = float(symbolic_helper._maybe_get_const(p, "f"))
+        active = bool(symbolic_helper._maybe_get_const(train, "b"))  # F.dropout(training=True) in eval mode
+        inputs = [x, g.op("Constant", value_t=torch.tensor(ratio, dtype=torch.float32))]
+        if active:
+            inputs.append(g.op("Constant", value_t=torch.tensor(True)))
+        return g.op("Dropout", *inputs)
+
+    if opset < 12:  # no training_mode input before opset 12: the exporter's own symbolic
+        yield
+        return
+    torch.onnx.register_custom_op_symbolic("aten::dropout", dropout, opset)
+    try:
+        yield
+    finally:
+        torch.onnx.unregister_custom_op_symbolic("aten::dropout", opset)
 
 
 def check_batchnorm_kept(module, model) -> None:

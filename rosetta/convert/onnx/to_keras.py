@@ -520,6 +520,9 @@ class KerasGraphBuilder:
         rate = a.get("ratio", 0.5)
         if len(node.input) > 1 and node.input[1]:
             rate = float(self.constant(node.input[1], "Dropout ratio"))
+        if len(node.input) > 2 and node.input[2] and bool(self.constant(node.input[2], "Dropout training_mode")):
+            raise RosettaError("keras mapper: Dropout with training_mode true (dropout at inference too) has no "
+                               "Keras layer that honours it; export in eval or preserve mode")
         x = self.values[node.input[0]]
         return [Mapped(self.keras.layers.Dropout(rate, name=self.name("dropout"))(x.tensor), x.axes, x.feature_order)]
 
