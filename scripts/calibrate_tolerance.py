@@ -15,6 +15,11 @@ and, with --markdown, that table for the README. tests/verify/test_calibration.p
     python scripts/calibrate_tolerance.py --seeds 0-9 --json a.json & python scripts/calibrate_tolerance.py --seeds 10-19 --json b.json
     python scripts/calibrate_tolerance.py --merge a.json b.json --json docs/calibration.json --markdown docs/calibration.md
 
+A fault registered later is measured alone and merged in (--merge keeps every cell; one measured again, the later):
+
+    python scripts/calibrate_tolerance.py --routes mmdnn --models cnn --cases artifact-kernels-flipped --json new.json
+    python scripts/calibrate_tolerance.py --merge docs/calibration.json new.json --json docs/calibration.json --markdown docs/calibration.md
+
 With --training it calibrates the training check instead (rosetta.verify.training, TRAINING_MULTIPLE):
 K optimiser steps in every trainable target, and every registered training fault.
 
@@ -54,15 +59,16 @@ def seed_range(text: str) -> list[int]:
     return seeds
 
 
-def cases(routes: list[str], targets: list[str], models: list[str]) -> list[tuple]:
-    """(route, target, case name, model, fault or None): correct conversions, then wrong ones."""
+def cases(routes: list[str], targets: list[str], models: list[str], names: list[str] | None = None) -> list[tuple]:
+    """(route, target, case name, model, fault or None): correct conversions, then wrong ones; only the cases
+    named in `names` where it is given (a model for its correct conversion, a fault by its name)."""
     found = []
     for route in routes:
         chosen = [t for t in list_targets(route) if not targets or t in targets]
         found += [(route, target, model, model, None) for model in models for target in chosen]
         found += [(route, target, fault.name, fault.model, fault) for fault, target in fault_cases(route)
                   if target in chosen and fault.model in models]
-    return found
+    return [case for case in found if not names or case[2] in names]
 
 
 def ratios(result) -> dict:
@@ -77,7 +83,7 @@ def measure(args) -> dict:
     """Run every case for each seed and batch; the JSON, written after every seed."""
     routes = args.routes.split(",") if args.routes else list_routes()
     found = cases(routes, args.targets.split(",") if args.targets else [],
-                  args.models.split(",") if args.models else list_models())
+                  args.models.split(",") if args.models else list_models(), args.cases.split(",") if args.cases else None)
     data = json.loads(args.json.read_text()) if args.resume and args.json.is_file() else \
         {"batches": args.batches, "multiples": MODES, "margin": MARGIN, "cells": []}
     done = {cell["seed"] for cell in data["cells"]}
@@ -186,11 +192,13 @@ def _times(value: float) -> str:
 
 
 def merge(paths: list[Path]) -> dict:
-    """The runs joined, judged by the multiples in the code now (a ratio does not depend on the multiple)."""
+    """The runs joined, judged by the multiples in the code now (a ratio does not depend on the multiple); a
+    cell measured again (route, target, case, seed, batch) keeps its later measurement."""
     parts = [json.loads(path.read_text()) for path in paths]
-    cells = [{**cell, "reason": "" if cell["verdict"] in ("PASS", "FAIL") else cell["reason"]}
-             for part in parts for cell in part["cells"]]
-    return {**parts[0], "multiples": MODES, "cells": cells}
+    cells = {(c["route"], c["target"], c["case"], c["seed"], c["batch"]):
+             {**c, "reason": "" if c["verdict"] in ("PASS", "FAIL") else c["reason"]}
+             for part in parts for c in part["cells"]}
+    return {**parts[0], "multiples": MODES, "cells": list(cells.values())}
 
 
 def calibrate_training(args) -> None:
@@ -235,6 +243,8 @@ def main() -> None:
     parser.add_argument("--routes", default="", help="comma-separated routes (default: every route)")
     parser.add_argument("--targets", default="", help="comma-separated targets (default: every target of each route)")
     parser.add_argument("--models", default="", help="comma-separated models (default: every reference model)")
+    parser.add_argument("--cases", default="", help="comma-separated case names: a model (its correct conversions) "
+                                                     "or a fault; measure a new fault, then --merge it in")
     parser.add_argument("--json", type=Path, default=Path("calibration.json"))
     parser.add_argument("--markdown", type=Path, help="also write the summary table as Markdown")
     parser.add_argument("--resume", action="store_true", help="keep the seeds already in --json, run the others")

@@ -147,16 +147,52 @@ def _torch_gru_gates_swapped(artifact: Path) -> None:
     edit_state_dict(artifact, swap)
 
 
+def _kernels_flipped_in_artifact(artifact: Path) -> None:
+    """Every convolution kernel in a converted artifact's own files flipped in its two spatial axes (a converter
+    that writes cross-correlation kernels for a convolution): a Keras file (kernels H, W, in, out), an ONNX
+    file (the Conv weights, out, in, H, W) or MMdnn's PyTorch weights (.npz, out, in, H, W). What needs its
+    framework to be rewritten (MXNet params, a SavedModel's variables) gets wrong models only."""
+    import numpy as np
+
+    from rosetta.frameworks.keras import edit_keras_weights
+    from rosetta.frameworks.torch import KIT_WEIGHTS
+
+    if artifact.suffix == ".keras":
+        edit_keras_weights(artifact, lambda name, array: array[::-1, ::-1] if array.ndim == 4 else None)
+    elif artifact.suffix == ".onnx":
+        import onnx
+        from onnx import numpy_helper
+
+        model = onnx.load(str(artifact))
+        kernels = {node.input[1] for node in model.graph.node if node.op_type == "Conv"}
+        for init in model.graph.initializer:
+            if init.name in kernels:
+                init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init)[:, :, ::-1, ::-1].copy(), init.name))
+        onnx.save(model, str(artifact))
+    elif (artifact / KIT_WEIGHTS).is_file():
+        with np.load(artifact / KIT_WEIGHTS) as weights:
+            arrays = {name: weights[name][:, :, ::-1, ::-1] if weights[name].ndim == 4 else weights[name]
+                      for name in weights.files}
+        np.savez(artifact / KIT_WEIGHTS, **arrays)
+    else:
+        raise ValueError(f"no kernel editor for the artifact {artifact.name!r}")
+
+
 register_fault(Fault("keras-gru-gates-swapped", "gru", "Keras GRU kernels with the z and r gate blocks swapped",
                      _corrupted("gru", "keras-gates-swapped", _keras_gru_gates_swapped), targets=("keras",),
                      node="/gru/GRU", in_export=False))
 register_fault(Fault("keras-flatten-order-dropped", "cnn",
                      "Keras Dense after a channels-last flatten with the ONNX (c, h, w) row order",
                      _corrupted("cnn", "keras-flatten-order-dropped", _keras_flatten_order_dropped), targets=("keras",),
-                     node="/fc1/Gemm", in_export=False))
+                     routes=("onnx", "mmdnn"), node="/fc1/Gemm", in_export=False))
 register_fault(Fault("torch-gru-gates-swapped", "gru", "onnx2torch GRU with the r and z gate blocks swapped",
                      _corrupted("gru", "torch-gates-swapped", _torch_gru_gates_swapped), targets=("torch",),
                      node="/gru/GRU", in_export=False))
+register_fault(Fault("artifact-kernels-flipped", "cnn",
+                     "every convolution kernel flipped in the converted artifact's own weights (an emitter that "
+                     "writes cross-correlation kernels)",
+                     _corrupted("cnn", "artifact-kernels-flipped", _kernels_flipped_in_artifact),
+                     targets=("onnxruntime", "keras", "torch"), routes=("mmdnn",), node="/conv1/Conv", in_export=False))
 
 
 # ---- converters that write one node wrong: for `--locate`, which must name that node ------------------------

@@ -180,7 +180,7 @@ def test_two_onnx_files_locate_the_first_node_that_differs(store, tmp_path):
     assert c["locate"]["unread_reason"] == "the reference has no tensor of its output's name"
 
 
-MMDNN_FAULTS = fault_cases("mmdnn")
+MMDNN_FAULTS = [(fault, target) for fault, target in fault_cases("mmdnn") if fault.in_export]
 @pytest.mark.parametrize("fault,target", MMDNN_FAULTS, ids=[f"{f.name}->mmdnn:{t}" for f, t in MMDNN_FAULTS])
 def test_locate_bisects_mmdnns_ir_to_the_node_each_fault_was_seeded_at(fault, target, store, tmp_path):
     """The MMdnn route hides intermediates in generated code: its IR is cut, each prefix emitted by the target's
