@@ -158,6 +158,15 @@ def test_float32_noise_alone_is_a_pass_with_both_figures(store, trained_referenc
     assert result.training["float64_recheck"]["max_error"] <= FLOAT64_RTOL
 
 
+def test_the_cnn_to_keras_cell_that_once_flipped_passes(store, trained_references):
+    """The real cell the calibration once saw at 1,540x (cnn -> keras, seed 1, 5 steps of batch 4, float32): a
+    correct conversion, so PASS, directly or through the float64 re-check (which the row then says)."""
+    result = run_train_cell(TrainCell("cnn", "keras", seed=1, steps=5, batch=4), store, trained_references)
+    assert result.verdict == "PASS", result.reason
+    if "float64_recheck" in result.training:
+        assert result.reason.startswith("float32 FAIL not confirmed in float64"), result.reason
+
+
 def test_float32_fail_confirmed_in_float64_stays_a_fail(store, trained_references, monkeypatch):
     _target_trained(monkeypatch, lambda outcome, _: _scaled(outcome, "parameters", 1 + 1e-3))
     result = run_train_cell(TrainCell("cnn", "torch", steps=2), store, trained_references)
