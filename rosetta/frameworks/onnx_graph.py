@@ -142,6 +142,18 @@ def training_mode_nodes(model, base_dir: str = "") -> list[str]:
     return found
 
 
+def edit_initializers(model, names, edit) -> None:
+    """Rewrite the initializers called `names` of a ModelProto in place: edit(name, array) -> the new array (the
+    ONNX counterpart of frameworks.keras.edit_keras_weights and frameworks.torch.edit_state_dict)."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    for init in model.graph.initializer:
+        if init.name in names:
+            new = edit(init.name, numpy_helper.to_array(init))
+            init.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(new), init.name))
+
+
 def float64_model(model):
     """The same graph computing in float64: float32 weights, constants, casts and tensor types made float64
     (what ONNX's reference evaluator then runs in float64: the float64 reference of an ONNX model, and of

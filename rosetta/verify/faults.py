@@ -11,6 +11,7 @@ from typing import Callable
 
 from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import Target, list_targets
+from rosetta.frameworks.onnx_graph import edit_initializers
 from rosetta.models import get_model
 from rosetta.registry import Registry
 from rosetta.models.variants import (build_cnn_nhwc_flatten, flip_conv_kernels, perturb_parameter, swap_gru_gates,
@@ -161,13 +162,10 @@ def _kernels_flipped_in_artifact(artifact: Path) -> None:
         edit_keras_weights(artifact, lambda name, array: array[::-1, ::-1] if array.ndim == 4 else None)
     elif artifact.suffix == ".onnx":
         import onnx
-        from onnx import numpy_helper
 
         model = onnx.load(str(artifact))
         kernels = {node.input[1] for node in model.graph.node if node.op_type == "Conv"}
-        for init in model.graph.initializer:
-            if init.name in kernels:
-                init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init)[:, :, ::-1, ::-1].copy(), init.name))
+        edit_initializers(model, kernels, lambda name, array: array[:, :, ::-1, ::-1])
         onnx.save(model, str(artifact))
     elif (artifact / KIT_WEIGHTS).is_file():
         with np.load(artifact / KIT_WEIGHTS) as weights:
@@ -216,30 +214,30 @@ CONVERTER_FAULTS: Registry[ConverterFault] = Registry("converter fault", key=lam
 def _weight_misread(node_name: str):
     """The first output channel of node `node_name`'s weight (its second input: a Conv's) read 1e-2 off; the
     weight, not the bias, because an export that keeps BatchNorm (training preserve) has Convs without one."""
-    def edit(model) -> None:
-        from onnx import numpy_helper
+    def misread(name, values):
+        values = values.copy()
+        values[0] += 1e-2
+        return values
 
+    def edit(model) -> None:
         node = next((node for node in model.graph.node if node.name == node_name), None)
-        for init in model.graph.initializer if node is not None else ():
-            if init.name == node.input[1]:
-                values = numpy_helper.to_array(init).copy()
-                values[0] += 1e-2
-                init.CopyFrom(numpy_helper.from_array(values, init.name))
+        if node is not None:
+            edit_initializers(model, {node.input[1]}, misread)
     return edit
 
 
 def _gru_gates_swapped(model) -> None:
     """ONNX GRU's z and r gate blocks swapped in W, R and B (ONNX order z, r, h)."""
     import numpy as np
-    from onnx import numpy_helper
+
+    def swap(name, values):
+        blocks = np.split(values, 6 if name == gru.input[3] else 3, axis=1)
+        order = [1, 0, 2, 4, 3, 5] if len(blocks) == 6 else [1, 0, 2]
+        return np.concatenate([blocks[i] for i in order], axis=1)
 
     gru = next((node for node in model.graph.node if node.op_type == "GRU"), None)
-    for init in model.graph.initializer if gru else ():
-        if init.name in gru.input[1:4]:
-            values = numpy_helper.to_array(init)
-            blocks = np.split(values, 6 if init.name == gru.input[3] else 3, axis=1)
-            order = [1, 0, 2, 4, 3, 5] if len(blocks) == 6 else [1, 0, 2]
-            init.CopyFrom(numpy_helper.from_array(np.concatenate([blocks[i] for i in order], axis=1), init.name))
+    if gru is not None:
+        edit_initializers(model, set(gru.input[1:4]), swap)
 
 
 def _relu_after_pool_dropped(model) -> None:

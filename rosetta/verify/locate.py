@@ -79,9 +79,9 @@ class LocateReport:
         if self.verdict != "located" or self.first is None:
             return f"{self.target}: {self.verdict}" + (f": {self.reason}" if self.reason else "")
         first = self.first
-        layer = f" (torch module {first.source_layer})" if first.source_layer else ""
-        if self.graph == "mmdnn":  # an IR node: what the source calls it (torch module, Keras layer, MXNet node)
-            layer = f" (source layer {first.source_layer})" if first.source_layer else ""
+        # an MMdnn IR node's source layer is a torch module, a Keras layer or an MXNet node
+        named = "source layer" if self.graph == "mmdnn" else "torch module"
+        layer = f" ({named} {first.source_layer})" if first.source_layer else ""
         where = {"export": " of the ONNX model it was made from",
                  "artifact": " of the artifact itself"}.get(self.stage, "")
         kind = "MMdnn IR node" if self.graph == "mmdnn" else "node"
@@ -149,6 +149,14 @@ def tensor_references(model, feeds: dict) -> tuple[dict, dict]:
     wide = {name: value.astype(np.float64) if value.dtype == np.float32 else value for name, value in feeds.items()}
     values = ReferenceEvaluator(float64_model(model)).run(None, wide, intermediate=True)
     return ref32, {name: np.asarray(value) for name, value in values.items() if isinstance(value, np.ndarray)}
+
+
+def fill_row(row: NodeRow, compared) -> None:
+    """A node's row from the comparison of its value (verify.compare.OutputComparison): a value that could not be
+    compared (none, or another shape) leaves the row unmeasured (passed None) with the reason, not wrong."""
+    measured = not (math.isnan(compared.error_ratio) and not compared.nan_count)
+    row.passed, row.reason = (compared.passed if measured else None), compared.reason
+    row.error_ratio, row.max_abs_error, row.noise_floor = compared.error_ratio, compared.max_abs_error, compared.noise_floor
 
 
 def source_layer(node_name: str, modules: set[str] | None = None) -> str:
@@ -276,12 +284,8 @@ class Probe:
         from rosetta.verify.compare import compare_output
 
         for row in rows:
-            compared = compare_output(row.tensor, outputs.get(row.tensor), self.ref32[row.tensor],
-                                      self.ref64[row.tensor], self.policy)
-            measured = not (math.isnan(compared.error_ratio) and not compared.nan_count)
-            row.passed, row.reason = (compared.passed if measured else None), compared.reason
-            row.error_ratio, row.max_abs_error, row.noise_floor = (compared.error_ratio, compared.max_abs_error,
-                                                                   compared.noise_floor)
+            fill_row(row, compare_output(row.tensor, outputs.get(row.tensor), self.ref32[row.tensor],
+                                         self.ref64[row.tensor], self.policy))
 
     def graph_inputs(self) -> list[str]:
         from rosetta.frameworks.onnx_graph import graph_inputs

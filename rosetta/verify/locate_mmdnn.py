@@ -22,7 +22,6 @@ emitter's layout into the source's, so a flatten in NHWC of an NCHW model is not
 
 from __future__ import annotations
 
-import math
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from rosetta.errors import one_line
-from rosetta.verify.locate import INHERITED, INTRODUCED, LocateReport, NodeRow, _bisect
+from rosetta.verify.locate import INHERITED, INTRODUCED, LocateReport, NodeRow, _bisect, fill_row
 from rosetta.verify.tolerance import TolerancePolicy
 
 KERAS_ACTIVATION = "_activation"  # the suffix of the node MMdnn's Keras parser splits a layer's activation into
@@ -164,11 +163,7 @@ class IRProbe:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if value is not None:
-            compared = compare_output(name, value, reference32, reference64, self.policy)
-            measured = not (math.isnan(compared.error_ratio) and not compared.nan_count)
-            row.passed, row.reason = (compared.passed if measured else None), compared.reason
-            row.error_ratio, row.max_abs_error, row.noise_floor = (compared.error_ratio, compared.max_abs_error,
-                                                                   compared.noise_floor)
+            fill_row(row, compare_output(name, value, reference32, reference64, self.policy))
         self.prefixes[position] = row
         return row
 
