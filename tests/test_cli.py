@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import subprocess
@@ -14,7 +16,21 @@ from rosetta.errors import RosettaError
 
 
 def run(*argv: str) -> subprocess.CompletedProcess:
+    """`rosetta ARGV` as a user runs it: a process of its own."""
     return subprocess.run([sys.executable, "-m", "rosetta.cli", *argv], capture_output=True, text=True, timeout=600)
+
+
+def run_here(*argv: str) -> subprocess.CompletedProcess:
+    """`rosetta ARGV` through `main` in this process, as `run` reports it: the workers it starts stay warm for
+    the next test (a process of its own imports torch and starts TensorFlow's and MXNet's workers anew: seconds
+    each). What only a process of its own shows (its entry point, signals) is tested with `run`."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exit:  # argparse's usage errors, --help, --version
+            code = exit.code
+    return subprocess.CompletedProcess(["rosetta", *argv], code, out.getvalue(), err.getvalue())
 
 
 def test_version_and_help():
@@ -54,7 +70,7 @@ def test_verify_passes_and_writes_json(tmp_path):
 
 
 def test_verify_exit_status_is_1_when_a_verdict_fails(tmp_path):
-    out = run("verify", "--model", "cnn", "--training", "train", "--json", str(tmp_path / "r.json"))
+    out = run_here("verify", "--model", "cnn", "--training", "train", "--json", str(tmp_path / "r.json"))
     assert out.returncode == 1
     assert "FAIL" in out.stdout and "exported in training mode" in out.stdout
     assert json.loads((tmp_path / "r.json").read_text())["results"][0]["verdict"] == "FAIL"
@@ -81,7 +97,7 @@ def test_verify_exit_status_is_1_when_a_verdict_fails(tmp_path):
     (["verify", "--model", "cnn", "--executor", "ray", "--jobs", "2"], "--jobs is for --executor local"),
 ])
 def test_user_errors_are_one_line_and_exit_2(argv, message):
-    out = run(*argv)
+    out = run_here(*argv)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rosetta: error:") and message in lines[0], out.stderr
@@ -89,8 +105,8 @@ def test_user_errors_are_one_line_and_exit_2(argv, message):
 
 
 def test_verify_train_steps_adds_training_rows(tmp_path):
-    out = run("verify", "--model", "cnn", "--targets", "torch", "--train-steps", "2", "--precision", "float64",
-              "--json", str(tmp_path / "r.json"))
+    out = run_here("verify", "--model", "cnn", "--targets", "torch", "--train-steps", "2", "--precision", "float64",
+                   "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     rows = json.loads((tmp_path / "r.json").read_text())["results"]
     assert [(r["check"], r["target"], r["verdict"]) for r in rows] == [("inference", "torch", "PASS"),
@@ -100,8 +116,8 @@ def test_verify_train_steps_adds_training_rows(tmp_path):
 
 
 def test_bench_writes_table_json_and_chart(tmp_path):
-    out = run("bench", "--workload", "gru-train", "--targets", "torch", "--steps", "1", "--no-overhead",
-              "--json", str(tmp_path / "b.json"), "--plot-dir", str(tmp_path / "charts"))
+    out = run_here("bench", "--workload", "gru-train", "--targets", "torch", "--steps", "1", "--no-overhead",
+                   "--json", str(tmp_path / "b.json"), "--plot-dir", str(tmp_path / "charts"))
     assert out.returncode == 0, out.stdout + out.stderr
     data = json.loads((tmp_path / "b.json").read_text())
     assert [(r["target"], r["status"]) for r in data["results"]] == [("torch (reference)", "ok"), ("torch", "ok")]
@@ -112,20 +128,20 @@ def test_bench_writes_table_json_and_chart(tmp_path):
 
 def test_unwritable_output_folder_is_refused_and_nothing_written(tmp_path):
     (tmp_path / "a-file").write_text("not a folder")
-    out = run("convert", "--model", "cnn", "--to", "onnx", "-o", str(tmp_path / "a-file" / "cnn"))
+    out = run_here("convert", "--model", "cnn", "--to", "onnx", "-o", str(tmp_path / "a-file" / "cnn"))
     assert out.returncode == 2 and "is a file, not a folder" in out.stderr and "Traceback" not in out.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 
 
 def test_unwritable_json_is_refused_before_any_work(tmp_path):
-    out = run("verify", "--model", "cnn", "--json", str(tmp_path))
+    out = run_here("verify", "--model", "cnn", "--json", str(tmp_path))
     assert out.returncode == 2 and "is a folder; give a file name" in out.stderr
 
 
 def test_existing_output_folder_is_refused_without_force(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "mine.txt").write_text("x")
-    out = run("convert", "--model", "cnn", "--to", "onnx", "-o", str(tmp_path / "out"))
+    out = run_here("convert", "--model", "cnn", "--to", "onnx", "-o", str(tmp_path / "out"))
     assert out.returncode == 2 and "exists and is not empty; choose another or pass --force" in out.stderr
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["mine.txt"]
 

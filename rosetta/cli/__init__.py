@@ -10,6 +10,7 @@ Exit status (rosetta.verify.results.exit_status): 0 when no verdict is FAIL or E
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -39,20 +40,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# what main sets in os.environ for its workers, and puts back when it returns: a program (or a test) that calls
+# main twice sees its own environment again, and its warm workers, fingerprinted by it, stay warm
+_SET_BY_MAIN = ("ROSETTA_WORKER_TIMEOUT", "TF_CPP_MIN_LOG_LEVEL")
+
+
+@contextlib.contextmanager
+def _environment_restored(names: tuple[str, ...]):
+    saved = {name: os.environ.get(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
         return EXIT_USAGE
-    if getattr(args, "timeout", None):
-        os.environ["ROSETTA_WORKER_TIMEOUT"] = str(args.timeout)
     import logging
     import warnings
 
     from rosetta.processes import Terminated, raise_on_sigterm
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _environment_restored(_SET_BY_MAIN):
+        if getattr(args, "timeout", None):
+            os.environ["ROSETTA_WORKER_TIMEOUT"] = str(args.timeout)
         if not args.verbose:  # quiet on success: framework logs and warnings only with -v
             os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
             warnings.simplefilter("ignore")

@@ -11,7 +11,7 @@ import pytest
 from rosetta.convert.targets import list_targets
 from rosetta.errors import RosettaError
 from rosetta.verify.cells import VerifyCell, run_cell
-from tests.test_cli import run
+from tests.test_cli import run_here
 
 MMDNN_TARGETS = list_targets("mmdnn")
 
@@ -40,8 +40,8 @@ def test_a_keras2_gru_goes_through_mmdnn_and_each_emitter_says_what_it_lacks(tmp
     script = ("import sys, tf_keras; tf_keras.utils.set_random_seed(0); i = tf_keras.Input((20, 8), name='sequence');"
               "tf_keras.Model(i, tf_keras.layers.Dense(2, name='logits')(tf_keras.layers.GRU(16)(i))).save(sys.argv[1])")
     subprocess.run([sys.executable, "-c", script, str(tmp_path / "gru.h5")], check=True, capture_output=True)
-    out = run("convert", str(tmp_path / "gru.h5"), "--via", "mmdnn", "--to", "all", "-o", str(tmp_path / "out"),
-              "--json", str(tmp_path / "r.json"))
+    out = run_here("convert", str(tmp_path / "gru.h5"), "--via", "mmdnn", "--to", "all", "-o", str(tmp_path / "out"),
+                   "--json", str(tmp_path / "r.json"))
     reasons = {r["target"]: (r["verdict"], r["reason"]) for r in json.loads((tmp_path / "r.json").read_text())["results"]}
     assert {verdict for verdict, _ in reasons.values()} == {"CANNOT"}, out.stdout + out.stderr
     expected = {"onnx": "MMdnn's OnnxEmitter cannot emit GRU, Tanh: it has no emit_GRU, emit_Tanh",

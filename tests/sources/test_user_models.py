@@ -14,7 +14,7 @@ import onnx
 import pytest
 
 from tests.shared import shared_folder
-from tests.test_cli import run
+from tests.test_cli import run_here
 
 HERE = Path(__file__).parent
 
@@ -49,8 +49,8 @@ def rows(path: Path) -> list[tuple[str, str]]:
 
 
 def test_keras_model_converts_to_onnx_torch_mxnet_and_passes(files, tmp_path):
-    out = run("convert", str(files / "small.keras"), "--to", "onnx,torch,mxnet", "-o", str(tmp_path / "out"),
-              "--json", str(tmp_path / "r.json"))
+    out = run_here("convert", str(files / "small.keras"), "--to", "onnx,torch,mxnet", "-o", str(tmp_path / "out"),
+                   "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert rows(tmp_path / "r.json") == [("onnx", "PASS"), ("torch", "PASS"), ("mxnet", "PASS")]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["mxnet", "onnx", "torch"]
@@ -67,8 +67,8 @@ def test_mmdnn_converts_a_keras2_model_and_its_nhwc_reshape_error_is_flagged(fil
     its channels-first emitters (PyTorch, MXNet) do not reorder the dense weights: rosetta says FAIL. The same
     model with Flatten passes, and the NHWC targets pass both."""
     for name, expected in (("keras2-flatten", "PASS"), ("keras2-reshape", "FAIL")):
-        out = run("convert", str(files / f"{name}.h5"), "--via", "mmdnn", "--to", "torch,mxnet,tensorflow",
-                  "-o", str(tmp_path / name), "--json", str(tmp_path / f"{name}.json"), "--locate")
+        out = run_here("convert", str(files / f"{name}.h5"), "--via", "mmdnn", "--to", "torch,mxnet,tensorflow",
+                       "-o", str(tmp_path / name), "--json", str(tmp_path / f"{name}.json"), "--locate")
         assert out.returncode == (0 if expected == "PASS" else 1), out.stdout + out.stderr
         assert rows(tmp_path / f"{name}.json") == [("torch", expected), ("mxnet", expected), ("tensorflow", "PASS")]
     wrong = json.loads((tmp_path / "keras2-reshape.json").read_text())["results"][0]
@@ -88,8 +88,8 @@ def test_mmdnn_converts_a_keras2_model_and_its_nhwc_reshape_error_is_flagged(fil
 
 
 def test_mmdnn_converts_a_gluon_export(files, tmp_path):
-    out = run("convert", str(files / "gluon-symbol.json"), "--input", "data:Nx3x16x16:float32", "--via", "mmdnn",
-              "--to", "torch,onnx", "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"))
+    out = run_here("convert", str(files / "gluon-symbol.json"), "--input", "data:Nx3x16x16:float32", "--via", "mmdnn",
+                   "--to", "torch,onnx", "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert rows(tmp_path / "r.json") == [("torch", "PASS"), ("onnx", "PASS")]
 
@@ -97,19 +97,19 @@ def test_mmdnn_converts_a_gluon_export(files, tmp_path):
 def test_a_keras2_model_keras3_rejects_is_read_with_tf_keras_by_both_routes(files, tmp_path):
     """Keras 3 cannot read a Keras 2 DepthwiseConv2D config: the reference is read with tf-keras (its config
     checked for code first), so both routes convert it; MMdnn's TensorFlow emitter is a CANNOT with its reason."""
-    out = run("convert", str(files / "keras2-depthwise.h5"), "--to", "onnx,torch", "-o", str(tmp_path / "a"),
-              "--json", str(tmp_path / "a.json"))
+    out = run_here("convert", str(files / "keras2-depthwise.h5"), "--to", "onnx,torch", "-o", str(tmp_path / "a"),
+                   "--json", str(tmp_path / "a.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert rows(tmp_path / "a.json") == [("onnx", "PASS"), ("torch", "PASS")]
-    out = run("convert", str(files / "keras2-depthwise.h5"), "--via", "mmdnn", "--to", "torch,keras,tensorflow",
-              "-o", str(tmp_path / "b"), "--json", str(tmp_path / "b.json"))
+    out = run_here("convert", str(files / "keras2-depthwise.h5"), "--via", "mmdnn", "--to", "torch,keras,tensorflow",
+                   "-o", str(tmp_path / "b"), "--json", str(tmp_path / "b.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert rows(tmp_path / "b.json") == [("torch", "PASS"), ("keras", "PASS"), ("tensorflow", "CANNOT")]
     assert "UnboundLocalError" in json.loads((tmp_path / "b.json").read_text())["results"][2]["reason"]
 
 
 def test_a_keras2_lambda_layer_read_with_tf_keras_is_refused_and_never_runs(files, tmp_path):
-    out = run("convert", str(files / "keras2-lambda.h5"), "--to", "onnx", "-o", str(tmp_path / "out"))
+    out = run_here("convert", str(files / "keras2-lambda.h5"), "--to", "onnx", "-o", str(tmp_path / "out"))
     assert out.returncode == 2 and "keras2-lambda.h5 contains Python code (Lambda layer)" in out.stderr
     assert not (files / "keras2-lambda-ran").exists() and not (tmp_path / "out").exists()
 
@@ -117,9 +117,9 @@ def test_a_keras2_lambda_layer_read_with_tf_keras_is_refused_and_never_runs(file
 def test_mmdnn_padded_average_pooling_error_is_flagged(files, tmp_path):
     """MXNet averages padded pooling windows over the padding too; MMdnn's IR does not record it and its PyTorch
     and ONNX emitters exclude the padding: converted without an error, wrong. Its MXNet emitter is right."""
-    out = run("convert", str(files / "gluon-avgpool-symbol.json"), "--input", "data:Nx3x16x16:float32", "--via",
-              "mmdnn", "--to", "torch,onnx,mxnet", "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"),
-              "--locate", "--locate-dir", str(tmp_path / "where"))
+    out = run_here("convert", str(files / "gluon-avgpool-symbol.json"), "--input", "data:Nx3x16x16:float32", "--via",
+                   "mmdnn", "--to", "torch,onnx,mxnet", "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"),
+                   "--locate", "--locate-dir", str(tmp_path / "where"))
     assert out.returncode == 1, out.stdout + out.stderr
     assert rows(tmp_path / "r.json") == [("torch", "FAIL"), ("onnx", "FAIL"), ("mxnet", "PASS")]
     wrong = json.loads((tmp_path / "r.json").read_text())["results"][0]
@@ -133,22 +133,23 @@ def test_mmdnn_padded_average_pooling_error_is_flagged(files, tmp_path):
 
 
 def test_mmdnn_refuses_keras3_and_onnx_sources_with_the_reason(files, tmp_path):
-    out = run("convert", str(files / "small.keras"), "--via", "mmdnn", "--to", "torch", "-o", str(tmp_path / "a"),
-              "--json", str(tmp_path / "a.json"))
+    out = run_here("convert", str(files / "small.keras"), "--via", "mmdnn", "--to", "torch", "-o", str(tmp_path / "a"),
+                   "--json", str(tmp_path / "a.json"))
     assert out.returncode == 0, out.stdout + out.stderr  # CANNOT: not a wrong conversion
     assert rows(tmp_path / "a.json") == [("torch", "CANNOT")]
     reason = json.loads((tmp_path / "a.json").read_text())["results"][0]["reason"]
     assert "MMdnn's Keras parser reads Keras 2 HDF5 models (tf-keras)" in reason and "use --via onnx" in reason
-    out = run("convert", str(files / "model.onnx"), "--via", "mmdnn", "--to", "torch", "-o", str(tmp_path / "b"),
-              "--json", str(tmp_path / "b.json"), "--strict")
+    out = run_here("convert", str(files / "model.onnx"), "--via", "mmdnn", "--to", "torch", "-o", str(tmp_path / "b"),
+                   "--json", str(tmp_path / "b.json"), "--strict")
     assert out.returncode == 1  # --strict: anything but PASS
     reason = json.loads((tmp_path / "b.json").read_text())["results"][0]["reason"]
     assert "route mmdnn cannot start from a onnx model" in reason
 
 
 def test_pytorch_factory_converts_to_tensorflow_keras_onnxruntime_and_passes(files, tmp_path):
-    out = run("convert", f"{files / 'net.py'}:build", "--input", "image:Nx3x16x16:float32", "--trust-code",
-              "--to", "tensorflow,keras,onnxruntime", "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"))
+    out = run_here("convert", f"{files / 'net.py'}:build", "--input", "image:Nx3x16x16:float32", "--trust-code",
+                   "--to", "tensorflow,keras,onnxruntime", "-o", str(tmp_path / "out"),
+                   "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert rows(tmp_path / "r.json") == [("tensorflow", "PASS"), ("keras", "PASS"), ("onnxruntime", "PASS")]
     assert json.loads((tmp_path / "r.json").read_text())["tolerance"]["float64_reference"] is True
@@ -160,8 +161,8 @@ def test_onnx_file_converts_to_every_target_and_passes(files, tmp_path):
     from rosetta.manifest import Manifest, sha256_of
 
     before = sha256_of(files / "model.onnx")
-    out = run("convert", str(files / "model.onnx"), "--to", "all", "-o", str(tmp_path / "out"),
-              "--json", str(tmp_path / "r.json"))
+    out = run_here("convert", str(files / "model.onnx"), "--to", "all", "-o", str(tmp_path / "out"),
+                   "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert rows(tmp_path / "r.json") == [(t, "PASS") for t in ("onnx", "tensorflow", "keras", "torch", "mxnet",
                                                                 "tensorflow-roundtrip")]
@@ -179,36 +180,36 @@ def test_onnx_file_converts_to_every_target_and_passes(files, tmp_path):
     ("net.pt2", [], "onnx,mxnet"),
 ])
 def test_every_source_format_converts_and_passes(files, tmp_path, model, extra, targets):
-    out = run("convert", str(files / model), *extra, "--to", targets, "-o", str(tmp_path / "out"),
-              "--json", str(tmp_path / "r.json"))
+    out = run_here("convert", str(files / model), *extra, "--to", targets, "-o", str(tmp_path / "out"),
+                   "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert rows(tmp_path / "r.json") == [(t, "PASS") for t in targets.split(",")]
 
 
 def test_no_verify_only_converts(files, tmp_path):
-    out = run("convert", str(files / "model.onnx"), "--to", "torch", "-o", str(tmp_path / "out"), "--no-verify",
-              "--json", str(tmp_path / "r.json"))
+    out = run_here("convert", str(files / "model.onnx"), "--to", "torch", "-o", str(tmp_path / "out"), "--no-verify",
+                   "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0 and rows(tmp_path / "r.json") == [("torch", "converted")]
 
 
 def test_verify_compares_files_and_outputs_saved_elsewhere(files, tmp_path):
     inputs, outputs = tmp_path / "in.npz", tmp_path / "ref.npz"
-    out = run("verify", str(files / "model.onnx"), f"{files / 'net.py'}:build", "--trust-code",
-              "--input", "image:Nx3x16x16:float32", "--save-inputs", str(inputs), "--save-outputs", str(outputs))
+    out = run_here("verify", str(files / "model.onnx"), f"{files / 'net.py'}:build", "--trust-code",
+                   "--input", "image:Nx3x16x16:float32", "--save-inputs", str(inputs), "--save-outputs", str(outputs))
     assert out.returncode == 3 and "ERROR" in out.stdout and "a PyTorch factory can only be the reference" in out.stdout
-    out = run("verify", str(files / "net.pt2"), str(files / "model.onnx"), "--json", str(tmp_path / "r.json"))
+    out = run_here("verify", str(files / "net.pt2"), str(files / "model.onnx"), "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     with np.load(inputs) as saved:
         assert saved["image"].shape == (8, 3, 16, 16)
-    out = run("verify", str(files / "net.pt2"), "--inputs", str(inputs), "--load-outputs", str(outputs))
+    out = run_here("verify", str(files / "net.pt2"), "--inputs", str(inputs), "--load-outputs", str(outputs))
     assert out.returncode == 0, out.stdout + out.stderr
-    out = run("verify", str(files / "net.pt2"), "--inputs", str(inputs), "--load-outputs", str(outputs),
-              "--atol", "output:1e-12")
+    out = run_here("verify", str(files / "net.pt2"), "--inputs", str(inputs), "--load-outputs", str(outputs),
+                   "--atol", "output:1e-12")
     assert out.returncode == 1 and "exceed atol=1e-12" in out.stdout and "atol output=1e-12" in out.stdout
 
 
 def test_verify_says_fail_for_a_different_model(files, tmp_path):
-    out = run("verify", str(files / "model.onnx"), str(files / "other.onnx"), "--json", str(tmp_path / "r.json"))
+    out = run_here("verify", str(files / "model.onnx"), str(files / "other.onnx"), "--json", str(tmp_path / "r.json"))
     assert out.returncode == 1 and rows(tmp_path / "r.json") == [(str(files / "other.onnx"), "FAIL")]
     assert "x the noise floor" in out.stdout
 
@@ -225,8 +226,8 @@ def test_an_onnx_reference_runs_in_float64_and_sees_a_small_weight_perturbation(
     signs = np.where(np.random.default_rng(0).random(values.shape) < 0.5, -1.0, 1.0)
     weight.CopyFrom(numpy_helper.from_array((values * (1 + 2e-5 * signs)).astype(np.float32), weight.name))
     onnx.save(model, str(tmp_path / "perturbed.onnx"))
-    out = run("verify", str(files / "model.onnx"), str(tmp_path / "perturbed.onnx"), str(files / "model.onnx"),
-              "--json", str(tmp_path / "r.json"))
+    out = run_here("verify", str(files / "model.onnx"), str(tmp_path / "perturbed.onnx"), str(files / "model.onnx"),
+                   "--json", str(tmp_path / "r.json"))
     assert out.returncode == 1, out.stdout + out.stderr
     assert [verdict for _, verdict in rows(tmp_path / "r.json")] == ["FAIL", "PASS"]
     data = json.loads((tmp_path / "r.json").read_text())
@@ -250,8 +251,8 @@ def _single_op_model(path: Path, op: str, **attributes) -> Path:
 
 def test_an_op_a_target_cannot_convert_is_a_cannot_row_naming_op_and_target(tmp_path):
     model = _single_op_model(tmp_path / "det.onnx", "Det")
-    out = run("convert", str(model), "--to", "onnx,torch,keras,mxnet", "-o", str(tmp_path / "out"),
-              "--json", str(tmp_path / "r.json"))
+    out = run_here("convert", str(model), "--to", "onnx,torch,keras,mxnet", "-o", str(tmp_path / "out"),
+                   "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert rows(tmp_path / "r.json") == [("onnx", "PASS"), ("torch", "CANNOT"), ("keras", "CANNOT"), ("mxnet", "CANNOT")]
     reasons = {r["target"]: r["reason"] for r in json.loads((tmp_path / "r.json").read_text())["results"]}
@@ -265,17 +266,19 @@ def test_an_op_a_target_cannot_convert_is_a_cannot_row_naming_op_and_target(tmp_
 def test_nan_and_inf_outputs_fail_with_counts(tmp_path):
     log = _single_op_model(tmp_path / "log.onnx", "Log")
     absolute = _single_op_model(tmp_path / "abs.onnx", "Abs")
-    out = run("convert", str(log), "--input", "x:Nx4x4:float32:-1:1", "--to", "torch", "-o", str(tmp_path / "out"))
+    out = run_here("convert", str(log), "--input", "x:Nx4x4:float32:-1:1", "--to", "torch",
+                   "-o", str(tmp_path / "out"))
     assert out.returncode == 1 and "y: the reference itself gives" in out.stdout and "NaN and 0 Inf values" in out.stdout
-    out = run("verify", str(absolute), str(log), "--input", "x:Nx4x4:float32:-1:1", "--json", str(tmp_path / "r.json"))
+    out = run_here("verify", str(absolute), str(log), "--input", "x:Nx4x4:float32:-1:1",
+                   "--json", str(tmp_path / "r.json"))
     assert out.returncode == 1
     output = json.loads((tmp_path / "r.json").read_text())["results"][0]["outputs"][0]
     assert output["nan_count"] > 0 and output["reason"] == f"y: {output['nan_count']} NaN and 0 Inf values"
 
 
 def test_a_worker_that_crashes_or_hangs_is_an_error_row_and_the_others_run(files, tmp_path):
-    out = run("verify", str(files / "small.keras"), str(files / "crash.keras"), str(files / "hang.keras"),
-              str(files / "small.h5"), "--trust-code", "--timeout", "20", "--json", str(tmp_path / "r.json"))
+    out = run_here("verify", str(files / "small.keras"), str(files / "crash.keras"), str(files / "hang.keras"),
+                   str(files / "small.h5"), "--trust-code", "--timeout", "20", "--json", str(tmp_path / "r.json"))
     assert out.returncode == 3  # ERROR rows, no FAIL
     results = json.loads((tmp_path / "r.json").read_text())["results"]
     assert [r["verdict"] for r in results] == ["ERROR", "ERROR", "PASS"]
@@ -324,7 +327,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(files, damaged, tmp_pat
     argv = [a.format(d=damaged, f=files) for a in argv]
     if argv[0] == "convert":
         argv += ["-o", str(tmp_path / "out")]
-    out = run(*argv)
+    out = run_here(*argv)
     assert out.returncode == 2, out.stdout + out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and message.format(d=damaged, f=files) in lines[0], out.stderr
@@ -336,6 +339,6 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(files, damaged, tmp_pat
     ("a-file/out", "is a file, not a folder; choose another output folder"),
 ])
 def test_unusable_output_folder_is_refused_before_any_work(files, damaged, output, message):
-    out = run("convert", str(files / "model.onnx"), "--to", "onnx", "-o", str(damaged / output))
+    out = run_here("convert", str(files / "model.onnx"), "--to", "onnx", "-o", str(damaged / output))
     assert out.returncode == 2 and message.format(d=damaged) in out.stderr
     assert sorted(p.name for p in (damaged / "full").iterdir()) == ["mine.txt"]

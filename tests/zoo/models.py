@@ -148,16 +148,23 @@ class ZooRun:
         return {row["target"]: row["verdict"] for row in self.results}
 
 
-def convert_to_all(name: str, folder: Path, *options: str) -> ZooRun:
+def convert_to_all(name: str, folder: Path, *options: str, in_process: bool = False) -> ZooRun:
     """Builds zoo model `name` in folder/model/ and converts it to every target into folder/out/; the wall
-    time is that of `rosetta convert` alone."""
+    time is that of `rosetta convert` alone, in a process of its own as a user runs it (the benchmark), or
+    `in_process` through `rosetta.cli.main`, whose workers stay warm for the next model (the tests)."""
+    from tests.test_cli import run_here
+
     (folder / "model").mkdir(parents=True, exist_ok=True)
     arguments = ZOO[name](folder / "model")
     report = folder / "results.json"
-    command = [sys.executable, "-m", "rosetta.cli", "convert", *arguments, "--to", "all", "-o", str(folder / "out"),
-               "--json", str(report), "--no-progress", *options]
+    argv = ["convert", *arguments, "--to", "all", "-o", str(folder / "out"), "--json", str(report), "--no-progress",
+            *options]
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=CONVERT_TIMEOUT_S)
+    if in_process:
+        done = run_here(*argv)
+    else:
+        done = subprocess.run([sys.executable, "-m", "rosetta.cli", *argv], capture_output=True, text=True,
+                              timeout=CONVERT_TIMEOUT_S)
     seconds = time.perf_counter() - started
     results = json.loads(report.read_text())["results"] if report.is_file() else []
     return ZooRun(name, arguments, results, done.returncode, seconds, folder / "out", done.stdout + done.stderr)

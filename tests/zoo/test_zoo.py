@@ -71,7 +71,7 @@ def test_every_zoo_cell_that_does_not_pass_is_a_cannot_or_a_known_error():
 
 @pytest.mark.parametrize("model", [pytest.param(m, marks=pytest.mark.xdist_group(f"zoo-{m}")) for m in CONVERTED_HERE])
 def test_zoo_model_converts_to_every_target_as_expected(model, tmp_path):
-    run = convert_to_all(model, tmp_path)
+    run = convert_to_all(model, tmp_path, in_process=True)
     assert run.verdicts == EXPECTED[model], run.log
     for row in run.results:
         assert row["verdict"] != "CANNOT" or row["reason"].strip(), row
