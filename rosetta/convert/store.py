@@ -17,7 +17,7 @@ from typing import Callable
 
 from rosetta.convert.onnx.from_torch import TorchSource
 from rosetta.convert.registry import chain_versions, get_conversion
-from rosetta.execution import Job, execute, runs_here
+from rosetta.execution import Job, execute, load_npz, runs_here, save_npz
 from rosetta.manifest import MANIFEST_NAME, Manifest, code_digest
 from rosetta.output import atomic_folder
 from rosetta.scratch import exclusive, scratch_folder
@@ -171,6 +171,22 @@ class ArtifactStore:
                 self.failures[folder] = error
                 raise
         return folder
+
+    def arrays(self, key: str, name: str, identity: dict, make: Callable[[], dict]) -> dict:
+        """Named arrays that `make()` computes, stored once per identity under `key` (e.g. a reference trained
+        on given batches, which every process that verifies its training needs): the first to ask computes
+        them, the others wait and read them. `identity` names everything the values depend on."""
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:10]
+        path = self.root / key / f"{name}-{digest}.npz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with exclusive(path.parent / f".{path.name}.lock"):
+            if path.is_file():
+                return load_npz(path)
+            arrays = make()
+            partial = path.with_name(f".{path.name}.partial")
+            save_npz(partial, arrays)
+            os.replace(partial, path)  # atomic: a file that exists is complete
+        return arrays
 
     def derived(self, folder: Path, tag: str, edit) -> Path:
         """A copy of an artifact folder with `edit(artifact_path)` applied (e.g. a deliberately corrupted

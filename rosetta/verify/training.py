@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from importlib.metadata import version
 
 import numpy as np
 
 from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import get_target
+from rosetta.manifest import code_digest
 from rosetta.models import get_model
 from rosetta.registry import Registry
 from rosetta.train.base import REFERENCE, run_training
@@ -92,21 +94,43 @@ class TrainedReference:
         return self.state64["parameters"]
 
 
-def trained_reference(cell: TrainCell, cache: dict | None = None) -> TrainedReference:
+def trained_reference(cell: TrainCell, cache: dict | None = None,
+                     store: ArtifactStore | None = None) -> TrainedReference:
+    """The reference trained on the cell's batches at both precisions: kept in `cache` for this process, and
+    in `store` for every process of a run that shares its folder (test processes, a local executor's slots,
+    Ray tasks), so that it is trained once per run, not once per process."""
     key = (cell.model, cell.seed, cell.batch, cell.steps)
     if cache is not None and key in cache:
         return cache[key]
-    spec = get_model(cell.model)
-    batches = training_batches(spec, cell.steps, cell.batch, cell.seed)
-    runs = {precision: run_training("torch", REFERENCE, batches, {**training_options(spec, precision, cell.threads),
-                                                                   "model": cell.model, "seed": cell.seed})
-            for precision in ("float32", "float64")}
-    state = {precision: {key: np.sort(runs[precision][key]) for _, key, _ in STATE_ROWS} for precision in runs}
-    reference = TrainedReference(runs["float32"]["losses"], runs["float64"]["losses"], state["float32"], state["float64"],
-                                 runs["float32"]["dropout_rates"])
+    if store is None:
+        arrays = _train_reference(cell)
+    else:
+        identity = {"batch": cell.batch, "steps": cell.steps, "torch": version("torch"),
+                    "code": code_digest("models", "train", "verify")}
+        arrays = store.arrays(f"{cell.model}-seed{cell.seed}", "trained-reference", identity,
+                              lambda: _train_reference(cell))
+    reference = TrainedReference(arrays["float32:losses"], arrays["float64:losses"],
+                                 *({key: arrays[f"{precision}:{key}"] for _, key, _ in STATE_ROWS}
+                                   for precision in ("float32", "float64")),
+                                 [float(rate) for rate in arrays["dropout_rates"]])
     if cache is not None:
         cache[key] = reference
     return reference
+
+
+def _train_reference(cell: TrainCell) -> dict:
+    """The reference trained at float32 and float64: "PRECISION:losses" and "PRECISION:KEY" for each sorted
+    state (STATE_ROWS), and the rates of its Dropout layers."""
+    spec = get_model(cell.model)
+    batches = training_batches(spec, cell.steps, cell.batch, cell.seed)
+    arrays = {}
+    for precision in ("float32", "float64"):
+        run = run_training("torch", REFERENCE, batches, {**training_options(spec, precision, cell.threads),
+                                                         "model": cell.model, "seed": cell.seed})
+        arrays[f"{precision}:losses"] = np.asarray(run["losses"])
+        arrays.update({f"{precision}:{key}": np.sort(run[key]) for _, key, _ in STATE_ROWS})
+        arrays["dropout_rates"] = np.asarray(run["dropout_rates"], dtype=np.float64)
+    return arrays
 
 
 def _policy(cell: TrainCell, reference64: np.ndarray) -> TolerancePolicy:
@@ -179,7 +203,7 @@ def run_train_cell(cell: TrainCell, store: ArtifactStore, references: dict | Non
         if spec.training is None:
             raise ValueError(f"model {cell.model} has no training settings")
         target = get_target(cell.target, cell.route)
-        reference = trained_reference(cell, references)
+        reference = trained_reference(cell, references, store)
         stage = "conversion"
         start = time.perf_counter()
         folder = store.get(spec, cell.seed, target.chain, target.export_options(dict(cell.export)))

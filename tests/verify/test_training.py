@@ -138,6 +138,23 @@ def test_a_target_without_the_dropout_layers_fails_with_both_counts(store, train
             in result.reason), result.reason
 
 
+def test_the_reference_is_trained_once_per_store_and_read_back_alike(tmp_path, monkeypatch):
+    """Another process of the run (an empty cache, the same store folder) reads the trained reference back
+    instead of training it again; a different batch is a different reference."""
+    from rosetta.convert.store import ArtifactStore
+
+    cell = TrainCell("gru", "torch", steps=1, batch=2)
+    first = training.trained_reference(cell, {}, ArtifactStore(tmp_path))
+    monkeypatch.setattr(training, "run_training", lambda *_, **__: pytest.fail("the reference was trained again"))
+    again = training.trained_reference(cell, {}, ArtifactStore(tmp_path))
+    for name in ("losses32", "losses64", "dropout_rates"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(first, name))
+    for kept, read in ((first.state32, again.state32), (first.state64, again.state64)):
+        assert kept.keys() == read.keys() and all(np.array_equal(kept[k], read[k]) for k in kept)
+    with pytest.raises(pytest.fail.Exception, match="trained again"):
+        training.trained_reference(replace(cell, batch=3), {}, ArtifactStore(tmp_path))
+
+
 def test_dropout_rates_are_compared_in_float32():
     """ONNX carries a ratio as float32: 0.1 read back as 0.10000000149 is the same rate; 0.1 vs 0.11 is not."""
     assert training.compare_dropout_rates([float(np.float32(0.1))], [0.1]).passed
