@@ -64,6 +64,9 @@ def list_conversions() -> list[ConversionPath]:
 
 # (source, target, module in rosetta.convert, worker family ("": in-process), packages that make it, what it is)
 TF, MX, MM = "tensorflow", "mxnet", "mmdnn"
+# MMdnn's TensorFlow emitter turns TensorFlow 2 behaviour off for good, so its worker retires after each job:
+# a family of its own, or MMdnn's other parsers and emitters would lose their warm worker with it
+MM_TF1 = "mmdnn-tf1"
 TORCH_ONNX, TF2ONNX = ("torch", "onnx"), ("tf2onnx", "tensorflow", "onnx")
 for _source, _target, _module, _isolation, _packages, _description in (
     # The ONNX route (rosetta.convert.onnx): into ONNX (from_*), and out of it (to_*).
@@ -88,7 +91,7 @@ for _source, _target, _module, _isolation, _packages, _description in (
     ("keras", "mmdnn", "mmdnn.parse_keras", MM, ("mmdnn", "tf-keras"), "MMdnn's Keras parser (through tf-keras)"),
     ("mmdnn", "torch-code", "mmdnn.emit_torch", MM, ("mmdnn", "torch"),
      "MMdnn's PyTorch emitter: generated module code + state_dict"),
-    ("mmdnn", "tensorflow", "mmdnn.emit_tensorflow", MM, ("mmdnn", "tensorflow"),
+    ("mmdnn", "tensorflow", "mmdnn.emit_tensorflow", MM_TF1, ("mmdnn", "tensorflow"),
      "MMdnn's TensorFlow emitter (TF1 code) -> SavedModel"),
     ("mmdnn", "keras", "mmdnn.emit_keras", MM, ("mmdnn", "tf-keras"), "MMdnn's Keras emitter (tf-keras code) -> Keras file"),
     ("mmdnn", "mxnet", "mmdnn.emit_mxnet", MM, ("mmdnn", "mxnet"), "MMdnn's MXNet emitter: symbol + params"),

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from rosetta.verify.metrics import error_stats, non_finite_counts
+from rosetta.verify.metrics import error_stats, error_stats_and_difference, non_finite_counts
 from rosetta.verify.results import FAIL, INCONCLUSIVE, PASS, OutputComparison
 from rosetta.verify.tolerance import TolerancePolicy, noise_floor
 
@@ -31,10 +31,9 @@ def compare_output(name: str, target: np.ndarray | None, reference32: np.ndarray
         return _failed(name, list(target.shape), floor,
                        f"{name}: the reference itself gives {reference_nans} NaN and {reference_infs} Inf values "
                        f"(the target {nans} NaN and {infs} Inf); check the model and its input ranges")
-    stats = error_stats(target, reference64)
-    limit = policy.elementwise_limit(reference64.astype(np.float64), floor)
-    diff = np.abs(target.astype(np.float64) - reference64.astype(np.float64))
-    within = float(np.mean(diff <= limit))
+    stats, diff = error_stats_and_difference(target, reference64)
+    limit = policy.elementwise_limit(np.asarray(reference64, dtype=np.float64), floor)
+    within = float(np.count_nonzero(diff <= limit)) / diff.size
     ratio = stats.max_abs_error / floor
     where = "[" + ", ".join(map(str, stats.worst_index)) + "]"
     if nans or infs:

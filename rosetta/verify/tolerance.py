@@ -84,9 +84,12 @@ class TolerancePolicy:
 
 
 def noise_floor(reference32: np.ndarray, reference64: np.ndarray) -> float:
-    r64 = reference64.astype(np.float64)
-    scale = float(np.max(np.abs(r64))) if r64.size else 0.0
-    drift = float(np.max(np.abs(reference32.astype(np.float64) - r64))) if r64.size else 0.0
+    r64 = np.asarray(reference64, dtype=np.float64)
+    if not r64.size:
+        return ABSOLUTE_FLOOR
+    scale = max(float(np.max(r64)), -float(np.min(r64)))  # max |reference|, without a temporary
+    difference = np.subtract(reference32, r64, dtype=np.float64)
+    drift = float(np.max(np.abs(difference, out=difference)))
     return max(drift, FLOAT32_EPS * scale, ABSOLUTE_FLOOR)
 
 

@@ -61,7 +61,7 @@ def test_bench_runs_converted_targets_in_workers_and_keeps_failures_as_rows(stor
         raise RosettaError("conversion onnx -> mxnet failed: synthetic failure")
 
     monkeypatch.setattr(store, "get", broken)
-    results, _, _ = run_bench(parse_workloads("resnet50-features"), parse_target_list("mxnet"), store, steps=1,
+    results, _, _ = run_bench(parse_workloads("gru-train"), parse_target_list("mxnet"), store, steps=1,
                               overhead=False, progress=False)
     assert [(r.target, r.status) for r in results] == [("torch (reference)", "ok"), ("mxnet", "FAIL")]
     assert "synthetic failure" in results[1].reason
