@@ -30,7 +30,8 @@ from rosetta.processes import popen_for_life
 from rosetta.scratch import scratch_folder
 
 MAX_JOBS = 1000  # then a fresh worker: frameworks keep caches that only grow (a restart re-imports TensorFlow: seconds)
-MAX_RSS_MB = 4096.0  # a worker resident above this after a job is replaced (a run holds up to six: two slots x three families)
+MAX_RSS_MB = 4096.0  # a worker resident above this after a job is replaced (a run holds up to six: two slots x three
+# families; MMdnn's TensorFlow emitter's worker lives for one job)
 # Variables that change while a run lives but do not shape a worker: reusing one across them is safe.
 # TF_CPP_MIN_LOG_LEVEL: how much TensorFlow logs, not what it computes (rosetta.cli.main sets it while it runs)
 _TRANSIENT_VARIABLES = {"PYTEST_CURRENT_TEST", "ROSETTA_WORKER_TIMEOUT", "COLUMNS", "LINES", "TF_CPP_MIN_LOG_LEVEL"}

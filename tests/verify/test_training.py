@@ -15,7 +15,12 @@ from rosetta.models import get_model, list_models
 from rosetta.train.base import REFERENCE
 from rosetta.verify.training import FLOAT64_RTOL, TRAINING_FAULTS, TrainCell, run_train_cell, training_fault_cells
 
-CELLS = [(m, t, p) for m in list_models() for t in trainable_frameworks() for p in ("float64", "float32")]
+# every model in both precisions, but ResNet-50 in float64 only (the strict check: every weight, statistic and
+# optimiser value to ~1e-10): its float32 cells train in `make demo` (batch 4, 5 steps, all three targets,
+# which FAILs the demo if one FAILs), and float32 noise against the calibrated tolerance is tested here on the
+# cnn and gru, at a fifth of the cost
+CELLS = [(m, t, p) for m in list_models() for t in trainable_frameworks()
+         for p in (("float64",) if m == "resnet50" else ("float64", "float32"))]
 
 
 def has_batchnorm(model: str) -> bool:
