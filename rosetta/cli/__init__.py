@@ -10,7 +10,6 @@ Exit status (rosetta.verify.results.exit_status): 0 when no verdict is FAIL or E
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 
@@ -18,6 +17,7 @@ from rosetta import __version__
 from rosetta.cli import bench, conformance, convert, env, models, verify
 from rosetta.cli.options import EPILOG_EXIT, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Parser
 from rosetta.errors import RosettaError
+from rosetta.imports import entries_restored
 
 __all__ = ["main", "build_parser", "EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE"]
 
@@ -45,19 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
 _SET_BY_MAIN = ("ROSETTA_WORKER_TIMEOUT", "TF_CPP_MIN_LOG_LEVEL")
 
 
-@contextlib.contextmanager
-def _environment_restored(names: tuple[str, ...]):
-    saved = {name: os.environ.get(name) for name in names}
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -69,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rosetta.processes import Terminated, raise_on_sigterm
 
-    with warnings.catch_warnings(), _environment_restored(_SET_BY_MAIN):
+    with warnings.catch_warnings(), entries_restored(os.environ, _SET_BY_MAIN):
         if getattr(args, "timeout", None):
             os.environ["ROSETTA_WORKER_TIMEOUT"] = str(args.timeout)
         if not args.verbose:  # quiet on success: framework logs and warnings only with -v
