@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 
-def run(capsys, *argv) -> tuple[int, str]:
-    """`rosetta ARGV` in this process: (exit status, stderr)."""
-    from rosetta.cli import main
+def run(*argv) -> tuple[int, str]:
+    """`rosetta ARGV` in this process (tests.test_cli.run_here), without progress bars: (exit status, stderr)."""
+    from tests.test_cli import run_here
 
-    code = main([str(a) for a in argv] + (["--no-progress"] if argv[0] in ("convert", "verify") else []))
-    return code, capsys.readouterr().err
+    done = run_here(*argv, *(["--no-progress"] if argv[0] in ("convert", "verify") else []))
+    return done.returncode, done.stderr
 
 
 def one_line_refusal(code: int, err: str, *fragments: str) -> str:

@@ -74,16 +74,16 @@ def inject_guard(marker: Path):
     return edit
 
 
-def test_pt2_that_passes_is_unchanged(pt2, tmp_path, capsys):
-    code, err = run(capsys, "convert", pt2, "--to", "onnx", "-o", tmp_path / "out")
+def test_pt2_that_passes_is_unchanged(pt2, tmp_path):
+    code, err = run("convert", pt2, "--to", "onnx", "-o", tmp_path / "out")
     assert code == 0, err
 
 
 @pytest.mark.parametrize("inject", [inject_expression, inject_guard], ids=["expr_str", "guards_code"])
-def test_pt2_text_evaluated_by_torch_is_refused_without_trust(pt2, tmp_path, capsys, inject):
+def test_pt2_text_evaluated_by_torch_is_refused_without_trust(pt2, tmp_path, inject):
     marker = tmp_path / "marker"
     attack = rewrite_model_json(pt2, tmp_path / "attack.pt2", inject(marker))
-    code, err = run(capsys, "convert", attack, "--to", "onnx", "-o", tmp_path / "out")
+    code, err = run("convert", attack, "--to", "onnx", "-o", tmp_path / "out")
     one_line_refusal(code, err, "attack.pt2 holds", "torch would evaluate as Python", "--trust-code")
     assert not marker.exists() and not (tmp_path / "out").exists()
 
@@ -101,10 +101,10 @@ def test_pt2_expression_runs_only_with_trust(pt2, tmp_path):
     assert marker.exists()
 
 
-def test_forged_torch_export_folder_is_refused(pt2, tmp_path, capsys):
+def test_forged_torch_export_folder_is_refused(pt2, tmp_path):
     """A rosetta folder of format torch-export reaches torch's loader by another door: the same check."""
     marker, folder = tmp_path / "marker", tmp_path / "forged"
-    code, err = run(capsys, "convert", pt2, "--to", "onnx", "-o", tmp_path / "first", "--no-verify")
+    code, err = run("convert", pt2, "--to", "onnx", "-o", tmp_path / "first", "--no-verify")
     assert code == 0, err
     folder.mkdir()
     rewrite_model_json(pt2, folder / "model.pt2", inject_expression(marker))
@@ -115,7 +115,7 @@ def test_forged_torch_export_folder_is_refused(pt2, tmp_path, capsys):
                         outputs=[{"name": "output", "shape": [None, 3], "dtype": "float32"}],
                         sha256=sha256_of(folder / "model.pt2"))
     manifest.write(folder)
-    code, err = run(capsys, "convert", folder, "--to", "onnx", "-o", tmp_path / "out")
+    code, err = run("convert", folder, "--to", "onnx", "-o", tmp_path / "out")
     one_line_refusal(code, err, "torch would evaluate as Python")
     assert not marker.exists()
 
@@ -161,11 +161,11 @@ def test_guard_grammar(guard, allowed):
 # --- manifests that point outside their folder ---------------------------------------------------------------
 
 @pytest.fixture()
-def onnx_folder(tmp_path, capsys) -> Path:
+def onnx_folder(tmp_path) -> Path:
     """A rosetta folder of an ONNX model (what `rosetta convert X --to onnx` writes)."""
     source = tmp_path / "relu.onnx"
     save_relu(source)
-    code, err = run(capsys, "convert", source, "--input", "x:Nx4:float32", "--to", "onnx", "-o", tmp_path / "good",
+    code, err = run("convert", source, "--input", "x:Nx4:float32", "--to", "onnx", "-o", tmp_path / "good",
                     "--no-verify")
     assert code == 0, err
     return tmp_path / "good" / "onnx"
@@ -189,23 +189,23 @@ def save_relu(path: Path, external: bool = False, location: str | None = None) -
 
 
 @pytest.mark.parametrize("artifact", ["../outside.onnx", "/ABSOLUTE/outside.onnx", "sub/../../outside.onnx"])
-def test_manifest_paths_outside_the_folder_are_refused(onnx_folder, tmp_path, capsys, artifact):
+def test_manifest_paths_outside_the_folder_are_refused(onnx_folder, tmp_path, artifact):
     outside = tmp_path / "outside.onnx"
     shutil.copyfile(onnx_folder / "model.onnx", outside)
     manifest = json.loads((onnx_folder / "manifest.json").read_text())
     manifest["artifact"] = artifact.replace("/ABSOLUTE", str(tmp_path))
     (onnx_folder / "manifest.json").write_text(json.dumps(manifest))
     for target in ("torch", "onnxruntime"):
-        code, err = run(capsys, "convert", onnx_folder, "--to", target, "-o", tmp_path / f"out-{target}")
+        code, err = run("convert", onnx_folder, "--to", target, "-o", tmp_path / f"out-{target}")
         one_line_refusal(code, err, "is not a plain relative path inside its folder")
         assert not (tmp_path / f"out-{target}").exists()
 
 
-def test_symlink_out_of_the_folder_is_refused(onnx_folder, tmp_path, capsys):
+def test_symlink_out_of_the_folder_is_refused(onnx_folder, tmp_path):
     secret = tmp_path / "secret.onnx"
     shutil.move(onnx_folder / "model.onnx", secret)
     (onnx_folder / "model.onnx").symlink_to(secret)
-    code, err = run(capsys, "verify", onnx_folder, onnx_folder)
+    code, err = run("verify", onnx_folder, onnx_folder)
     one_line_refusal(code, err, "leads outside its folder")
 
 
@@ -226,23 +226,23 @@ def test_integrity_check_never_walks_outside(tmp_path):
 
 # --- ONNX external data ---------------------------------------------------------------------------------------
 
-def test_onnx_with_external_data_converts_and_passes(tmp_path, capsys):
+def test_onnx_with_external_data_converts_and_passes(tmp_path):
     model = tmp_path / "model" / "ext.onnx"
     model.parent.mkdir()
     save_relu(model, external=True)
     assert (model.parent / "ext.onnx.data").is_file()
     out = tmp_path / "out"
-    code, err = run(capsys, "convert", model, "--to", "onnx,torch", "-o", out, "--json", tmp_path / "r.json")
+    code, err = run("convert", model, "--to", "onnx,torch", "-o", out, "--json", tmp_path / "r.json")
     assert code == 0, err
     results = json.loads((tmp_path / "r.json").read_text())["results"]
     assert [(r["target"], r["verdict"]) for r in results] == [("onnx", "PASS"), ("torch", "PASS")]
     assert (out / "onnx" / "ext.onnx.data").is_file()
-    code, err = run(capsys, "verify", out / "onnx", out / "torch")  # the written folders pass their integrity check
+    code, err = run("verify", out / "onnx", out / "torch")  # the written folders pass their integrity check
     assert code == 0, err
 
 
 @pytest.mark.parametrize("location", ["../secret.bin", "/ABSOLUTE/secret.bin"])
-def test_external_data_outside_the_model_folder_is_refused(tmp_path, capsys, location):
+def test_external_data_outside_the_model_folder_is_refused(tmp_path, location):
     import onnx
 
     secret = tmp_path / "secret.bin"
@@ -255,7 +255,7 @@ def test_external_data_outside_the_model_folder_is_refused(tmp_path, capsys, loc
         if entry.key == "location":
             entry.value = location.replace("/ABSOLUTE", str(tmp_path))
     onnx.save(proto, str(model))
-    code, err = run(capsys, "convert", model, "--to", "onnx", "-o", tmp_path / "out")
+    code, err = run("convert", model, "--to", "onnx", "-o", tmp_path / "out")
     one_line_refusal(code, err, "external data file")
     assert not (tmp_path / "out").exists()
 
@@ -277,13 +277,13 @@ def test_huge_input_shape_is_a_one_line_error_in_under_a_second(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_memory_limit_counts_outputs_and_is_configurable(tmp_path, capsys):
+def test_memory_limit_counts_outputs_and_is_configurable(tmp_path):
     model = tmp_path / "relu.onnx"
     save_relu(model)
-    code, err = run(capsys, "convert", model, "--to", "onnx", "-o", tmp_path / "out", "--batch", "1000",
+    code, err = run("convert", model, "--to", "onnx", "-o", tmp_path / "out", "--batch", "1000",
                     "--max-memory", "0.00001")
     one_line_refusal(code, err, "at batch 1000", "--max-memory")
-    code, err = run(capsys, "convert", model, "--to", "onnx", "-o", tmp_path / "out", "--batch", "1000",
+    code, err = run("convert", model, "--to", "onnx", "-o", tmp_path / "out", "--batch", "1000",
                     "--max-memory", "1")
     assert code == 0, err
 
@@ -301,19 +301,19 @@ def test_generated_inputs_are_drawn_in_their_dtype():
     np.testing.assert_array_equal(generate_inputs(specs, 50, 0)["x"], feeds["x"])
 
 
-def test_unwritable_output_is_refused_before_any_work(tmp_path, capsys):
+def test_unwritable_output_is_refused_before_any_work(tmp_path):
     model = tmp_path / "relu.onnx"
     save_relu(model)
-    code, err = run(capsys, "convert", model, "--to", "onnx", "-o", "/proc/rosetta-out")
+    code, err = run("convert", model, "--to", "onnx", "-o", "/proc/rosetta-out")
     one_line_refusal(code, err, "cannot write to /proc/rosetta-out")
 
 
-def test_output_folders_follow_the_umask(tmp_path, capsys):
+def test_output_folders_follow_the_umask(tmp_path):
     model = tmp_path / "relu.onnx"
     save_relu(model)
     previous = os.umask(0o022)
     try:
-        code, err = run(capsys, "convert", model, "--to", "onnx,torch", "-o", tmp_path / "out", "--no-verify")
+        code, err = run("convert", model, "--to", "onnx,torch", "-o", tmp_path / "out", "--no-verify")
     finally:
         os.umask(previous)
     assert code == 0, err
@@ -330,10 +330,10 @@ def test_zero_element_output_is_not_a_pass():
     assert verdict == "FAIL" and "nothing was compared" in reason
 
 
-def test_random_bytes_named_keras_say_what_they_are_not(tmp_path, capsys):
+def test_random_bytes_named_keras_say_what_they_are_not(tmp_path):
     for name in ("random.keras", "random.h5"):
         (tmp_path / name).write_bytes(os.urandom(2048))
-        code, err = run(capsys, "convert", tmp_path / name, "--to", "onnx", "-o", tmp_path / "out")
+        code, err = run("convert", tmp_path / name, "--to", "onnx", "-o", tmp_path / "out")
         one_line_refusal(code, err, f"{name} is not a Keras")
 
 
@@ -347,7 +347,7 @@ def test_timeout_values_are_refused_in_one_wording(tmp_path, capsys, value):
 
 # --- cases that already held, kept under test -----------------------------------------------------------------
 
-def test_pickle_named_onnx_is_not_unpickled(tmp_path, capsys):
+def test_pickle_named_onnx_is_not_unpickled(tmp_path):
     import pickle
 
     class Payload:
@@ -355,12 +355,12 @@ def test_pickle_named_onnx_is_not_unpickled(tmp_path, capsys):
             return (os.system, (f"touch {tmp_path / 'marker'}",))
 
     (tmp_path / "model.onnx").write_bytes(pickle.dumps(Payload()))
-    code, err = run(capsys, "convert", tmp_path / "model.onnx", "--to", "onnx", "-o", tmp_path / "out")
+    code, err = run("convert", tmp_path / "model.onnx", "--to", "onnx", "-o", tmp_path / "out")
     one_line_refusal(code, err, "model.onnx is not a readable ONNX file")
     assert not (tmp_path / "marker").exists()
 
 
-def test_object_arrays_in_inputs_npz_are_not_unpickled(tmp_path, capsys):
+def test_object_arrays_in_inputs_npz_are_not_unpickled(tmp_path):
     class Payload:
         def __reduce__(self):
             return (os.system, (f"touch {tmp_path / 'marker'}",))
@@ -368,11 +368,11 @@ def test_object_arrays_in_inputs_npz_are_not_unpickled(tmp_path, capsys):
     model = tmp_path / "relu.onnx"
     save_relu(model)
     np.savez(tmp_path / "in.npz", x=np.array([Payload()], dtype=object))
-    code, err = run(capsys, "verify", model, model, "--inputs", tmp_path / "in.npz")
+    code, err = run("verify", model, model, "--inputs", tmp_path / "in.npz")
     assert code == 2 and not (tmp_path / "marker").exists(), err
 
 
-def test_generated_code_folder_needs_trust(tmp_path, capsys):
+def test_generated_code_folder_needs_trust(tmp_path):
     from rosetta.manifest import Manifest, sha256_of
 
     folder = tmp_path / "code"
@@ -384,7 +384,7 @@ def test_generated_code_folder_needs_trust(tmp_path, capsys):
              sha256=sha256_of(folder / "model")).write(folder)
     model = tmp_path / "relu.onnx"
     save_relu(model)
-    code, err = run(capsys, "verify", model, folder, "--json", tmp_path / "r.json")
+    code, err = run("verify", model, folder, "--json", tmp_path / "r.json")
     assert code == 3, err  # an ERROR row: the folder was refused, not compared
     result, = json.loads((tmp_path / "r.json").read_text())["results"]
     assert result["verdict"] == "ERROR"

@@ -298,18 +298,18 @@ def test_trust_code_skips_the_check():
 
 @pytest.mark.parametrize("command, name", [("convert", "load_write"), ("verify", "serve_readwrite"),
                                            ("convert", "print_file"), ("verify", "dataset")])
-def test_cli_refuses_before_tensorflow_loads(models, capsys, tmp_path, command, name):
+def test_cli_refuses_before_tensorflow_loads(models, tmp_path, command, name):
     path = models.folder / name
     if command == "convert":
         argv = ("convert", path, "--to", "onnx", "-o", tmp_path / "out")
     else:
         argv = ("verify", path, models.folder / "pure")
-    line = one_line_refusal(*run(capsys, *argv), f"{path} holds op ", "pass --trust-code if you trust it")
+    line = one_line_refusal(*run(*argv), f"{path} holds op ", "pass --trust-code if you trust it")
     assert any(f"op {op} " in line for op in ATTACKS[name]), line
     assert not (models.markers / name).exists() and not (tmp_path / "out").exists()
 
 
-def test_verify_refuses_a_forged_rosetta_folder(models, capsys, tmp_path):
+def test_verify_refuses_a_forged_rosetta_folder(models, tmp_path):
     """A folder that looks like rosetta's tensorflow output: its runner checks the SavedModel too."""
     from rosetta.manifest import Manifest, sha256_of
 
@@ -320,10 +320,10 @@ def test_verify_refuses_a_forged_rosetta_folder(models, capsys, tmp_path):
              converter={"name": "onnx2tf", "options": {}}, inputs=signature,
              outputs=[{"name": "y", "shape": ["batch", 3], "dtype": "float32"}],
              sha256=sha256_of(forged / "saved_model"), chain=["torch", "onnx", "tensorflow"]).write(forged)
-    one_line_refusal(*run(capsys, "verify", forged, models.folder / "pure"), "op WriteFile ",
+    one_line_refusal(*run("verify", forged, models.folder / "pure"), "op WriteFile ",
                      "pass --trust-code if you trust it")
     # and a conversion from it, where tf2onnx (not a rosetta runner) would load it: checked when it is opened
-    one_line_refusal(*run(capsys, "convert", forged, "--to", "onnx", "-o", tmp_path / "out"), "op WriteFile ")
+    one_line_refusal(*run("convert", forged, "--to", "onnx", "-o", tmp_path / "out"), "op WriteFile ")
     assert not (models.markers / "load_write").exists() and not (tmp_path / "out").exists()
 
 
