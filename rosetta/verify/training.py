@@ -128,18 +128,19 @@ def _train_reference(cell: TrainCell) -> dict:
         run = run_training("torch", REFERENCE, batches, {**training_options(spec, precision, cell.threads),
                                                          "model": cell.model, "seed": cell.seed})
         arrays[f"{precision}:losses"] = np.asarray(run["losses"])
-        arrays.update({f"{precision}:{key}": sorted_values(run[key]) for _, key, _ in STATE_ROWS})
+        arrays.update({f"{precision}:{key}": sorted_values(run[key], precision) for _, key, _ in STATE_ROWS})
         arrays["dropout_rates"] = np.asarray(run["dropout_rates"], dtype=np.float64)
     return arrays
 
 
-def sorted_values(values: np.ndarray) -> np.ndarray:
-    """np.sort(values) as float64: values that are all float32 (a model trained in float32) are sorted as
+def sorted_values(values: np.ndarray, precision: str) -> np.ndarray:
+    """np.sort(values) as float64: values trained in float32 (checked: every one a float32) are sorted as
     float32, twice as fast (ResNet-50's 23.5 M weights: 1.2 s instead of 2.4 s), to the same result."""
-    narrow = values.astype(np.float32)
-    if np.array_equal(narrow, values):
-        narrow.sort()
-        return narrow.astype(np.float64)
+    if precision == "float32":
+        narrow = values.astype(np.float32)
+        if np.array_equal(narrow, values):
+            narrow.sort()
+            return narrow.astype(np.float64)
     return np.sort(values)
 
 
@@ -235,7 +236,7 @@ def run_train_cell(cell: TrainCell, store: ArtifactStore, references: dict | Non
         value, ref64 = trained.get(key), reference.state64[key]
         if value is None or (value.size == 0 and ref64.size == 0):
             continue  # a framework that does not expose it, or state neither model has (no BatchNorm)
-        value = sorted_values(value)
+        value = sorted_values(value, cell.precision)
         count = (f"{name}: the target has {value.size} {unit}, the reference {ref64.size}"
                  if value.size != ref64.size else "")
         rows.append((name, None if count else value, reference.state32[key], ref64, count))
