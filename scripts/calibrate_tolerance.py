@@ -43,7 +43,7 @@ from rosetta.models import list_models
 from rosetta.progress import progress_bar
 from rosetta.verify.cells import VerifyCell, run_cell
 from rosetta.verify.faults import fault_cases
-from rosetta.verify.tolerance import DEFAULT_MULTIPLE, FLOAT32_EPS, FLOAT32_ONLY_MULTIPLE
+from rosetta.verify.tolerance import DEFAULT_MULTIPLE, FLOAT32_EPS, FLOAT32_ONLY_MULTIPLE, FLOOR_CEILING
 from rosetta.verify.training import TRAINING_FAULTS, TRAINING_MULTIPLE, TrainCell, run_train_cell
 
 MODES = {"calibrated": DEFAULT_MULTIPLE, "float32-only": FLOAT32_ONLY_MULTIPLE}
@@ -72,11 +72,13 @@ def cases(routes: list[str], targets: list[str], models: list[str], names: list[
 
 
 def ratios(result) -> dict:
-    """The cell's largest ratio in each mode over its outputs (NaN where it did not run)."""
+    """The cell's largest ratio in each mode over its outputs (NaN where it did not run), and its reference's
+    noise floor in float32 ulps at scale (what verify.tolerance.FLOOR_CEILING is judged against)."""
     if not result.outputs:
         return {mode: math.nan for mode in MODES}
     ulps = [o.vs_float32.get("scaled_error", math.nan) / FLOAT32_EPS for o in result.outputs]
-    return {"calibrated": max(o.error_ratio for o in result.outputs), "float32-only": max(ulps)}
+    return {"calibrated": max(o.error_ratio for o in result.outputs), "float32-only": max(ulps),
+            "reference_ulps": max(o.noise_floor_ulps for o in result.outputs)}
 
 
 def measure(args) -> dict:
@@ -171,6 +173,13 @@ def print_summary(data: dict, markdown: Path | None) -> None:
         table.add_row(*cells)
         lines.append(f"| {' | '.join(cells)} |")
     Console(width=200).print(table)
+    floors = [(cell["reference_ulps"], cell["case"]) for cell in data["cells"] if cell.get("reference_ulps") is not None
+              and cell["kind"] == "correct" and not math.isnan(cell["reference_ulps"])]
+    if floors:
+        largest = max(floors)
+        ceiling = FLOOR_CEILING / FLOAT32_EPS
+        print(f"reference noise floors: largest {largest[0]:.3g} float32 ulps at scale ({largest[1]}); FLOOR_CEILING "
+              f"{FLOOR_CEILING:g} = {ceiling:.0f} ulps, {ceiling / largest[0]:.0f}x above it")
     cannot = sorted({f"{row['route']}:{row['target']}: {', '.join(row['cannot'])}" for row in rows if row["cannot"]})
     if cannot:
         print("not measured (CANNOT/ERROR rows): " + "; ".join(cannot))
@@ -181,7 +190,8 @@ def print_summary(data: dict, markdown: Path | None) -> None:
 
 def write(data: dict, path: Path) -> None:
     """One cell per line: a file that diffs by cell."""
-    rounded = [{k: float(f"{v:.4g}") if k in MODES else v for k, v in cell.items()} for cell in data["cells"]]
+    rounded = [{k: float(f"{v:.4g}") if k in MODES or k == "reference_ulps" else v for k, v in cell.items()}
+               for cell in data["cells"]]
     cells = ",\n".join(json.dumps(cell) for cell in rounded)
     head = json.dumps({key: value for key, value in data.items() if key != "cells"})[:-1]
     path.write_text(f"{head}, \"cells\": [\n{cells}\n]}}\n")

@@ -72,16 +72,25 @@ class LocalExecutor:
             finally:
                 slots.put(slot)
 
-        with concurrent.futures.ThreadPoolExecutor(self.jobs) as threads:
-            def start(task: Task):
-                return threads.submit(run_in_slot, task.job)
+        threads = concurrent.futures.ThreadPoolExecutor(self.jobs)
 
-            def wait_one(pending):
-                done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
-                future = next(iter(done))
-                return future, future.result()
+        def start(task: Task):
+            return threads.submit(run_in_slot, task.job)
 
+        def wait_one(pending):
+            done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+            future = next(iter(done))
+            return future, future.result()
+
+        try:
             return _schedule(tasks, start, wait_one, on_done, capacity=self.jobs)
+        except BaseException:  # Ctrl-C, SIGTERM: the slots stop now, not when their cells are done
+            from rosetta.execution.pool import POOLS
+
+            POOLS.interrupt(SLOT)
+            raise
+        finally:
+            threads.shutdown(wait=True, cancel_futures=True)
 
 
 def in_slot(job: Job, slot: int) -> Job:

@@ -196,6 +196,23 @@ class Pools:
         with self.lock:
             self.started += 1
 
+    def interrupt(self, prefix: str, grace: float = 1.0) -> None:
+        """Stop now the workers of the families starting with `prefix` (the slots of a run that Ctrl-C stops),
+        instead of waiting for their jobs to finish: SIGTERM, which a worker handles as Ctrl-C (its temporary
+        folders removed, its own workers stopped), then SIGKILL for any still alive after `grace` seconds. The
+        threads waiting on them see their death at once."""
+        with self.lock:
+            running = [worker for family, worker in self.workers.items() if family.startswith(prefix)]
+        for worker in running:
+            if worker.alive():
+                worker.process.terminate()
+        deadline = time.monotonic() + grace
+        for worker in running:
+            try:
+                worker.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                worker.process.kill()
+
     def shutdown(self) -> None:
         with self.lock:
             workers, self.workers = list(self.workers.values()), {}

@@ -163,7 +163,13 @@ def main(argv: list[str]) -> int:
         print("rosetta.execution.worker: started by rosetta's execution layer only", file=sys.stderr)
         return 2
     jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 0
-    return serve(jobs)
+    from rosetta.processes import Terminated, raise_on_sigterm
+
+    raise_on_sigterm()  # a pool that stops this worker early (Pools.interrupt): the job's cleanup runs, then exit
+    try:
+        return serve(jobs)
+    except KeyboardInterrupt as stopped:
+        return 143 if isinstance(stopped, Terminated) else 130
 
 
 if __name__ == "__main__":

@@ -101,7 +101,7 @@ class WorkerRunner(Runner):
                                                              "options": self.options},
                          isolation(self.framework_name), f"{self.framework_name} inference",
                          settings={"threads": self.options.get("threads", 0)})
-        self.reported_version = result["version"]
+        self.reported_version, self.reference_check = result["version"], result.get("reference_check")
         return result["outputs"]
 
 
@@ -133,7 +133,7 @@ def predict_job(argument: dict) -> dict:
     """Job (rosetta.execution): load an artifact in its framework and run it once on `feeds`."""
     runner = load_runner(argument["framework"], Path(argument["folder"]), **argument["options"])
     outputs = {name: np.asarray(value) for name, value in runner.predict(argument["feeds"]).items()}
-    return {"outputs": outputs, "version": runner.version()}
+    return {"outputs": outputs, "version": runner.version(), "reference_check": runner.reference_check}
 
 
 def load_runner(framework: str, folder: Path, **options) -> Runner:

@@ -20,6 +20,8 @@ class Runner(ABC):
     # the device the framework actually runs this artifact on (ONNX Runtime's providers, TensorFlow's
     # placement, MXNet's context, torch's device), recorded beside every timing
     device_used: str = "not reported"
+    # a float64 run's frameworks.reference_check.ReferenceCheck as JSON, set by predict where the runner checks it
+    reference_check: dict | None = None
 
     @classmethod
     @abstractmethod

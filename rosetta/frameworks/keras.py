@@ -156,12 +156,16 @@ def with_speed(model, speed: Speed, device: str):
     return rebuilt
 
 
-def in_precision(model, precision: str):
+def in_precision(model, precision: str, trust_code: bool = False):
     """The model itself in float32; else rebuilt from its config with every layer's float dtype set to
-    `precision` (a saved model pins float32 per layer) and its weights copied across."""
+    `precision` (a saved model pins float32 per layer) and its weights copied across. `trust_code`: as the model
+    was loaded (a Lambda layer's code is deserialised again only where it was trusted)."""
     if precision == "float32":
         return model
-    rebuilt = model.__class__.from_config(_set_float_dtype(model.get_config(), precision))
+    from keras.src.saving.serialization_lib import SafeModeScope  # Keras 3's scope for load_model's safe_mode
+
+    with SafeModeScope(not trust_code):
+        rebuilt = model.__class__.from_config(_set_float_dtype(model.get_config(), precision))
     rebuilt.set_weights([np.asarray(w, dtype=precision) if np.asarray(w).dtype.kind == "f" else w
                          for w in model.get_weights()])
     return rebuilt
@@ -234,10 +238,13 @@ class KerasRunner(Runner):
                               f"(this is the {keras.backend.backend()} backend)")
         self.speed = Speed.from_json(speed)
         with self.placement:
-            self.model = in_precision(load_keras_model(artifact_file(folder, manifest), trust_code), precision)
+            loaded = load_keras_model(artifact_file(folder, manifest), trust_code)
+            self.model = in_precision(loaded, precision, trust_code)
             self.model = with_speed(self.model, self.speed, device)
             if self.speed.compile:
                 self.model.compile(jit_compile=True)
+        # a float64 reference is checked against the model's float32 run (frameworks.keras_reference)
+        self.float32_twin = loaded if precision == "float64" and self.model is not loaded else None
         self.precision = precision
         self.output_names = [entry["name"] for entry in manifest.outputs]
 
@@ -259,7 +266,14 @@ class KerasRunner(Runner):
         return found
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return from_layouts(dict(zip(self.output_names, self._run(self.model, feeds))), self.layouts)
+        outputs = from_layouts(dict(zip(self.output_names, self._run(self.model, feeds))), self.layouts)
+        if self.float32_twin is not None:
+            from rosetta.frameworks.keras_reference import check_float64_model
+
+            arrays = [to_layouts(feeds, self.layouts)[entry["name"]] for entry in self.manifest.inputs]
+            with self.placement:
+                self.reference_check = check_float64_model(self.keras, self.float32_twin, self.model, arrays).to_json()
+        return outputs
 
     def _run(self, model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         check_feeds(feeds, self.manifest.inputs)

@@ -124,7 +124,16 @@ class MXNetRunner(Runner):
                              "cuDNN autotune": "on with --device cuda (MXNET_CUDNN_AUTOTUNE_DEFAULT=1)"}}
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return self._forward(self.block, self.output_names, feeds)
+        outputs = self._forward(self.block, self.output_names, feeds)
+        if self.precision == "float64":  # a float64 reference, checked against the float32 run (mxnet_reference)
+            from rosetta.frameworks.mxnet_reference import check_float64_symbol
+
+            mx = import_mxnet()
+            laid_out = to_layouts(feeds, self.layouts)
+            arrays = [mx.nd.array(laid_out[e["name"]], ctx=self.context, dtype="float32") for e in self.manifest.inputs]
+            self.reference_check = check_float64_symbol(mx, self.artifact / SYMBOL_FILE, self.artifact / PARAMS_FILE,
+                                                        self.input_names, arrays, self.context).to_json()
+        return outputs
 
     def _forward(self, block, names: list[str], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """`block`'s outputs, named `names`, on `feeds` in this runner's context and precision."""

@@ -182,3 +182,51 @@ def float64_model(model):
             elif attribute.type == onnx.AttributeProto.TENSOR:
                 widen(attribute.t)
     return wide
+
+
+def float_tensors(model) -> dict[str, object]:
+    """{name: value info} of every float32 tensor a node computes, by ONNX shape inference."""
+    import onnx
+    from onnx import TensorProto
+
+    inferred = onnx.shape_inference.infer_shapes(model)
+    known = {v.name: v for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    return {name: known[name] for node in model.graph.node if node.op_type != "Constant" for name in node.output
+            if name in known and known[name].type.tensor_type.elem_type == TensorProto.FLOAT}
+
+
+def with_outputs(model, names: list[str] | None = None):
+    """The model with `names` (float32 tensors; None: every one) as its graph outputs, after the ones it has."""
+    import onnx
+
+    marked = onnx.ModelProto()
+    marked.CopyFrom(model)
+    infos = float_tensors(model)
+    present = {o.name for o in marked.graph.output}
+    marked.graph.output.extend(infos[name] for name in (infos if names is None else names) if name not in present)
+    return marked
+
+
+_ONNXRUNTIME_IR: list[int] = []
+
+
+def onnxruntime_ir_version() -> int:
+    """The newest ONNX IR version the installed ONNX Runtime reads (found once by loading a one-node model):
+    models written by a newer onnx are given this one where their opsets allow it."""
+    if not _ONNXRUNTIME_IR:
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+
+        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+        for version in range(onnx.IR_VERSION, 6, -1):
+            try:
+                probe = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=version)
+                ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+                break
+            except Exception:  # noqa: BLE001 - "Unsupported model IR version"
+                continue
+        _ONNXRUNTIME_IR.append(version)
+    return _ONNXRUNTIME_IR[0]

@@ -31,9 +31,9 @@ class OnnxRuntimeRunner(Runner):
         import onnxruntime as ort
 
         self.manifest, self.layouts = manifest, manifest.converter.get("layouts", {})
-        self.evaluator = None
+        self.float64_model = None
         if precision == "float64":  # the float64 reference of an ONNX model (ONNX Runtime has no float64 Conv)
-            self._float64(folder, manifest)
+            self.float64_model, self.device_used = artifact_file(folder, manifest), "cpu"
             return
         speed = Speed.from_json(speed)
         speed.require("ONNX Runtime", device, compile="graph optimisation level all",
@@ -44,7 +44,7 @@ class OnnxRuntimeRunner(Runner):
         options = ort.SessionOptions()
         options.graph_optimization_level = OPTIMIZATION_LEVELS[optimization](ort)
         options.intra_op_num_threads = threads  # 0: ONNX Runtime's default (one per physical core)
-        options.log_severity_level = 3
+        options.log_severity_level = 4  # its errors come back as exceptions, said in one line; not logged as well
         providers = ["CPUExecutionProvider"]
         if device == "cuda" and hasattr(ort, "preload_dlls"):  # device-only: the CUDA 13 and cuDNN libraries
             ort.preload_dlls()  # of the nvidia-* wheels, which ONNX Runtime does not find on its own
@@ -77,26 +77,56 @@ class OnnxRuntimeRunner(Runner):
                 "settings": {"providers": ", ".join(providers), "graph optimisation": "all",
                              "intra-op threads": "one per physical core", "cuda conv algo search": "EXHAUSTIVE"}}
 
-    def _float64(self, folder: Path, manifest) -> None:
-        """The graph in float64 (onnx_graph.float64_model), run by ONNX's reference evaluator: the spec's own
-        implementation of every op, so the model's float32 noise floor can be measured as a PyTorch model's is."""
-        import onnx
-        from onnx.reference import ReferenceEvaluator
-
-        from rosetta.frameworks.onnx_graph import float64_model
-
-        self.device_used = "cpu"
-        model = onnx.load(str(artifact_file(folder, manifest)))
-        self.evaluator = ReferenceEvaluator(float64_model(model))
-        self.output_names = [o.name for o in model.graph.output]
-
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_feeds(feeds, self.manifest.inputs)
         feeds = to_layouts(feeds, self.layouts)
-        if self.evaluator is not None:
-            wide = {name: value.astype(np.float64) if value.dtype == np.float32 else value
-                    for name, value in feeds.items()}
-            values = [np.asarray(value) for value in self.evaluator.run(self.output_names, wide)]
-        else:
-            values = self.session.run(self.output_names, feeds)
+        if self.float64_model is not None:
+            from rosetta.frameworks.onnx_reference import float64_outputs
+
+            outputs, self.reference_check = float64_outputs(self.float64_model, feeds)
+            return from_layouts(outputs, self.layouts)
+        values = bounded_run(self.session, self.output_names, feeds)
         return from_layouts(dict(zip(self.output_names, values)), self.layouts)
+
+
+def bounded_run(session, names: list[str], feeds: dict) -> list:
+    """session.run, stoppable. In rosetta's own process ONNX Runtime would run in-process, where neither
+    --timeout nor Ctrl-C reaches it (a Loop of 1e12 iterations ran until SIGKILL): there it runs on a thread whose
+    RunOptions.terminate is set when the timeout passes or Ctrl-C/SIGTERM arrives, which ONNX Runtime checks
+    between nodes, subgraph iterations included. In a worker process (timings, slots) the pool bounds the job."""
+    import threading
+    import time
+
+    import onnxruntime as ort
+
+    from rosetta.errors import WorkerDied
+    from rosetta.execution import started_by_pool, timeout_seconds
+
+    if started_by_pool():
+        return session.run(names, feeds)
+    options, outcome, done = ort.RunOptions(), {}, threading.Event()
+    options.log_severity_level = 4  # "Exiting due to terminate flag" is ours to say
+
+    def run() -> None:
+        try:
+            outcome["values"] = session.run(names, feeds, options)
+        except Exception as error:  # noqa: BLE001 - raised again in the caller's thread
+            outcome["error"] = error
+        finally:
+            done.set()
+
+    # waited on through an Event, not Thread.join: a join that Ctrl-C interrupts can leave is_alive() False while
+    # the thread still runs (CPython gh-90882), and an interpreter that exits under a running ONNX Runtime aborts
+    deadline = time.monotonic() + timeout_seconds()
+    try:
+        threading.Thread(target=run, name="onnxruntime-run", daemon=True).start()
+        while not done.wait(0.05):
+            if time.monotonic() > deadline:
+                raise WorkerDied(f"ONNX Runtime timed out after {timeout_seconds():g} s (--timeout)")
+    except BaseException:  # Ctrl-C, SIGTERM (rosetta.processes), the timeout: stop it before going on
+        options.terminate = True  # ONNX Runtime checks it between nodes, a Loop's iterations included
+        done.wait(10)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["values"]

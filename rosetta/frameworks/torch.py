@@ -81,6 +81,8 @@ class TorchModuleRunner(Runner):
         self.dtype, self.device = getattr(torch, precision), torch_device(device)
         self.module = self.with_speed(copy.deepcopy(module).to(self.dtype).to(self.device).eval(), speed)
         self.output_names = list(output_names)
+        # a float64 reference is checked against the module's float32 run (frameworks.torch_reference)
+        self.float32_twin = module if precision == "float64" and not speed else None
 
     def with_speed(self, module, speed: dict | None):
         """The module as the speed variant runs it (channels-last memory, torch.compile), and the autocast."""
@@ -100,7 +102,16 @@ class TorchModuleRunner(Runner):
         return torch.__version__
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return self._forward(list(feeds.values()))
+        outputs = self._forward(list(feeds.values()))
+        if self.float32_twin is not None:
+            import torch
+
+            from rosetta.frameworks.torch_reference import check_float64_module
+
+            twin = copy.deepcopy(self.float32_twin).float().to(self.device).eval()
+            tensors = [torch.from_numpy(np.ascontiguousarray(a)).to(self.device) for a in feeds.values()]
+            self.reference_check = check_float64_module(twin, self.module, tensors).to_json()
+        return outputs
 
     @classmethod
     def environment(cls) -> dict:

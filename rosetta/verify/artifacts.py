@@ -9,7 +9,7 @@ models): then the calibrated noise-floor tolerance applies; otherwise FLOAT32_ON
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,9 @@ class ReferenceOutputs:
     feeds: dict[str, np.ndarray]
     float32: dict[str, np.ndarray]
     float64: dict[str, np.ndarray] | None = None
+    # which reference the rows were compared with, and why (ReferenceCheck JSON where the float64 run was
+    # checked; "float64_doubt": why a float64 run was not used)
+    about: dict = field(default_factory=dict)
 
     def policy(self, policy: TolerancePolicy, multiple_given: bool) -> TolerancePolicy:
         """Without float64 outputs the floor is an ulp at scale, and so is the default multiple."""
@@ -42,7 +45,8 @@ class ReferenceOutputs:
         if self.float64 is not None:
             return policy
         multiple = policy.multiple if multiple_given else FLOAT32_ONLY_MULTIPLE
-        return TolerancePolicy(multiple, policy.atol, policy.rtol, policy.per_output, float64_reference=False)
+        return TolerancePolicy(multiple, policy.atol, policy.rtol, policy.per_output, float64_reference=False,
+                               float64_doubt=self.about.get("float64_doubt", ""))
 
 
 def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: TolerancePolicy) -> VerifyResult:
@@ -54,15 +58,18 @@ def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: T
     result = VerifyResult(model=cell.model, route=cell.route, target=cell.target,
                           verdict=failure_verdict(cell.failed_stage, cell.crashed), reason=cell.failure,
                           batch=len(next(iter(reference.feeds.values()))) if reference.feeds else 0,
-                          tolerance=policy.to_json(), artifact=cell.folder)
+                          tolerance=policy.to_json(), artifact=cell.folder, reference=reference.about)
     if cell.failure:
         return result
     folder = Path(cell.folder)
     load = lambda: load_verify_runner(runner_for_format(Manifest.read(folder).format), folder, cell.threads,  # noqa: E731
                                       cell.trust_code)
     reference64 = reference.float64 if reference.float64 is not None else reference.float32
-    return check_artifact(result, folder, load, reference.feeds, reference.float32, reference64, policy,
-                          by_position=True)
+    result = check_artifact(result, folder, load, reference.feeds, reference.float32, reference64, policy,
+                            by_position=True)
+    if "check" in reference.about and reference.about.get("float64_doubt"):  # a float64 run was made, not believed
+        result.reason = "; ".join(filter(None, [result.reason, f"note: {reference.about['float64_doubt']}"]))
+    return result
 
 
 def run_artifact_cells(cells: list[ArtifactCell], reference: ReferenceOutputs, policy: TolerancePolicy,
@@ -75,7 +82,8 @@ def run_artifact_cells(cells: list[ArtifactCell], reference: ReferenceOutputs, p
     from rosetta.progress import progress_bar
 
     executor = executor or get_executor("local")
-    shared = {"feeds": reference.feeds, "float32": reference.float32, "float64": reference.float64}
+    shared = {"feeds": reference.feeds, "float32": reference.float32, "float64": reference.float64,
+              "about": reference.about}
     tasks = [Task(Job("rosetta.verify.artifacts:artifact_cell_job", {"cell": asdict(cell), "reference": shared,
                                                                      "policy": policy.to_json()},
                       what=cell.target), cell.target) for cell in cells]
@@ -117,17 +125,30 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def reference_outputs(model, feeds: dict[str, np.ndarray], threads: int = 0) -> ReferenceOutputs:
-    """Run the reference model (a sources.model.UserModel) once, and in float64 too where it can."""
+    """Run the reference model (a sources.model.UserModel) once, and in float64 too where it can. A float64 run is
+    believed only where its framework's check of it against the float32 run holds (frameworks.reference_check);
+    otherwise, or where it fails or times out, the float32-only rule applies and `about` says why."""
+    from rosetta.errors import WorkerDied
+
     try:
         float32 = model.predict(feeds, "float32", threads)
     except Exception as error:
         message = str(error) if isinstance(error, RosettaError) else one_line(error)
         raise RosettaError(f"the reference {model.label} cannot run: {message}") from None
-    float64 = None
-    if model.has_float64:
-        try:
-            float64 = model.predict(feeds, "float64", threads)
-        except Exception as error:  # noqa: BLE001 - a layer without float64: the float32-only rule applies
-            if model.module is not None:  # torch modules always run in float64: this is the model's own error
-                raise RosettaError(f"the reference {model.label} cannot run in float64: {one_line(error)}") from None
-    return ReferenceOutputs(feeds, float32, float64)
+    about = {"float32": f"{model.label} in float32"}
+    if not model.has_float64:
+        return ReferenceOutputs(feeds, float32, None, {**about, "float64_doubt": f"{model.format} models run in "
+                                                       "float32 only"})
+    try:
+        float64, check = model.predict_float64(feeds, threads)
+    except WorkerDied as error:  # timed out or crashed: the float32-only rule, saying so
+        return ReferenceOutputs(feeds, float32, None, {**about, "float64_doubt": f"its float64 run failed: {error}"})
+    except Exception as error:  # noqa: BLE001 - a layer without float64: the float32-only rule applies
+        if model.module is not None:  # torch modules always run in float64: this is the model's own error
+            raise RosettaError(f"the reference {model.label} cannot run in float64: {one_line(error)}") from None
+        return ReferenceOutputs(feeds, float32, None, {**about, "float64_doubt": one_line(error)})
+    if check is not None:
+        about["check"] = check
+        if not check.get("trusted", True):
+            return ReferenceOutputs(feeds, float32, None, {**about, "float64_doubt": check["description"]})
+    return ReferenceOutputs(feeds, float32, float64, about)

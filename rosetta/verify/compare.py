@@ -8,7 +8,7 @@ import numpy as np
 
 from rosetta.verify.metrics import error_stats, error_stats_and_difference, non_finite_counts
 from rosetta.verify.results import FAIL, INCONCLUSIVE, PASS, OutputComparison
-from rosetta.verify.tolerance import TolerancePolicy, noise_floor
+from rosetta.verify.tolerance import FLOAT32_EPS, FLOOR_CEILING, TolerancePolicy, noise_floor
 
 
 def compare_output(name: str, target: np.ndarray | None, reference32: np.ndarray, reference64: np.ndarray,
@@ -49,6 +49,7 @@ def compare_output(name: str, target: np.ndarray | None, reference32: np.ndarray
     else:
         passed, reason = True, ""
     vs32 = error_stats(target, reference32)
+    scale = max(float(np.max(reference64)), -float(np.min(reference64)))
     return OutputComparison(
         name=name, shape=list(target.shape), passed=passed, reason=reason,
         max_abs_error=stats.max_abs_error, max_rel_error=stats.max_rel_error, scaled_error=stats.scaled_error,
@@ -56,7 +57,18 @@ def compare_output(name: str, target: np.ndarray | None, reference32: np.ndarray
         noise_floor=floor, error_ratio=ratio, worst_index=stats.worst_index, worst_target=stats.worst_target,
         worst_reference=stats.worst_reference,
         vs_float32={k: v for k, v in asdict(vs32).items() if not k.startswith("worst")},
+        noise_floor_ulps=floor / (FLOAT32_EPS * scale) if scale > 0 else 0.0,
+        reference_doubt=_floor_in_doubt(name, floor, scale, policy),
     )
+
+
+def _floor_in_doubt(name: str, floor: float, scale: float, policy: TolerancePolicy) -> str:
+    """Why this output's noise floor is more than float32 arithmetic explains (FLOOR_CEILING), or ""."""
+    if not (policy.calibrated and policy.float64_reference) or scale <= 0 or floor <= FLOOR_CEILING * scale:
+        return ""
+    return (f"{name}: the reference's float32 and float64 runs differ by {floor / scale:.2g} of the output's scale "
+            f"(float32 arithmetic explains under {FLOOR_CEILING:g}), so one of them computes another function: the "
+            "reference is in doubt")
 
 
 CONSTANT_SPREAD = 1e-6  # spread across the batch, relative to the output's largest value, below which it is constant
@@ -96,6 +108,10 @@ def compare_outputs(target: dict[str, np.ndarray], reference32: dict[str, np.nda
         reasons.append(f"unexpected outputs {extra}")
     if reasons:
         return outputs, FAIL, "; ".join(reasons)
+    doubts = [o.reference_doubt for o in outputs if o.reference_doubt]
+    if doubts:
+        return outputs, INCONCLUSIVE, "; ".join(doubts) + ("; a target within a floor that large proves little: "
+                                                           "compare with --atol/--rtol, or check the reference")
     for output in outputs:
         output.uninformative = uninformative(reference64[output.name])
     vacuous = [f"{o.name} is {o.uninformative}" for o in outputs if o.uninformative]

@@ -35,7 +35,7 @@ from typing import Callable
 import numpy as np
 
 from rosetta.errors import one_line
-from rosetta.frameworks.onnx_graph import float64_model
+from rosetta.frameworks.onnx_graph import float_tensors, with_outputs
 from rosetta.verify.tolerance import TolerancePolicy
 
 INTRODUCED, INHERITED = "introduced", "inherited"
@@ -110,45 +110,17 @@ def _ratio(value: float) -> str:
 
 
 # ---- the source graph and its reference values ---------------------------------------------------------------
-def float_tensors(model) -> dict[str, object]:
-    """{name: value info} of every float32 tensor a node computes, by ONNX shape inference."""
-    import onnx
-    from onnx import TensorProto
+def tensor_references(model, feeds: dict) -> tuple[dict, dict, dict]:
+    """(float32 values of every float tensor, float64 values of every tensor, the float64 run's ReferenceCheck as
+    JSON) of the graph on `feeds`: ONNX Runtime (optimiser off, as rosetta verifies) on the float32 graph with
+    every float tensor as an output; ONNX's reference evaluator on the float64 graph, checked node by node
+    against it (frameworks.onnx_reference; integer tensors keep their dtype)."""
+    from rosetta.frameworks.onnx_reference import checked_float64_run, float32_values
 
-    inferred = onnx.shape_inference.infer_shapes(model)
-    known = {v.name: v for v in [*inferred.graph.value_info, *inferred.graph.output]}
-    return {name: known[name] for node in model.graph.node if node.op_type != "Constant" for name in node.output
-            if name in known and known[name].type.tensor_type.elem_type == TensorProto.FLOAT}
-
-
-def with_outputs(model, names: list[str] | None = None):
-    """The model with `names` (float32 tensors; None: every one) as its graph outputs, after the ones it has."""
-    import onnx
-
-    marked = onnx.ModelProto()
-    marked.CopyFrom(model)
-    infos = float_tensors(model)
-    present = {o.name for o in marked.graph.output}
-    marked.graph.output.extend(infos[name] for name in (infos if names is None else names) if name not in present)
-    return marked
-
-
-def tensor_references(model, feeds: dict) -> tuple[dict, dict]:
-    """(float32 values of every float tensor, float64 values of every tensor) of the graph on `feeds`: ONNX
-    Runtime (optimiser off, as rosetta verifies) on the float32 graph with every float tensor as an output;
-    ONNX's reference evaluator on the float64 graph (integer tensors keep their dtype)."""
-    import onnxruntime as ort
-    from onnx.reference import ReferenceEvaluator
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    marked = with_outputs(model)
-    session = ort.InferenceSession(marked.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    outputs = [o.name for o in marked.graph.output]
-    ref32 = dict(zip(outputs, session.run(outputs, feeds)))
-    wide = {name: value.astype(np.float64) if value.dtype == np.float32 else value for name, value in feeds.items()}
-    values = ReferenceEvaluator(float64_model(model)).run(None, wide, intermediate=True)
-    return ref32, {name: np.asarray(value) for name, value in values.items() if isinstance(value, np.ndarray)}
+    ref32 = float32_values(model, feeds)
+    names = [name for node in model.graph.node for name in node.output if name]
+    values, check = checked_float64_run(model, feeds, names, values32=dict(ref32))
+    return ref32, values, check.to_json()
 
 
 def fill_row(row: NodeRow, compared) -> None:
@@ -226,11 +198,14 @@ class References:
     feeds: dict
     ref32: dict
     values: dict  # float64 for float tensors, the graph's dtype for the rest
+    float64_doubt: str = ""  # why the float64 values are not believed (then the float32 ones stand in for them)
 
     @classmethod
     def of(cls, model, feeds: dict) -> "References":
-        ref32, values = tensor_references(model, feeds)
-        return cls(feeds, ref32, values)
+        ref32, values, check = tensor_references(model, feeds)
+        if check["trusted"]:
+            return cls(feeds, ref32, values)
+        return cls(feeds, ref32, {**values, **ref32}, check["description"])
 
 
 def inferred(folder: Path):
@@ -254,6 +229,11 @@ class Probe:
         self.model, self.manifest = inferred(graph)
         self.convert, self.load, self.policy, self.work = convert, load, policy, Path(work)
         self.feeds, self.ref32, self.values = references.feeds, references.ref32, references.values
+        if references.float64_doubt and policy.calibrated:  # float32 values only: the float32-only rule
+            from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
+
+            self.policy = TolerancePolicy(FLOAT32_ONLY_MULTIPLE, per_output=policy.per_output,
+                                          float64_reference=False, float64_doubt=references.float64_doubt)
         self.ref64 = {name: self.values[name] for name in self.ref32 if name in self.values}
         self.nodes = [(i, node) for i, node in enumerate(self.model.graph.node)
                       if any(name in self.ref64 for name in node.output)]

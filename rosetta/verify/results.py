@@ -70,6 +70,8 @@ class OutputComparison:
     worst_reference: float = 0.0
     vs_float32: dict = field(default_factory=dict)
     uninformative: str = ""  # why agreeing on this output proves nothing (constant across the batch, all zeros)
+    noise_floor_ulps: float = 0.0  # the noise floor in float32 ulps at the reference output's scale
+    reference_doubt: str = ""  # why the reference's float64 run is in doubt (verify.tolerance.FLOOR_CEILING)
 
 
 @dataclass
@@ -90,6 +92,9 @@ class VerifyResult:
     check: str = "inference"  # or "training" (verify.training: losses and weights after K optimiser steps)
     training: dict = field(default_factory=dict)  # steps, precision, optimizer of a training check
     locate: dict = field(default_factory=dict)  # where a FAIL diverges (verify.locate.LocateReport), with --locate
+    # the reference it was compared with: how the float64 run was checked (frameworks.reference_check), or why
+    # it was not used ("float64_doubt")
+    reference: dict = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:

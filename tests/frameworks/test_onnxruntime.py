@@ -46,3 +46,41 @@ def test_optimised_and_unoptimised_sessions_agree_on_a_correct_artifact(store):
     a = load_runner("onnxruntime", folder, optimization="all").predict(feeds)["logits"]
     b = load_runner("onnxruntime", folder, optimization="disabled").predict(feeds)["logits"]
     np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def endless_loop(path):
+    """An ONNX model whose Loop runs 1e12 iterations: hours in any runtime."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["condition_in"], ["condition_out"]), helper.make_node("Add", ["sum_in", "one"], ["sum_out"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("condition_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("sum_in", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("condition_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("sum_out", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])])
+    graph = helper.make_graph([helper.make_node("Loop", ["trips", "condition", "x"], ["y"], body=body)], "loop",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor("trips", TensorProto.INT64, [], [10 ** 12]),
+                               helper.make_tensor("condition", TensorProto.BOOL, [], [True])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    return path
+
+
+def test_an_endless_model_is_stopped_by_the_timeout_in_process(tmp_path, monkeypatch):
+    """ONNX Runtime runs in rosetta's own process for ONNX references and targets: --timeout still reaches it."""
+    import time
+
+    from rosetta.errors import WorkerDied
+    from tests.test_cli import run_here
+
+    monkeypatch.setenv("ROSETTA_WORKER_TIMEOUT", "2")
+    start = time.monotonic()
+    model = endless_loop(tmp_path / "loop.onnx")
+    out = run_here("verify", model, model, "--timeout", "2", "--no-progress")
+    assert out.returncode == 2 and "timed out after 2 s" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert time.monotonic() - start < 30
+    assert WorkerDied  # the timeout is a WorkerDied: a row's ERROR where a target hangs

@@ -245,3 +245,33 @@ def test_sigterm_cleans_up_like_ctrl_c_and_exits_143(tmp_path):
     assert "rosetta: terminated" in (tmp_path / "log.txt").read_text().splitlines()
     assert [pid for pid in workers if not _gone(pid)] == []
     assert _left_behind(temp, work) == []
+
+
+def test_ctrl_c_stops_cells_running_side_by_side_within_two_seconds(tmp_path):
+    """--jobs 2: the slot workers are killed at once (their cells would compute on for seconds), and nothing of
+    theirs is left."""
+    process, temp, work = _rosetta(tmp_path, "--targets", "keras,mxnet", "--jobs", "2")
+    workers = _wait_for_workers(process, tmp_path)
+    start = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=60) == 130
+    assert time.monotonic() - start < 2.0
+    assert "rosetta: interrupted" in (tmp_path / "log.txt").read_text().splitlines()
+    assert [pid for pid in workers if not _gone(pid, within=2.0)] == []
+    assert _left_behind(temp, work) == []
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_endless_onnx_model_stops_on_a_signal_within_two_seconds(tmp_path, signum, status):
+    """ONNX Runtime's run in rosetta's own process is stopped (RunOptions.terminate), not left to abort the exit."""
+    from tests.frameworks.test_onnxruntime import endless_loop
+
+    model = endless_loop(tmp_path / "loop.onnx")
+    process = subprocess.Popen([sys.executable, "-m", "rosetta.cli", "verify", str(model), str(model), "--no-progress"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # torch imported, the model read: ONNX Runtime is in the Loop
+    start = time.monotonic()
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == status and time.monotonic() - start < 2.0, stderr
+    assert stderr.strip() in ("rosetta: interrupted", "rosetta: terminated"), stderr

@@ -65,6 +65,12 @@ for name, code in (("crash", crash), ("hang", hang)):
     layer = keras.layers.Lambda(eval(code))
     keras.Model(image, layer(model(image))).save(folder / f"{name}.keras")
 
+# a Lambda layer that computes another function in float64 than in float32: a float64 reference that cannot be
+# believed (rosetta's check of it must part at this layer)
+drift = "lambda t: t * (1.01 if __import__('keras').backend.standardize_dtype(t.dtype) == 'float64' else 1.0)"
+keras.Model(image, keras.layers.Lambda(eval(drift), name="drifts_in_float64")(model(image))).save(
+    folder / "float64-drift.keras")
+
 import numpy as np  # noqa: E402
 
 for alias, value in {"bool": bool, "int": int, "float": float, "complex": complex, "object": object, "str": str}.items():

@@ -43,7 +43,8 @@ def test_the_graph_in_float64_gives_the_float64_reference(model_name, store):
     spec = get_model(model_name)
     source = store.get(spec, 0, ("torch", "onnx"), get_target("onnxruntime").export_options())
     reference = reference_for(model_name, 0, 4)
-    ref32, ref64 = tensor_references(onnx.load(str(source / "model.onnx")), reference.feeds)
+    ref32, ref64, check = tensor_references(onnx.load(str(source / "model.onnx")), reference.feeds)
+    assert check["trusted"] and check["nodes"] > 0, check["description"]
     for name, expected in reference.float64.items():
         np.testing.assert_allclose(ref64[name], expected, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(ref32[name], reference.float32[name], rtol=1e-4, atol=1e-6)
