@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import rosetta.execution as execution
-from rosetta.errors import RosettaError, WorkerDied
+from rosetta.errors import EnvironmentFailed, RosettaError, WorkerDied
 from rosetta.processes import popen_for_life
 from rosetta.scratch import scratch_folder
 
@@ -156,7 +156,7 @@ class Pools:
             request = {"entry": job.entry, "argument": argument, "arrays": None, "out": str(Path(scratch) / "out.npz")}
             if arrays:
                 request["arrays"] = str(Path(scratch) / "in.npz")
-                execution.save_npz(Path(request["arrays"]), arrays)
+                execution.save_npz(Path(request["arrays"]), arrays, sync=False)
             with self._family_lock(job.isolation):
                 worker = self._worker(job)
                 fresh = job.isolation == execution.FRESH
@@ -170,7 +170,8 @@ class Pools:
                     self.workers.pop(job.isolation, None)
                     worker.stop()
             if not reply["ok"]:
-                failed = RosettaError(f"{job.what or job.entry} failed: {reply['error']}")
+                kind = EnvironmentFailed if reply.get("environment") else RosettaError
+                failed = kind(f"{job.what or job.entry} failed: {reply['error']}")
                 failed.detail = reply.get("detail", "")  # the worker's traceback, for -v
                 raise failed
             out = execution.load_npz(Path(request["out"])) if reply.get("arrays") else {}
@@ -197,11 +198,33 @@ class Pools:
             self.started += 1
 
     def shutdown(self) -> None:
+        """Each worker asked to finish (killed if it does not within a few seconds)."""
+        self._end(Worker.stop)
+
+    def kill_all(self) -> None:
+        self._end(Worker.kill)
+
+    def _end(self, how) -> None:
         with self.lock:
-            workers, self.workers = list(self.workers.values()), {}
-        for worker in workers:
-            worker.stop()
+            workers = list(self.workers.values())
+        for worker in workers:  # kept in self.workers until ended, for a kill_all that cuts a shutdown short
+            how(worker)
+        with self.lock:
+            self.workers = {}
 
 
 POOLS = Pools()
-atexit.register(POOLS.shutdown)
+
+
+def _shutdown_at_exit() -> None:
+    """The run is over (`written:` printed, the exit status known): a Ctrl-C while the workers finish kills them
+    at once, instead of printing "Exception ignored in atexit callback ... KeyboardInterrupt"."""
+    try:
+        POOLS.shutdown()
+    except KeyboardInterrupt:
+        with contextlib.suppress(ValueError):  # not the main thread: no handler to set
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        POOLS.kill_all()
+
+
+atexit.register(_shutdown_at_exit)
