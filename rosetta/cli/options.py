@@ -9,9 +9,10 @@ import sys
 from rosetta.convert.targets import EXPORT_DEFAULTS
 from rosetta.errors import RosettaError
 from rosetta.execution import DEFAULT_TIMEOUT_S
-from rosetta.verify.files import check_writable_file
+from rosetta.output import check_writable_file
 
-__all__ = ["EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE", "EXIT_ERROR", "EPILOG_EXIT", "exit_for", "Parser", "positive_int", "seed_list",
+__all__ = ["EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE", "EXIT_ERROR", "EPILOG_EXIT", "exit_for", "Parser", "positive_int",
+           "non_negative_int", "seed_list", "add_threads_option", "refuse_unused", "check_input_options",
            "target_names", "workload_names", "add_model_options", "add_user_model_options", "add_tolerance_options",
            "add_export_options", "export_options", "check_writable_file", "progress", "console", "print_results",
            "add_locate_options", "check_locate_options", "write_locate"]
@@ -39,6 +40,16 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
     return value
 
 
@@ -99,9 +110,30 @@ def target_names() -> list[str]:
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, default=0, help="weight seed of a reference model, and the seed of "
-                                                          "the generated inputs (default: 0)")
-    parser.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
+    parser.add_argument("--seed", type=non_negative_int, default=0,
+                        help="weight seed of a reference model, and the seed of the generated inputs (default: 0)")
+    add_threads_option(parser)
+
+
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threads", type=non_negative_int, default=0,
+                        help="CPU threads per framework (default: 0, the framework's own)")
+
+
+def refuse_unused(args, options: dict[str, str], why: str) -> None:
+    """Refuse options the command would ignore here (`options`: destination -> flag): given with a value
+    other than None, False or empty, each is one line that says `why`, not a silent no-op."""
+    for dest, flag in options.items():
+        if getattr(args, dest, None) not in (None, False, [], ()):
+            raise RosettaError(f"{flag} {why}")
+
+
+def check_input_options(args) -> None:
+    """One --input per input name: a repeated one would silently replace the first."""
+    names = [spec.name for spec in getattr(args, "input", [])]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise RosettaError(f"--input {repeated[0]} is given more than once; give each input once")
 
 
 def add_user_model_options(parser: argparse.ArgumentParser) -> None:

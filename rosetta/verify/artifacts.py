@@ -17,7 +17,6 @@ import numpy as np
 from rosetta.convert.targets import load_verify_runner
 from rosetta.convert.user import Converted
 from rosetta.errors import RosettaError, one_line
-from rosetta.models.registry import signature_of
 from rosetta.verify.results import VerifyResult, failure_verdict
 from rosetta.verify.tolerance import TolerancePolicy
 
@@ -34,6 +33,9 @@ class ReferenceOutputs:
     feeds: dict[str, np.ndarray]
     float32: dict[str, np.ndarray]
     float64: dict[str, np.ndarray] | None = None
+    # float32 outputs on a second batch of inputs, for outputs whose batch cannot show whether they depend on
+    # the input (a 0-d output, one without a batch axis, a batch of 1: compare.uninformative)
+    second: dict[str, np.ndarray] | None = None
 
     def policy(self, policy: TolerancePolicy, multiple_given: bool) -> TolerancePolicy:
         """Without float64 outputs the floor is an ulp at scale, and so is the default multiple."""
@@ -62,7 +64,7 @@ def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: T
                                       cell.trust_code)
     reference64 = reference.float64 if reference.float64 is not None else reference.float32
     return check_artifact(result, folder, load, reference.feeds, reference.float32, reference64, policy,
-                          by_position=True)
+                          by_position=True, second=reference.second)
 
 
 def run_artifact_cells(cells: list[ArtifactCell], reference: ReferenceOutputs, policy: TolerancePolicy,
@@ -75,7 +77,8 @@ def run_artifact_cells(cells: list[ArtifactCell], reference: ReferenceOutputs, p
     from rosetta.progress import progress_bar
 
     executor = executor or get_executor("local")
-    shared = {"feeds": reference.feeds, "float32": reference.float32, "float64": reference.float64}
+    shared = {"feeds": reference.feeds, "float32": reference.float32, "float64": reference.float64,
+              "second": reference.second}
     tasks = [Task(Job("rosetta.verify.artifacts:artifact_cell_job", {"cell": asdict(cell), "reference": shared,
                                                                      "policy": policy.to_json()},
                       what=cell.target), cell.target) for cell in cells]
@@ -96,24 +99,6 @@ def artifact_cell_job(argument: dict) -> dict:
     """Task: run_artifact_cell in the process the executor chose; its VerifyResult as JSON."""
     return run_artifact_cell(ArtifactCell(**argument["cell"]), ReferenceOutputs(**argument["reference"]),
                              TolerancePolicy.from_json(argument["policy"])).to_json()
-
-
-def load_inputs(path: Path, model) -> dict[str, np.ndarray]:
-    """Inputs from an .npz file (as --save-inputs writes), checked against the model's signature."""
-    from rosetta.execution import load_npz
-    from rosetta.frameworks.base import check_feeds
-
-    try:
-        feeds = load_npz(Path(path))
-    except (OSError, ValueError) as error:
-        raise RosettaError(f"--inputs {path}: not a readable .npz file ({one_line(error)})") from None
-    check_feeds(feeds, signature_of(model.inputs))
-    return feeds
-
-
-def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    with open(path, "wb") as handle:  # np.savez(path) would append .npz to a name without it
-        np.savez(handle, **arrays)
 
 
 def reference_outputs(model, feeds: dict[str, np.ndarray], threads: int = 0) -> ReferenceOutputs:
