@@ -10,6 +10,9 @@ it was for: "No space left on device: results.json", not "No space left on devic
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import functools
 import io
 import json
 import math
@@ -73,6 +76,32 @@ def atomic_write_json(path: str | Path, data, indent: int = 2) -> Path:
     """`data` as strict JSON (non-finite numbers as strings, see NON_FINITE; anything else JSON has no type
     for as its str), atomically."""
     return atomic_write_text(path, json.dumps(strict_json(data), indent=indent, allow_nan=False, default=str) + "\n")
+
+
+RENAME_EXCHANGE = 2  # <linux/fs.h>: renameat2 swaps the two paths in one step
+AT_FDCWD = -100
+
+
+@functools.lru_cache(maxsize=None)
+def _renameat2():
+    try:
+        return ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # not Linux, or a C library before glibc 2.28
+        return None
+
+
+def exchange(first: str | Path, second: str | Path) -> bool:
+    """Swap two existing paths in one step (Linux's renameat2 RENAME_EXCHANGE): neither name is ever missing.
+    False where the system or the file system cannot (then the caller renames one after the other)."""
+    renameat2 = _renameat2()
+    if renameat2 is None:
+        return False
+    if renameat2(AT_FDCWD, os.fsencode(first), AT_FDCWD, os.fsencode(second), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(first), None, str(second))
 
 
 def _mode_for(path: Path) -> int:

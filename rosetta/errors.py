@@ -50,7 +50,7 @@ def environment_cause(error: BaseException) -> str:
             return f"disk full ({one_line(error)}); free space there (TMPDIR for temporary files) or choose another folder"
         if any(word in text for word in _MEMORY_WORDS):
             return f"out of memory ({one_line(error)}); free memory, lower --batch or use a larger machine"
-        error = error.__cause__ or error.__context__
+        error = error.__cause__ if error.__cause__ is not None or error.__suppress_context__ else error.__context__
     return ""
 
 

@@ -10,12 +10,15 @@ to it stays one, a mount point or `-o .` works, and the user's other files are n
 3. stages its new entries (one per target, or an artifact's files) in a hidden, locked .rosetta-partial-*
    folder inside it, on the same disk;
 4. installs them (OutputFolder.install): the same checks again, then a journal naming the entries, then for
-   each entry the old one (if any) moved aside and the new one moved in, then the record of what rosetta wrote
-   in the folder (RECORD_NAME), then the journal removed: that is the commit. SIGINT and SIGTERM wait until
-   it is done; an error in between moves every old entry back. A run killed in between (SIGKILL, power)
-   leaves its journal, and the next run into the folder moves the old entries back before anything else.
+   each entry the new one swapped with the old one in one step (Linux's renameat2 RENAME_EXCHANGE, so the name
+   never goes missing; elsewhere the old moved aside, then the new moved in), then the record of what rosetta
+   wrote in the folder (RECORD_NAME), then the journal removed: that is the commit. SIGINT and SIGTERM wait
+   until it is done; an error in between puts every old entry back. A run killed in between (SIGKILL, power)
+   leaves its journal, and the next run into the folder puts the old entries back before anything else.
 
-So an interruption at any point leaves the old output or the new one, whole. `--force` replaces only entries
+So an interruption at any point leaves each entry old or new, never half-written or missing (on a system
+without RENAME_EXCHANGE an entry can be missing between two renames, until the next run), and the output as
+a whole is the old one or the new one: all-new after the commit, else all-old once undone. `--force` replaces only entries
 that rosetta wrote (named in RECORD_NAME, or a folder holding a rosetta manifest, as older versions wrote).
 
 `atomic_folder` is the simpler form for rosetta's own folders (the artifact store): a folder made beside its
@@ -34,7 +37,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from rosetta import __version__
-from rosetta.atomic import atomic_write_text
+from rosetta.atomic import atomic_write_text, exchange
 from rosetta.errors import RosettaError
 from rosetta.processes import signals_deferred
 from rosetta.scratch import DAY_S, JOURNAL_NAME, remove_stale, scratch_folder
@@ -248,14 +251,13 @@ class OutputFolder:
                 _usual_folder_modes(self.staging / name)  # copied from scratch folders made 0700
         record = _read_record(self.folder)
         journal = self._partial / JOURNAL_NAME
-        atomic_write_text(journal, json.dumps({"entries": names, "record": record or None}))
+        staged = {name: os.lstat(self.staging / name).st_ino for name in names}  # how _undo knows a new entry
+        atomic_write_text(journal, json.dumps({"entries": staged, "record": record or None}))
         try:
             with signals_deferred():
                 (self._partial / "old").mkdir(exist_ok=True)
                 for name in names:
-                    if os.path.lexists(self.folder / name):
-                        os.rename(self.folder / name, self._partial / "old" / name)
-                    os.rename(self.staging / name, self.folder / name)
+                    _install_entry(self.staging / name, self.folder / name, self._partial / "old" / name)
                 stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
                 entries = {**record.get("entries", {}), **{name: {"written": stamp, "rosetta_version": __version__}
                                                             for name in names}}
@@ -270,18 +272,33 @@ class OutputFolder:
         return names
 
 
+def _install_entry(new: Path, target: Path, old: Path) -> None:
+    """The new entry in, the old one (if any) kept at `old`: swapped in one step where the system can, so the
+    name never goes missing; else the old moved aside, then the new moved in."""
+    if os.path.lexists(target):
+        if exchange(new, target):
+            os.rename(new, old)  # `new` holds the old entry now
+            return
+        os.rename(target, old)
+    os.rename(new, target)
+
+
 def _undo(folder: Path, partial: Path) -> None:
-    """Undo an install that its journal says was not committed: each new entry moved out, each old one moved
-    back, the record as it was; then the journal removed. Safe to run again if it is itself cut short."""
+    """Undo an install that its journal says was not committed: each new entry (known by its inode) moved out,
+    each old one moved back, the record as it was; then the journal removed. Safe to run again if it is itself
+    cut short: each step looks at where things are."""
     journal = json.loads((partial / JOURNAL_NAME).read_text())
     undone = partial / "undone"
     undone.mkdir(exist_ok=True)
-    for name in reversed(journal["entries"]):
+    for name, inode in reversed(list(journal["entries"].items())):
         new, old, target = partial / "new" / name, partial / "old" / name, folder / name
-        if not os.path.lexists(new) and os.path.lexists(target) and not os.path.lexists(undone / name):
-            os.rename(target, undone / name)  # this entry was installed: take it out again
-        if os.path.lexists(old) and not os.path.lexists(target):
-            os.rename(old, target)
+        if os.path.lexists(target) and os.lstat(target).st_ino == inode:  # installed: take it out again
+            os.rename(target, undone / name)
+        if not os.path.lexists(target):
+            for kept in (old, new):  # the old entry, moved aside, or swapped into the staging place
+                if os.path.lexists(kept) and os.lstat(kept).st_ino != inode:
+                    os.rename(kept, target)
+                    break
     if journal["record"] is None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(folder / RECORD_NAME)
@@ -297,7 +314,7 @@ def _recover(folder: Path) -> None:
         if partial.is_dir() and not partial.is_symlink() and (partial / JOURNAL_NAME).is_file():
             try:
                 _undo(folder, partial)
-            except (OSError, ValueError, KeyError) as error:
+            except (OSError, ValueError, KeyError, AttributeError, TypeError) as error:
                 raise RosettaError(f"{partial} holds an interrupted install that could not be undone ({error}); "
                                    "move the entries under its old/ back by hand, then remove it") from None
     remove_stale(folder, STAGING_PREFIX, unlocked_after=DAY_S)

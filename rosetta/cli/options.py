@@ -206,7 +206,7 @@ def write_locate(args, results: list, policy) -> None:
 
 
 def add_export_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--opset", type=positive_int, default=None,
+    parser.add_argument("--opset", type=_opset, default=None,
                         help=f"ONNX opset (default: {EXPORT_DEFAULTS['opset']})")
     parser.add_argument("--exporter", choices=("torchscript", "dynamo"), default=None,
                         help=f"torch.onnx exporter (default: {EXPORT_DEFAULTS['exporter']})")
@@ -214,6 +214,22 @@ def add_export_options(parser: argparse.ArgumentParser) -> None:
                         help="export mode: eval (BatchNorm folded), preserve (BatchNorm kept, for training), "
                              "train (training-mode graph); default: preserve for trainable targets "
                              "(torch, keras, mxnet), else eval")
+
+
+OLDEST_OPSET = 7  # the oldest torch.onnx and tf2onnx export
+
+
+def _opset(text: str) -> int:
+    """An ONNX opset that exists: a newer one than the onnx library knows would be stamped on a model no
+    runtime reads (torch's dynamo exporter wrote opset 99 without a word)."""
+    import onnx
+
+    value = positive_int(text)
+    newest = onnx.defs.onnx_opset_version()
+    if not OLDEST_OPSET <= value <= newest:
+        raise argparse.ArgumentTypeError(f"ONNX opsets run from {OLDEST_OPSET} to {newest} (onnx {onnx.__version__}); "
+                                         f"got {text!r}")
+    return value
 
 
 def export_options(args) -> dict:

@@ -49,14 +49,23 @@ class Worker:
 
     def __init__(self, family: str, fingerprint: str, jobs: int = 0) -> None:
         self.family, self.fingerprint, self.jobs_done = family, fingerprint, 0
-        env = dict(os.environ, **{execution._IN_WORKER: family or "1"})
+        # its own temporary folder, removed with it: what a framework leaves in TMPDIR (a SavedModel's tmp*/assets
+        # when the disk fills, a session file) goes with the worker, and with a killed run's next run
+        self._temporary = contextlib.ExitStack()
+        temporary = self._temporary.enter_context(scratch_folder("rosetta-worker-"))
+        env = dict(os.environ, **{execution._IN_WORKER: family or "1"}, TMPDIR=str(temporary))
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         self.log = tempfile.TemporaryFile(mode="w+b", prefix="rosetta-worker-")  # its stderr, for a crash's last line
         # -P (Python 3.11+): do not put the current folder first on sys.path, where a user's own keras.py or
         # tensorflow.py would shadow the framework inside the worker.
         safe_path = ["-P"] if sys.version_info >= (3, 11) else []
         command = [sys.executable, *safe_path, "-m", "rosetta.execution.worker"] + (["--jobs", str(jobs)] if jobs else [])
-        self.process = popen_for_life(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
+        try:
+            self.process = popen_for_life(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                          env=env)
+        except BaseException:
+            self._temporary.close()
+            raise
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -131,6 +140,7 @@ class Worker:
                 stream.close()
             except OSError:
                 pass
+        self._temporary.close()
 
 
 class Pools:
