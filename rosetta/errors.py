@@ -28,8 +28,8 @@ class EnvironmentFailed(RosettaError):
 
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 # how frameworks word the same faults when they wrap them in their own exceptions (or a worker's reply)
-_MEMORY_WORDS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "OOM when allocating", "out of memory",
-                 "Out of memory", "Unable to allocate")
+_MEMORY_WORDS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "Failed to allocate memory",
+                 "OOM when allocating", "out of memory", "Out of memory", "Unable to allocate")
 _DISK_WORDS = ("No space left on device", "Disk quota exceeded", "File too large")
 
 

@@ -42,8 +42,8 @@ from rosetta.errors import RosettaError
 from rosetta.processes import signals_deferred
 from rosetta.scratch import DAY_S, JOURNAL_NAME, remove_stale, scratch_folder
 
-__all__ = ["OutputFolder", "check_output_folder", "check_writable_file", "check_not_an_input", "atomic_folder",
-           "atomic_write_text", "RECORD_NAME"]
+__all__ = ["OutputFolder", "check_output_folder", "check_writable_folder", "check_writable_file",
+           "check_not_an_input", "atomic_folder", "atomic_write_text", "RECORD_NAME"]
 
 RECORD_NAME = ".rosetta-output.json"  # what rosetta wrote in an output folder: what --force may replace
 STAGING_PREFIX = ".rosetta-partial-"
@@ -61,12 +61,20 @@ def check_output_folder(folder: Path, force: bool = False, inputs: Iterable[Path
     check_not_an_input(folder, inputs, "output folder")
     if folder.is_dir():
         _check_entries(folder, force, entries)
+    check_writable_folder(folder)
+
+
+def check_writable_folder(folder: Path) -> None:
+    """Refuse, before any work, a folder that cannot be made or written: the folder if it exists, else its
+    nearest existing parent, takes a real write (not os.access: root passes os.access everywhere, and /proc
+    or a read-only mount refuse)."""
+    folder = Path(folder)
     existing = folder if folder.is_dir() else folder.resolve().parent
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():
         raise RosettaError(f"cannot write to {folder}: {existing} is a file, not a folder; choose another output folder")
-    try:  # a real write, not os.access: root passes os.access everywhere, and /proc or a read-only mount refuse
+    try:
         os.rmdir(tempfile.mkdtemp(prefix=".rosetta-probe-", dir=existing))
     except OSError as error:
         raise RosettaError(f"cannot write to {folder}: {error.strerror or error} in {existing}; choose a writable "
@@ -87,12 +95,7 @@ def check_writable_file(path: Path | None, inputs: Iterable[Path] = ()) -> None:
     check_not_an_input(path, inputs, "output file")
     if path.exists() and not os.access(path, os.W_OK):
         raise RosettaError(f"cannot write {path}: permission denied")
-    try:  # a real write, as check_output_folder does
-        handle, probe = tempfile.mkstemp(prefix=".rosetta-probe-", dir=parent)
-        os.close(handle)
-        os.unlink(probe)
-    except OSError as error:
-        raise RosettaError(f"cannot write {path}: {error.strerror or error} in {parent}") from None
+    check_writable_folder(parent)
 
 
 def check_not_an_input(output: Path, inputs: Iterable[Path], what: str) -> None:

@@ -194,6 +194,10 @@ def add_locate_options(parser: argparse.ArgumentParser) -> None:
 def check_locate_options(args) -> None:
     if args.locate_dir and not args.locate:
         raise RosettaError("--locate-dir is for --locate: add --locate")
+    if args.locate_dir:
+        from rosetta.output import check_writable_folder
+
+        check_writable_folder(args.locate_dir)
 
 
 def write_locate(args, results: list, policy) -> None:

@@ -60,7 +60,7 @@ def readable_size(size: float) -> str:
     """Bytes as a person reads them: 512 bytes, 4.8 MiB, 1.5 GiB (never "0.0 GiB")."""
     for unit, factor in (("GiB", GIB), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if size >= factor:
-            return f"{size / factor:.3g} {unit}"
+            return f"{size / factor:.1f} {unit}"
     return f"{size:.0f} bytes"
 
 
