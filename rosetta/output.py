@@ -235,10 +235,14 @@ class OutputFolder:
         check_not_an_input(self.folder, self.inputs, "output folder")
         written = _rosetta_entries(self.folder)
         for name in names:
-            if os.path.lexists(self.folder / name) and (not self.force or name not in written):
-                raise RosettaError(f"{self.folder / name} appeared during the run"
-                                   + (" and was not written by rosetta" if self.force else "")
-                                   + "; nothing was written: move it or choose another output folder")
+            if not os.path.lexists(self.folder / name):
+                continue
+            if not self.force:
+                raise RosettaError(f"{self.folder / name} appeared during the run; nothing was written: move it or "
+                                   "choose another output folder")
+            if name not in written:
+                raise RosettaError(f"{self.folder / name} was not written by rosetta, and --force replaces only what "
+                                   "rosetta wrote; nothing was written: move it or choose another output folder")
 
     def install(self, names: Iterable[str]) -> list[str]:
         """Move the entries `names` from `staging` into the folder, all or none (see the module docstring)."""

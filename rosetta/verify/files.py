@@ -126,8 +126,8 @@ SECOND_BATCH_TRIES = 4  # seeds tried for a second batch that differs from the f
 def second_batch_outputs(model, feeds: dict, outputs: dict, seed: int, threads: int = 0) -> dict | None:
     """The reference's float32 outputs on a second, different batch of inputs, for the outputs whose own
     batch cannot show whether they depend on the input (compare.uninformative): a 0-d output, one without a
-    batch axis in the model's signature, any output when the batch is 1. None when no output needs it, or no
-    different batch can be drawn."""
+    batch axis in the model's signature, any output when the batch is 1. None when no output needs it, no
+    different batch can be drawn, or the reference cannot run on it (then only the batch can show it)."""
     from rosetta.models.inputs import generate_inputs
 
     batch = next((len(a) for a in feeds.values() if np.ndim(a)), 1)
@@ -139,7 +139,10 @@ def second_batch_outputs(model, feeds: dict, outputs: dict, seed: int, threads: 
     for offset in range(1, SECOND_BATCH_TRIES + 1):
         second = generate_inputs(model.inputs, batch, seed + offset)
         if any(not np.array_equal(second[name], feeds[name]) for name in feeds if name in second):
-            found = model.predict(second, "float32", threads)
+            try:
+                found = model.predict(second, "float32", threads)
+            except Exception:  # noqa: BLE001 - no evidence either way: the first batch's verdict stands
+                return None
             return {name: found[name] for name in needed if name in found}
     return None
 
