@@ -1,5 +1,10 @@
-"""The one exception type for errors a user can cause; the CLI prints its message on one line and exits 2."""
+"""The one exception type for errors a user can cause; the CLI prints its message on one line and exits 2.
 
+Three kinds of failure are kept apart, because each means something else about the model (results.py): a
+converter that refuses a model (CANNOT), a crash or a hang (WorkerDied) and the machine failing the run
+(EnvironmentFailed: out of memory, a full disk, a bad setting), both ERROR; wrong numbers are a FAIL."""
+
+import errno
 import re
 
 
@@ -14,6 +19,59 @@ class Unsupported(RosettaError):
 
 class WorkerDied(RosettaError):
     """A job's worker process crashed, was killed or hung: the cell's verdict is ERROR, not the converter's CANNOT."""
+
+
+class EnvironmentFailed(RosettaError):
+    """The machine failed the run, not the model: out of memory, a full disk, a malformed setting. A row's
+    verdict is ERROR with this cause, never the converter's CANNOT; outside any row, one line and exit 3."""
+
+
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+# how frameworks word the same faults when they wrap them in their own exceptions (or a worker's reply)
+_MEMORY_WORDS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "Failed to allocate memory",
+                 "OOM when allocating", "out of memory", "Out of memory", "Unable to allocate")
+_DISK_WORDS = ("No space left on device", "Disk quota exceeded", "File too large")
+
+
+def environment_cause(error: BaseException) -> str:
+    """'out of memory (...)' or 'disk full (...)' when `error`, or an error it was raised from, is the machine
+    failing; '' when it is not (a converter's refusal, a bug, wrong input)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, EnvironmentFailed):
+            return str(error)
+        if isinstance(error, MemoryError) or (isinstance(error, OSError) and error.errno == errno.ENOMEM):
+            return f"out of memory ({one_line(error)}); free memory, lower --batch or use a larger machine"
+        if isinstance(error, OSError) and error.errno in _DISK_FULL:
+            return f"disk full ({describe_os_error(error)}); free space there or choose another folder"
+        text = str(error)
+        if any(word in text for word in _DISK_WORDS):
+            return f"disk full ({one_line(error)}); free space there (TMPDIR for temporary files) or choose another folder"
+        if any(word in text for word in _MEMORY_WORDS):
+            return f"out of memory ({one_line(error)}); free memory, lower --batch or use a larger machine"
+        error = error.__cause__ if error.__cause__ is not None or error.__suppress_context__ else error.__context__
+    return ""
+
+
+def is_fault(error: BaseException) -> bool:
+    """Whether `error` says nothing about the model: a crash, a hang or the machine failing (ERROR), not a
+    converter's refusal (CANNOT)."""
+    return isinstance(error, (WorkerDied, EnvironmentFailed)) or bool(environment_cause(error))
+
+
+def describe_os_error(error: OSError) -> str:
+    """'No space left on device: out/r.json': the reason and the file, where the error names one."""
+    reason = error.strerror or str(error)
+    names = [str(name) for name in (error.filename, error.filename2) if name]
+    return f"{reason}: {' -> '.join(names)}" if names else reason
+
+
+def joined_lines(error: BaseException, limit: int = 400) -> str:
+    """The whole message on one line (for a message whose sentence runs over lines, as the ONNX checker's
+    does around a node's dump), cut at `limit` characters."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
 def one_line(error: BaseException) -> str:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rosetta import __version__
+from rosetta.atomic import atomic_write_json
 from rosetta.errors import RosettaError
 from rosetta.trust import contained
 
@@ -62,9 +63,7 @@ class Manifest:
     python: str = field(default_factory=platform.python_version)
 
     def write(self, folder: Path) -> Path:
-        path = Path(folder) / MANIFEST_NAME
-        path.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        return path
+        return atomic_write_json(Path(folder) / MANIFEST_NAME, asdict(self))
 
     @classmethod
     def read(cls, folder: Path) -> "Manifest":

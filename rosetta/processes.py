@@ -8,6 +8,7 @@ left behind are removed by the next run (rosetta.scratch).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import queue
@@ -15,7 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Callable
+from typing import Callable, Iterator
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -84,6 +85,27 @@ def popen_for_life(args, **kwargs) -> subprocess.Popen:
     if error is not None:
         raise error
     return process
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block ends, then act on them as usual: for a few steps that must all
+    happen or none (the renames that install an output). Python handlers, not a signal mask: a signal masked
+    in this thread would be taken by another thread, and Python runs its handler in this one all the same.
+    A no-op outside the main thread, where the handlers never run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {signum: signal.signal(signum, lambda number, frame: held.append(number))
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        if held:
+            signal.raise_signal(held[0])
 
 
 def raise_on_sigterm() -> Callable[[], None]:

@@ -13,6 +13,10 @@ where the caller says its names can only be rosetta's (`unlocked_after`, e.g. an
 the system temp folder, where a user's own /tmp/rosetta-checkout must not be taken for one of ours.
 Removal deletes the lock file last, so a run killed while removing leaves a folder that is still recognised.
 
+A folder that holds a journal (JOURNAL_NAME) is work half done that must be finished or undone, not thrown
+away (rosetta.output: a user's old output, moved aside while the new one is installed): neither its owner nor
+remove_stale removes it; the code that wrote the journal undoes the work, removes the journal, then the folder.
+
 Only folders named PREFIX + mkdtemp's 8 random characters, owned by this user, not symbolic links, are looked at.
 """
 
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Iterator
 
 LOCK_NAME = ".rosetta-lock"
+JOURNAL_NAME = ".rosetta-journal.json"
 DAY_S = 24 * 3600.0
 _RANDOM_TAIL = re.compile(r"[a-z0-9_]{8}")  # tempfile.mkdtemp's random part
 
@@ -46,7 +51,8 @@ def scratch_folder(prefix: str, dir: str | Path | None = None, unlocked_after: f
         lock = _new_lock(folder)
         yield folder
     finally:
-        _remove(folder)
+        if not (folder / JOURNAL_NAME).exists():
+            _remove(folder)
         if lock is not None:
             os.close(lock)  # only now: the folder is gone
 
@@ -99,6 +105,8 @@ def _new_lock(folder: Path) -> int:
 
 
 def _remove_if_stale(folder: Path, info: os.stat_result, unlocked_after: float | None) -> bool:
+    if os.path.lexists(folder / JOURNAL_NAME):  # work to undo first (see the module docstring)
+        return False
     try:
         descriptor = os.open(folder / LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:  # being made right now, or not ours

@@ -11,8 +11,9 @@ from pathlib import Path
 # matching prefix) and why it sits there. A module may import from its own layer and the layers below.
 LAYERS = [
     ("foundation", ("rosetta", "rosetta.errors", "rosetta.registry", "rosetta.imports", "rosetta.processes",
-                    "rosetta.scratch", "rosetta.timing", "rosetta.progress"),
-     "errors, registries, processes, scratch folders, the timing harness, progress bars: no model, no framework"),
+                    "rosetta.scratch", "rosetta.atomic", "rosetta.timing", "rosetta.progress"),
+     "errors, registries, processes, scratch folders, atomically written files, the timing harness, progress "
+     "bars: no model, no framework"),
     ("trust", ("rosetta.trust",), "what each model format may do without --trust-code: checks over files only"),
     ("execution", ("rosetta.execution",),
      "where a job runs (this process or a worker); jobs are named by entry, never imported"),

@@ -71,6 +71,14 @@ def _unpickle(handle, what: str):
         raise RosettaError(f"{what} is not a valid data file ({error})") from None
 
 
+def _opened(path: Path):
+    """`path` open for reading, or one line saying why it cannot be (permissions, a folder in its place)."""
+    try:
+        return open(path, "rb")
+    except OSError as error:
+        raise RosettaError(f"--data: cannot read {path}: {error.strerror or error}") from None
+
+
 def load_cifar10(folder: Path) -> Dataset:
     folder = Path(folder)
     missing = [name for name in CIFAR_TRAIN + (CIFAR_TEST,) if not (folder / name).is_file()]
@@ -79,7 +87,7 @@ def load_cifar10(folder: Path) -> Dataset:
                            "(the 'python version' batches, e.g. cifar-10-batches-py/)")
 
     def read(name: str) -> Split:
-        with open(folder / name, "rb") as handle:
+        with _opened(folder / name) as handle:
             batch = _unpickle(handle, folder / name)
         data, labels = batch.get(b"data"), batch.get(b"labels")
         if data is None or labels is None or np.asarray(data).shape[1:] != (3072,):

@@ -39,11 +39,11 @@ def bench_workloads(workloads: str, targets: str, *, device: str = "cpu", steps:
     `speed`: the speed variant (precision, channels_last, compile) every cell runs with; `workers` > 1: the
     training workloads data-parallel on that many workers (rosetta.bench.parallel)."""
     from rosetta.bench.run import run_bench
-    from rosetta.bench.workloads import parse_workloads
+    from rosetta.bench.workloads import parse_workloads, workload_dataset
     from rosetta.convert.store import ArtifactStore
     from rosetta.convert.targets import parse_target_list
     from rosetta.frameworks.speed import Speed
-    from rosetta.verify.files import check_writable_file
+    from rosetta.output import check_writable_file
 
     # a bad --precision refused before any work; the default variant is no variant (the overhead is measured)
     variant = Speed.from_json(speed)
@@ -53,6 +53,9 @@ def bench_workloads(workloads: str, targets: str, *, device: str = "cpu", steps:
     check_writable_file(results_file)
     if data is not None and not data.is_dir():
         raise RosettaError(f"--data {data}: no such folder (it should hold cifar-10-batches-py/ and imdb.npz)")
+    if data is not None:  # every data set read once here: a damaged file is one line now, not a FAIL per cell
+        for workload in {w.dataset: w for w in run.workloads if w.dataset}.values():
+            workload_dataset(workload, data)
     if plot_dir is not None:
         plot_dir.mkdir(parents=True, exist_ok=True)
     with scratch_folder("rosetta-") as scratch:

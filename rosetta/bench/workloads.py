@@ -94,18 +94,35 @@ def workload_batches(workload: Workload, count: int, data: str = "", seed: int =
     spec = get_model(workload.model)
     name = spec.inputs[0].name
     samples = count * workload.batch
-    if workload.dataset == "cifar10":
-        folder = Path(data) / "cifar-10-batches-py" if data and (Path(data) / "cifar-10-batches-py").is_dir() else Path(data)
-        dataset = datasets.load_cifar10(folder) if data else datasets.synthetic_cifar10(samples, 1, seed)
-    elif workload.dataset == "imdb":
-        dataset = datasets.load_imdb(Path(data)) if data else datasets.synthetic_imdb(samples, 1, seed)
-    else:
+    if not workload.dataset:
         feeds = generate_inputs(spec.inputs, workload.batch, seed)
         return [feeds] * count, "synthetic (seed %d)" % seed
+    synthetic = {"cifar10": datasets.synthetic_cifar10, "imdb": datasets.synthetic_imdb}[workload.dataset]
+    dataset = workload_dataset(workload, data) if data else synthetic(samples, 1, seed)
     x, y = _take(dataset.train, samples, seed)
     batches = [({name: x[i * workload.batch:(i + 1) * workload.batch]}, y[i * workload.batch:(i + 1) * workload.batch])
                for i in range(count)]
     return (batches if workload.task == "train" else [b[0] for b in batches]), dataset.source
+
+
+def workload_dataset(workload: Workload, data: str | Path):
+    """The workload's data set read from the --data folder (a RosettaError, one line, if it cannot be); None
+    for a workload on synthetic inputs only. `rosetta bench` reads each once before any work."""
+    from rosetta.bench import datasets
+    from rosetta.errors import RosettaError, one_line
+
+    try:
+        if workload.dataset == "cifar10":
+            folder = Path(data) / "cifar-10-batches-py" if (Path(data) / "cifar-10-batches-py").is_dir() else Path(data)
+            return datasets.load_cifar10(folder)
+        if workload.dataset == "imdb":
+            return datasets.load_imdb(Path(data))
+    except RosettaError:
+        raise
+    except Exception as error:  # noqa: BLE001 - whatever a damaged file makes the readers raise: one line
+        raise RosettaError(f"--data {data}: the {workload.dataset} files cannot be read ({one_line(error)}); give "
+                           "the original files") from None
+    return None
 
 
 def parse_workloads(text: str) -> list[Workload]:

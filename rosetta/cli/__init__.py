@@ -4,7 +4,9 @@ One module per command (`models`, `convert`, `verify`, `bench`, `conformance`, `
 `run(args) -> int`; `options` holds what they share.
 
 Exit status (rosetta.verify.results.exit_status): 0 when no verdict is FAIL or ERROR, 1 when any is FAIL (with
---strict: any is not PASS), 2 on a usage or input error, 3 when any is ERROR and none is FAIL.
+--strict: any is not PASS), 2 on a usage or input error, 3 when any is ERROR and none is FAIL, or when the
+machine failed the run outside any row (out of memory, disk full). An error that ends the run is one line on
+stderr, never a traceback (-v shows it).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 
 from rosetta import __version__
 from rosetta.cli import bench, conformance, convert, env, models, verify
-from rosetta.cli.options import EPILOG_EXIT, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Parser
+from rosetta.cli.options import EPILOG_EXIT, EXIT_ERROR, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Parser
 from rosetta.errors import RosettaError
 from rosetta.imports import entries_restored
 
@@ -38,6 +41,33 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (models, convert, verify, bench, conformance, env):
         command.add_parser(commands, common)
     return parser
+
+
+def check_settings() -> None:
+    """The environment variables rosetta reads, checked before any work: a malformed one is a usage error."""
+    from rosetta.errors import EnvironmentFailed
+    from rosetta.execution import timeout_seconds
+
+    try:
+        timeout_seconds()
+    except EnvironmentFailed as error:
+        raise RosettaError(str(error)) from None
+
+
+def _error_line(error: Exception) -> tuple[str, int]:
+    """What main prints for an error that ends the run, and its exit status: 2 for what the user can fix in
+    the command (input, options, files named), 3 when the machine failed the run (out of memory, disk full)
+    or rosetta itself did (a bug: -v shows where)."""
+    from rosetta.errors import EnvironmentFailed, describe_os_error, environment_cause, one_line
+
+    cause = environment_cause(error)
+    if cause or isinstance(error, EnvironmentFailed):
+        return cause or str(error), EXIT_ERROR
+    if isinstance(error, RosettaError):
+        return str(error), EXIT_USAGE
+    if isinstance(error, OSError):  # a file the user named cannot be read or written
+        return describe_os_error(error), EXIT_USAGE
+    return f"rosetta failed: {one_line(error)} (a bug: run with -v for the traceback, and report it)", EXIT_ERROR
 
 
 # what main sets in os.environ for its workers, and puts back when it returns: a program (or a test) that calls
@@ -65,13 +95,14 @@ def main(argv: list[str] | None = None) -> int:
             logging.disable(logging.WARNING)
         restore_sigterm = raise_on_sigterm()  # SIGTERM as Ctrl-C: the same cleanup runs, then exit 143
         try:
+            check_settings()
             return COMMANDS[args.command](args)
-        except RosettaError as error:
-            print(f"rosetta: error: {error}", file=sys.stderr)
-            return EXIT_USAGE
-        except OSError as error:  # a file the user named cannot be read or written
-            print(f"rosetta: error: {error.strerror or error}: {error.filename or ''}", file=sys.stderr)
-            return EXIT_USAGE
+        except Exception as error:  # one line, never a traceback (-v shows it)
+            if args.verbose:
+                traceback.print_exc()
+            message, status = _error_line(error)
+            print(f"rosetta: error: {message}", file=sys.stderr)
+            return status
         except KeyboardInterrupt as interrupt:
             terminated = isinstance(interrupt, Terminated)
             print(f"rosetta: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)

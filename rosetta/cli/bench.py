@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from rosetta.cli.options import (EXIT_FAIL, EXIT_PASS, add_executor_options, console, executor, positive_int, progress,
-                                 workload_names)
+from rosetta.cli.options import (EXIT_FAIL, EXIT_PASS, add_executor_options, add_threads_option, console, executor,
+                                 positive_int, progress, workload_names)
 
 
 def add_parser(commands, common: argparse.ArgumentParser) -> None:
@@ -40,7 +39,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     length.add_argument("--epochs", type=positive_int, help="full DLF epochs instead of --steps (training workloads)")
     bench.add_argument("--data", type=Path, help="folder with CIFAR-10 (cifar-10-batches-py/) and IMDB (imdb.npz); "
                                                 "default: synthetic data of the same shapes and dtypes")
-    bench.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
+    add_threads_option(bench)
     bench.add_argument("--no-overhead", action="store_true", help="skip the bare-loop overhead measurement")
     bench.add_argument("--baseline", choices=("reference", "native"), default="reference",
                        help="native: also time each converted model against the model written by hand in its "
@@ -92,6 +91,7 @@ def run(args) -> int:
             out.print(f"chart: {bench_chart(workload, done.results, args.plot_dir / f'{workload.name}.png', args.device)}")
     if args.json:
         from rosetta import __version__
+        from rosetta.atomic import atomic_write_json
 
         payload = {"rosetta_version": __version__, "device": args.device, "threads": args.threads,
                    "workers": args.workers, "speed": {"precision": args.precision, "channels_last": args.channels_last, "compile": args.compile},
@@ -99,5 +99,5 @@ def run(args) -> int:
                    "executor": runs_on.describe(),
                    "workloads": [w.__dict__ for w in done.workloads], "results": [r.to_json() for r in done.results],
                    "overhead": done.overheads, "notes": done.notes}
-        args.json.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n")
+        atomic_write_json(args.json, payload)
     return EXIT_PASS if all(r.status != "FAIL" for r in done.results) else EXIT_FAIL

@@ -64,7 +64,7 @@ def run(args) -> int:
     from rosetta.convert.targets import parse_target_list
     from rosetta.report.conformance import conformance_heatmap, conformance_markdown, conformance_table, summary
     from rosetta.scratch import scratch_folder
-    from rosetta.output import atomic_write_text
+    from rosetta.atomic import atomic_write_json, atomic_write_text
     from rosetta.verify.conformance import (EXPECTATIONS, SUITES, check_expectations, collect_cases, expectations,
                                             expectations_text, pair_key, reusable, run_conformance, version_drift)
     from rosetta.verify.results import exit_status
@@ -92,9 +92,9 @@ def run(args) -> int:
     def write(results) -> None:
         if args.json:
             rows = [r.to_json() for r in results]
-            atomic_write_text(args.json, json.dumps({"suites": suites, "targets": [t.name for t in targets],
-                                                     "executor": chosen.describe(), "summary": summary(rows),
-                                                     "rows": rows}, indent=1) + "\n")
+            atomic_write_json(args.json, {"suites": suites, "targets": [t.name for t in targets],
+                                          "executor": chosen.describe(), "summary": summary(rows), "rows": rows},
+                              indent=1)
 
     started = time.monotonic()
     with scratch_folder("rosetta-conformance-") as scratch:
@@ -119,8 +119,8 @@ def run(args) -> int:
         print(f"wrote {args.write_expectations}")
     if args.report:
         args.report.mkdir(parents=True, exist_ok=True)
-        (args.report / "conformance.md").write_text(conformance_markdown(rows, "ONNX backend-test conformance", command,
-                                                                                how))
+        atomic_write_text(args.report / "conformance.md",
+                          conformance_markdown(rows, "ONNX backend-test conformance", command, how))
         conformance_heatmap(rows, args.report / "conformance.png")
         print(f"wrote {args.report / 'conformance.md'}, {args.report / 'conformance.png'}")
     status = exit_status([row["verdict"] for row in rows])

@@ -4,13 +4,12 @@ reference model to one target."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from rosetta.cli.options import (EPILOG_EXIT, EXIT_PASS, add_executor_options, exit_for, add_export_options,
-                                 add_locate_options, add_model_options, check_locate_options, executor, write_locate,
-                                 add_tolerance_options, add_user_model_options, check_writable_file, export_options,
-                                 print_results, progress, target_names)
+from rosetta.cli.options import (EPILOG_EXIT, EXIT_PASS, add_executor_options, add_export_options, add_locate_options,
+                                 add_model_options, add_tolerance_options, add_user_model_options,
+                                 check_input_options, check_locate_options, check_writable_file, executor, exit_for,
+                                 export_options, print_results, progress, refuse_unused, target_names, write_locate)
 from rosetta.errors import RosettaError
 from rosetta.sources.files import FORMATS_HELP
 
@@ -20,7 +19,8 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
         "convert", parents=[common], help="convert your model file (or a reference model) to other frameworks",
         description="Convert a model to other formats and verify each conversion against the original on "
                     "generated inputs. MODEL is " + FORMATS_HELP + ". Each target is written to OUTPUT/TARGET/ "
-                    "(artifact + manifest.json), atomically: nothing is left behind on an error. A target that "
+                    "(artifact + manifest.json); all targets are installed together at the end, so an error or an "
+                    "interruption leaves the old output or the new one, never half of one. A target that "
                     "cannot be converted is a CANNOT row with its reason; the others still run.",
         epilog="examples:\n"
                "  rosetta convert model.onnx --to all -o out/\n"
@@ -35,11 +35,16 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     convert.add_argument("--model", help="a reference model instead of a file (see `rosetta models`)")
     convert.add_argument("--to", required=True,
                          help=f"targets, comma-separated, or all: onnx, {', '.join(target_names())}")
-    convert.add_argument("-o", "--output", required=True, type=Path, help="output folder (must not exist or be empty)")
+    convert.add_argument("-o", "--output", required=True, type=Path,
+                         help="output folder: new or empty (with --force, see there); written into, never replaced, "
+                              "and never one that holds the model")
     convert.add_argument("--via", default="onnx",
                          help="route: onnx (default) or mmdnn (MMdnn's IR; from PyTorch, MXNet and Keras models)")
     convert.add_argument("--no-progress", action="store_true", help="no progress bar")
-    convert.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+    convert.add_argument("--force", action="store_true",
+                         help="write into a non-empty output folder, replacing only what rosetta wrote there before "
+                              "under the same names (never your other files); the old entries stay until the new "
+                              "ones are complete")
     convert.add_argument("--no-verify", action="store_true", help="convert only; do not verify the conversions")
     convert.add_argument("--json", metavar="FILE", type=Path, help="also write the results (or the manifest) as JSON")
     add_model_options(convert)
@@ -50,8 +55,16 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     add_executor_options(convert)
 
 
+# what only a model file's conversion uses (it is verified; a reference model's conversion is not): given with
+# --model, each is refused rather than ignored
+MODEL_FILE_ONLY = {"input": "--input", "trust_code": "--trust-code", "atol": "--atol", "rtol": "--rtol",
+                   "tolerance_multiple": "--tolerance-multiple", "max_memory": "--max-memory", "locate": "--locate",
+                   "no_verify": "--no-verify", "threads": "--threads", "jobs": "--jobs", "strict": "--strict"}
+
+
 def run(args) -> int:
     check_locate_options(args)
+    check_input_options(args)
     if args.path is not None:
         if args.model:
             raise RosettaError("give a model file or --model NAME, not both")
@@ -60,15 +73,18 @@ def run(args) -> int:
         raise RosettaError("give the model to convert: a file (rosetta convert MODEL --to ...) or --model NAME")
     from dataclasses import asdict
 
+    from rosetta.atomic import atomic_write_json
     from rosetta.convert.store import convert_reference_model
 
+    refuse_unused(args, MODEL_FILE_ONLY, "is for converting a model file; a reference model (--model) is "
+                                         "converted without verification (see `rosetta verify --model`)")
     check_writable_file(args.json)
     manifest = convert_reference_model(args.model, args.to, args.via, args.output, seed=args.seed,
                                        export=export_options(args), force=args.force)
     print(f"{args.model} -> {' -> '.join(manifest.chain[1:])}: {args.output / manifest.artifact} "
           f"(sha256 {manifest.sha256[:12]})")
     if args.json:
-        args.json.write_text(json.dumps(asdict(manifest), indent=2) + "\n")
+        atomic_write_json(args.json, asdict(manifest))
     return EXIT_PASS
 
 

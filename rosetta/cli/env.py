@@ -4,7 +4,6 @@ user with a GPU runs."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -39,7 +38,8 @@ def run(args) -> int:
     console().print(environment_table(rows))
     console().print("converters: " + ", ".join(f"{name} {version}" for name, version in sorted(converters.items())))
     if args.json:
-        args.json.write_text(json.dumps({"python": sys.version.split()[0], "platform": platform.platform(),
-                                         "cpus": os.cpu_count(), "frameworks": rows, "converters": converters},
-                                        indent=2, default=str) + "\n")
+        from rosetta.atomic import atomic_write_json
+
+        atomic_write_json(args.json, {"python": sys.version.split()[0], "platform": platform.platform(),
+                                      "cpus": os.cpu_count(), "frameworks": rows, "converters": converters})
     return EXIT_ERROR if any(row["error"] for row in rows) else EXIT_PASS

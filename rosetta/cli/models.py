@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from rosetta.cli.options import EXIT_PASS, check_writable_file, console
@@ -24,5 +23,7 @@ def run(args) -> int:
     specs = [get_model(name) for name in list_models()]
     console().print(models_table(specs))
     if args.json:
-        args.json.write_text(json.dumps({"models": [spec.to_json() for spec in specs]}, indent=2) + "\n")
+        from rosetta.atomic import atomic_write_json
+
+        atomic_write_json(args.json, {"models": [spec.to_json() for spec in specs]})
     return EXIT_PASS

@@ -9,9 +9,10 @@ import sys
 from rosetta.convert.targets import EXPORT_DEFAULTS
 from rosetta.errors import RosettaError
 from rosetta.execution import DEFAULT_TIMEOUT_S
-from rosetta.verify.files import check_writable_file
+from rosetta.output import check_writable_file
 
-__all__ = ["EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE", "EXIT_ERROR", "EPILOG_EXIT", "exit_for", "Parser", "positive_int", "seed_list",
+__all__ = ["EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE", "EXIT_ERROR", "EPILOG_EXIT", "exit_for", "Parser", "positive_int",
+           "non_negative_int", "seed_list", "add_threads_option", "refuse_unused", "check_input_options",
            "target_names", "workload_names", "add_model_options", "add_user_model_options", "add_tolerance_options",
            "add_export_options", "export_options", "check_writable_file", "progress", "console", "print_results",
            "add_locate_options", "check_locate_options", "write_locate"]
@@ -39,6 +40,16 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
     return value
 
 
@@ -99,9 +110,30 @@ def target_names() -> list[str]:
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, default=0, help="weight seed of a reference model, and the seed of "
-                                                          "the generated inputs (default: 0)")
-    parser.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
+    parser.add_argument("--seed", type=non_negative_int, default=0,
+                        help="weight seed of a reference model, and the seed of the generated inputs (default: 0)")
+    add_threads_option(parser)
+
+
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threads", type=non_negative_int, default=0,
+                        help="CPU threads per framework (default: 0, the framework's own)")
+
+
+def refuse_unused(args, options: dict[str, str], why: str) -> None:
+    """Refuse options the command would ignore here (`options`: destination -> flag): given with a value
+    other than None, False or empty, each is one line that says `why`, not a silent no-op."""
+    for dest, flag in options.items():
+        if getattr(args, dest, None) not in (None, False, [], ()):
+            raise RosettaError(f"{flag} {why}")
+
+
+def check_input_options(args) -> None:
+    """One --input per input name: a repeated one would silently replace the first."""
+    names = [spec.name for spec in getattr(args, "input", [])]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise RosettaError(f"--input {repeated[0]} is given more than once; give each input once")
 
 
 def add_user_model_options(parser: argparse.ArgumentParser) -> None:
@@ -162,6 +194,10 @@ def add_locate_options(parser: argparse.ArgumentParser) -> None:
 def check_locate_options(args) -> None:
     if args.locate_dir and not args.locate:
         raise RosettaError("--locate-dir is for --locate: add --locate")
+    if args.locate_dir:
+        from rosetta.output import check_writable_folder
+
+        check_writable_folder(args.locate_dir)
 
 
 def write_locate(args, results: list, policy) -> None:
@@ -174,7 +210,7 @@ def write_locate(args, results: list, policy) -> None:
 
 
 def add_export_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--opset", type=positive_int, default=None,
+    parser.add_argument("--opset", type=_opset, default=None,
                         help=f"ONNX opset (default: {EXPORT_DEFAULTS['opset']})")
     parser.add_argument("--exporter", choices=("torchscript", "dynamo"), default=None,
                         help=f"torch.onnx exporter (default: {EXPORT_DEFAULTS['exporter']})")
@@ -182,6 +218,22 @@ def add_export_options(parser: argparse.ArgumentParser) -> None:
                         help="export mode: eval (BatchNorm folded), preserve (BatchNorm kept, for training), "
                              "train (training-mode graph); default: preserve for trainable targets "
                              "(torch, keras, mxnet), else eval")
+
+
+OLDEST_OPSET = 7  # the oldest torch.onnx and tf2onnx export
+
+
+def _opset(text: str) -> int:
+    """An ONNX opset that exists: a newer one than the onnx library knows would be stamped on a model no
+    runtime reads (torch's dynamo exporter wrote opset 99 without a word)."""
+    import onnx
+
+    value = positive_int(text)
+    newest = onnx.defs.onnx_opset_version()
+    if not OLDEST_OPSET <= value <= newest:
+        raise argparse.ArgumentTypeError(f"ONNX opsets run from {OLDEST_OPSET} to {newest} (onnx {onnx.__version__}); "
+                                         f"got {text!r}")
+    return value
 
 
 def export_options(args) -> dict:

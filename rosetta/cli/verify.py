@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetta.cli.options import (EPILOG_EXIT, add_executor_options, exit_for, add_export_options,
-                                 add_locate_options, add_tolerance_options, check_locate_options, executor,
-                                 write_locate,
-                                 add_user_model_options, export_options, positive_int, print_results, progress,
-                                 seed_list, target_names)
+from rosetta.cli.options import (EPILOG_EXIT, add_executor_options, add_export_options, add_locate_options,
+                                 add_threads_option, add_tolerance_options, add_user_model_options,
+                                 check_input_options, check_locate_options, executor, exit_for, export_options,
+                                 positive_int, print_results, progress, refuse_unused, seed_list, target_names,
+                                 write_locate)
 from rosetta.errors import RosettaError
 from rosetta.sources.files import FORMATS_HELP
 
@@ -39,22 +39,24 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("paths", nargs="*", metavar="MODEL", help="model files to compare, the first as reference")
     verify.add_argument("--model", help="reference models, comma-separated, or all (default without MODEL: all)")
-    verify.add_argument("--targets", default="onnxruntime",
-                        help=f"targets, comma-separated, or all (default: onnxruntime); onnx route: {', '.join(target_names())}")
-    verify.add_argument("--via", default="onnx",
-                        help="route(s) the targets are reached by, comma-separated: onnx (default), mmdnn (MMdnn's "
-                             "IR), or onnx,mmdnn for both side by side")
-    verify.add_argument("--seed", type=seed_list, default=[0], help="seed(s) for weights and inputs, e.g. 0 or 0,1,2")
+    verify.add_argument("--targets", help=f"with --model: targets, comma-separated, or all (default: onnxruntime); "
+                                          f"onnx route: {', '.join(target_names())}")
+    verify.add_argument("--via", help="with --model: route(s) the targets are reached by, comma-separated: onnx "
+                                      "(default), mmdnn (MMdnn's IR), or onnx,mmdnn for both side by side")
+    verify.add_argument("--seed", type=seed_list, help="seed(s) for weights and inputs, e.g. 0 or 0,1,2 (default: 0; "
+                                                       "with model files: one seed, for the generated inputs)")
     add_tolerance_options(verify)
     verify.add_argument("--train-steps", type=positive_int, metavar="K",
                         help="also check training: K optimiser steps (DLF optimiser) from the same weights on the same "
                              "batches in each trainable target (torch, keras, mxnet), comparing losses and weights")
-    verify.add_argument("--precision", choices=("float32", "float64"), default="float32",
+    verify.add_argument("--precision", choices=("float32", "float64"),
                         help="training check precision: float32 (calibrated tolerance) or float64 (must agree to "
                              "~1e-10: separates conversion bugs from float32 noise); default float32")
-    verify.add_argument("--train-batch", type=positive_int, default=4, help="training check batch size (default: 4)")
-    verify.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
-    verify.add_argument("--work-dir", type=Path, help="keep converted artifacts here (default: a temporary folder)")
+    verify.add_argument("--train-batch", type=positive_int, help="training check batch size (default: 4)")
+    add_threads_option(verify)
+    verify.add_argument("--work-dir", type=Path, help="with --model: keep converted artifacts here, each checked "
+                                                      "against its manifest's sha256 before reuse (default: a "
+                                                      "temporary folder)")
     add_locate_options(verify)
     verify.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
     verify.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -68,26 +70,34 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     add_executor_options(verify)
 
 
+# options of one form of the command only: given to the other, each is refused rather than ignored
+REFERENCE_MODEL_ONLY = {"model": "--model", "targets": "--targets", "via": "--via", "train_steps": "--train-steps",
+                        "precision": "--precision", "train_batch": "--train-batch", "work_dir": "--work-dir"}
+MODEL_FILES_ONLY = {"inputs": "--inputs", "save_inputs": "--save-inputs", "save_outputs": "--save-outputs",
+                    "load_outputs": "--load-outputs", "input": "--input", "trust_code": "--trust-code"}
+
+
 def run(args) -> int:
     check_locate_options(args)
+    check_input_options(args)
     if args.paths:
-        if args.model or args.train_steps:
-            raise RosettaError("--model and --train-steps are for reference models; give model files or --model")
+        refuse_unused(args, REFERENCE_MODEL_ONLY, "is for reference models (--model); with model files, each file "
+                                                  "is compared with the first")
+        if args.seed is not None and len(args.seed) > 1:
+            raise RosettaError("--seed: model files take one seed (for the generated inputs); run once per seed")
         return _verify_files(args)
-    for flag in ("inputs", "save_inputs", "save_outputs", "load_outputs"):
-        if getattr(args, flag) is not None:
-            raise RosettaError(f"--{flag.replace('_', '-')} needs model files: rosetta verify MODEL [MODEL ...]")
+    refuse_unused(args, MODEL_FILES_ONLY, "needs model files: rosetta verify MODEL [MODEL ...]")
 
     from rosetta.verify.matrix import verify_reference_models
     from rosetta.verify.results import write_results_json
 
-    done = verify_reference_models(args.model or "all", args.targets, args.via, work_dir=args.work_dir,
-                                   progress=progress(args), seeds=args.seed, batch=args.batch,
-                                   threads=args.threads, atol=args.atol, rtol=args.rtol,
+    done = verify_reference_models(args.model or "all", args.targets or "onnxruntime", args.via or "onnx",
+                                   work_dir=args.work_dir, progress=progress(args), seeds=args.seed or [0],
+                                   batch=args.batch, threads=args.threads, atol=args.atol, rtol=args.rtol,
                                    tolerance_multiple=args.tolerance_multiple, export=export_options(args),
-                                   train_steps=args.train_steps, train_batch=args.train_batch, locate=args.locate,
-                                   precision=args.precision, max_memory=args.max_memory, results_file=args.json,
-                                   executor=executor(args))
+                                   train_steps=args.train_steps, train_batch=args.train_batch or 4,
+                                   locate=args.locate, precision=args.precision or "float32",
+                                   max_memory=args.max_memory, results_file=args.json, executor=executor(args))
     print_results(done.results, f"rosetta verify ({done.policy.describe()})", args.verbose)
     if args.json:
         write_results_json(done.results, args.json, {"tolerance": done.policy.to_json()})
@@ -101,7 +111,8 @@ def _verify_files(args) -> int:
 
     done = verify_files(args.paths, inputs=args.input, inputs_file=args.inputs, load_outputs=args.load_outputs,
                         save_inputs=args.save_inputs, save_outputs=args.save_outputs, trust_code=args.trust_code,
-                        batch=args.batch, seed=args.seed[0], threads=args.threads, atol=args.atol, rtol=args.rtol,
+                        batch=args.batch, seed=(args.seed or [0])[0], threads=args.threads, atol=args.atol,
+                        rtol=args.rtol,
                         tolerance_multiple=args.tolerance_multiple, max_memory=args.max_memory,
                         progress=progress(args), results_file=args.json, executor=executor(args), locate=args.locate)
     if done.results:

@@ -11,12 +11,14 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Callable
 
 from rosetta.convert.onnx.from_torch import TorchSource
 from rosetta.convert.registry import chain_versions, get_conversion
+from rosetta.errors import RosettaError
 from rosetta.execution import Job, execute, load_npz, runs_here, save_npz
 from rosetta.manifest import MANIFEST_NAME, Manifest, code_digest
 from rosetta.output import atomic_folder
@@ -68,16 +70,19 @@ def along(chain: tuple[str, ...], options: dict | None = None) -> Callable[[Path
 def convert_reference_model(name: str, to: str, route: str, output: Path, seed: int = 0,
                             export: dict | None = None, force: bool = False) -> Manifest:
     """`rosetta convert --model NAME --to X`: the reference model converted along the route's chain to X,
-    written atomically to `output` (refused before any work if it exists and is not empty, unless `force`)."""
+    its files installed in `output` together (rosetta.output; refused before any work if it is not empty,
+    unless `force`, which replaces only what rosetta wrote)."""
     from rosetta.convert.targets import target_for_conversion
     from rosetta.models import get_model
-    from rosetta.output import check_output_folder
+    from rosetta.output import OutputFolder
 
     spec = get_model(name)
     target = target_for_conversion(to, route)
-    check_output_folder(output, force)
-    return run_conversion(torch_source(spec, seed), target.chain, output, target.export_options(export or {}),
-                          force=force)
+    with OutputFolder(output, force, entries=[MANIFEST_NAME]) as out:
+        manifest = run_conversion(torch_source(spec, seed), target.chain, out.staging,
+                                  target.export_options(export or {}), force=True)
+        out.install(sorted(os.listdir(out.staging)))
+    return manifest
 
 
 def private_copy(source, destination: Path):
@@ -122,6 +127,46 @@ class ArtifactStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.failures: dict[Path, Exception] = {}  # conversions that failed in this process: not tried again
+        self._checked: dict[Path, tuple] = {}  # folders whose sha256 matched, by their files' (name, size, mtime)
+        self.notes: list[str] = []  # artifacts found changed and made again
+
+    def intact(self, folder: Path) -> bool:
+        """Whether `folder` is a stored artifact whose files are still the bytes its manifest's sha256 names
+        (a kept --work-dir is the user's folder: a file in it may have been changed since). Hashed once per
+        process while its files' sizes and times stay the same."""
+        folder = Path(folder)
+        if not (folder / MANIFEST_NAME).is_file():
+            return False
+        files = tuple(sorted((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
+                             for p in folder.rglob("*") if p.is_file()))
+        if self._checked.get(folder) == files:
+            return True
+        try:
+            Manifest.read(folder).check_integrity(folder)
+        except (RosettaError, OSError):
+            return False
+        self._checked[folder] = files
+        return True
+
+    def drop_changed(self, folders) -> list[str]:
+        """Remove each of `folders` that holds an artifact whose files no longer match its manifest's sha256,
+        so that it is converted again; a line for each, printed and returned."""
+        dropped = []
+        for folder in dict.fromkeys(Path(f) for f in folders):
+            if not (folder / MANIFEST_NAME).is_file() or self.intact(folder):
+                continue
+            with exclusive(folder.parent / f".{folder.name}.lock"):
+                if (folder / MANIFEST_NAME).is_file() and not self.intact(folder):
+                    shutil.rmtree(folder, ignore_errors=True)
+                    dropped.append(self._note(folder))
+        return dropped
+
+    def _note(self, folder: Path) -> str:
+        note = (f"{folder} no longer matched its manifest's sha256 (a file in it changed after conversion): "
+                "converted again")
+        self.notes.append(note)
+        print(f"rosetta: {note}", file=sys.stderr, flush=True)
+        return note
 
     def _folder(self, key: str, chain: tuple[str, ...], options: dict | None, tag: str) -> Path:
         """Named by what decides the artifact: the chain, the options, the variant, the versions of rosetta
@@ -153,7 +198,7 @@ class ArtifactStore:
         if len(chain) == 1:  # the source itself, e.g. a user's ONNX file run in ONNX Runtime
             return Path(make_source())
         folder = self._folder(key, chain, options, tag)
-        if (folder / MANIFEST_NAME).is_file():
+        if self.intact(folder):
             return folder
         if folder in self.failures:  # e.g. the ONNX step every target of a user's model goes through
             raise self.failures[folder]
@@ -163,13 +208,17 @@ class ArtifactStore:
             source, step = make_source(), chain
         folder.parent.mkdir(parents=True, exist_ok=True)
         with exclusive(folder.parent / f".{folder.name}.lock"):
-            if (folder / MANIFEST_NAME).is_file():  # another process made it while this one waited
+            if self.intact(folder):  # another process made it while this one waited
                 return folder
+            changed = (folder / MANIFEST_NAME).is_file()
             try:
-                run_conversion(source, step, folder, options, history=chain[: len(chain) - len(step)])
+                run_conversion(source, step, folder, options, force=changed,
+                               history=chain[: len(chain) - len(step)])
             except Exception as error:
                 self.failures[folder] = error
                 raise
+            if changed:
+                self._note(folder)
         return folder
 
     def arrays(self, key: str, name: str, identity: dict, make: Callable[[], dict]) -> dict:
@@ -183,9 +232,7 @@ class ArtifactStore:
             if path.is_file():
                 return load_npz(path)
             arrays = make()
-            partial = path.with_name(f".{path.name}.partial")
-            save_npz(partial, arrays)
-            os.replace(partial, path)  # atomic: a file that exists is complete
+            save_npz(path, arrays)  # atomic: a file that exists is complete
         return arrays
 
     def derived(self, folder: Path, tag: str, edit) -> Path:

@@ -1,16 +1,15 @@
 """Conversion of a user's model file to the targets asked for, each target its own cell: one that fails is a
 CANNOT (or ERROR) row with its reason and the others go on. The converted artifacts land in the output folder
-atomically, one sub-folder per target; nothing is written when the command fails as a whole."""
+together (rosetta.output), one sub-folder per target; nothing is written when the command fails as a whole."""
 
 from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
 
 from rosetta.convert.targets import Target, get_target, list_targets
-from rosetta.errors import RosettaError, WorkerDied, one_line
-from rosetta.output import atomic_folder
+from rosetta.errors import RosettaError, environment_cause, is_fault, one_line
+from rosetta.output import OutputFolder
 from rosetta.progress import progress_bar
 
 # `--to onnx`: the ONNX file itself, verified in ONNX Runtime (the onnxruntime target's artifact).
@@ -26,7 +25,7 @@ class Converted:
     folder: str = ""  # the artifact folder; empty when `failure` says why there is none
     failure: str = ""
     failed_stage: str = "conversion"  # where `failure` happened ("reading": the file itself could not be read)
-    crashed: bool = False  # the failure was a crash or a hang (verdict ERROR), not the converter giving up (CANNOT)
+    crashed: bool = False  # a fault (crash, hang, out of memory, disk full: verdict ERROR), not the converter giving up (CANNOT)
     route: str = "onnx"
     threads: int = 0
     trust_code: bool = False
@@ -64,21 +63,20 @@ def convert_user_model(model, targets: list[tuple[str, Target]], store, options:
                 cells.append(Converted(model.label, name, str(folder), route=target.route, threads=threads,
                                           trust_code=trusted))
             except Exception as error:  # a conversion that fails is a CANNOT/ERROR row, never a missing one
-                reason = str(error) if isinstance(error, RosettaError) else one_line(error)
+                reason = environment_cause(error) or (str(error) if isinstance(error, RosettaError)
+                                                      else one_line(error))
                 if not reason.startswith("conversion"):
                     reason = f"conversion failed: {reason}"
                 cells.append(Converted(model.label, name, failure=reason, route=target.route,
-                                       crashed=isinstance(error, WorkerDied)))
+                                       crashed=is_fault(error)))
         advance(None)
     return cells
 
 
-def write_converted(cells: list[Converted], output: Path, force: bool = False) -> list[str]:
-    """Copy each converted artifact into output/<target>/, atomically; returns the targets written."""
+def write_converted(cells: list[Converted], output: OutputFolder) -> list[str]:
+    """Copy each converted artifact to output/<target>/, all installed together (rosetta.output: an
+    interruption leaves the old output or the new one); returns the targets written."""
     written = [cell for cell in cells if cell.folder]
-    if not written:
-        return []
-    with atomic_folder(output, force=force) as staging:
-        for cell in written:
-            shutil.copytree(cell.folder, Path(staging) / cell.target)
-    return [cell.target for cell in written]
+    for cell in written:
+        shutil.copytree(cell.folder, output.staging / cell.target)
+    return output.install(cell.target for cell in written)

@@ -28,7 +28,8 @@ from typing import Callable
 
 import numpy as np
 
-from rosetta.errors import RosettaError
+from rosetta.atomic import atomic_write
+from rosetta.errors import EnvironmentFailed, RosettaError
 from rosetta.registry import load_entry
 
 DEFAULT_TIMEOUT_S = 3600.0
@@ -113,17 +114,38 @@ def retire_this_worker(reason: str) -> None:
 
 
 def timeout_seconds(timeout: float | None = None) -> float:
-    return timeout or float(os.environ.get("ROSETTA_WORKER_TIMEOUT", DEFAULT_TIMEOUT_S))
+    """`timeout`, else ROSETTA_WORKER_TIMEOUT, else DEFAULT_TIMEOUT_S; a setting that is not a number of
+    seconds is the environment's fault (EnvironmentFailed), not the job's."""
+    if timeout:
+        return timeout
+    text = os.environ.get("ROSETTA_WORKER_TIMEOUT", "")
+    try:
+        seconds = float(text) if text.strip() else DEFAULT_TIMEOUT_S
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise EnvironmentFailed(f"ROSETTA_WORKER_TIMEOUT={text!r} is not a number of seconds > 0; unset it or set "
+                                "it to e.g. 600")
+    return seconds
 
 
 def load_npz(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an .npz file; ValueError if it holds anything else (np.load hands back the bytes of a
+    member that is not an .npy file)."""
     with np.load(path, allow_pickle=False) as data:
-        return {name: data[name] for name in data.files}
+        if not hasattr(data, "files"):
+            raise ValueError("an .npy array, not an .npz archive of named arrays")
+        arrays = {name: data[name] for name in data.files}
+    strays = [name for name, value in arrays.items() if not isinstance(value, np.ndarray)]
+    if strays:
+        raise ValueError(f"{', '.join(strays)} is not an array")
+    return arrays
 
 
-def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    with open(path, "wb") as handle:  # np.savez(path) would append .npz to a name without it
-        np.savez(handle, **arrays)
+def save_npz(path: Path, arrays: dict[str, np.ndarray], sync: bool = True) -> None:
+    """`arrays` as an .npz file, whole or not at all (rosetta.atomic; np.savez(path) would append .npz to a
+    name without it). `sync`: False for the files that carry arrays to and from a worker."""
+    atomic_write(path, lambda stream: np.savez(stream, **arrays), sync)
 
 
 def pack(value, arrays: dict[str, np.ndarray]):

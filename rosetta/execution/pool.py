@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import rosetta.execution as execution
-from rosetta.errors import RosettaError, WorkerDied
+from rosetta.errors import EnvironmentFailed, RosettaError, WorkerDied
 from rosetta.processes import popen_for_life
 from rosetta.scratch import scratch_folder
 
@@ -49,14 +49,23 @@ class Worker:
 
     def __init__(self, family: str, fingerprint: str, jobs: int = 0) -> None:
         self.family, self.fingerprint, self.jobs_done = family, fingerprint, 0
-        env = dict(os.environ, **{execution._IN_WORKER: family or "1"})
+        # its own temporary folder, removed with it: what a framework leaves in TMPDIR (a SavedModel's tmp*/assets
+        # when the disk fills, a session file) goes with the worker, and with a killed run's next run
+        self._temporary = contextlib.ExitStack()
+        temporary = self._temporary.enter_context(scratch_folder("rosetta-worker-"))
+        env = dict(os.environ, **{execution._IN_WORKER: family or "1"}, TMPDIR=str(temporary))
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         self.log = tempfile.TemporaryFile(mode="w+b", prefix="rosetta-worker-")  # its stderr, for a crash's last line
         # -P (Python 3.11+): do not put the current folder first on sys.path, where a user's own keras.py or
         # tensorflow.py would shadow the framework inside the worker.
         safe_path = ["-P"] if sys.version_info >= (3, 11) else []
         command = [sys.executable, *safe_path, "-m", "rosetta.execution.worker"] + (["--jobs", str(jobs)] if jobs else [])
-        self.process = popen_for_life(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
+        try:
+            self.process = popen_for_life(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                          env=env)
+        except BaseException:
+            self._temporary.close()
+            raise
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -131,6 +140,7 @@ class Worker:
                 stream.close()
             except OSError:
                 pass
+        self._temporary.close()
 
 
 class Pools:
@@ -156,7 +166,7 @@ class Pools:
             request = {"entry": job.entry, "argument": argument, "arrays": None, "out": str(Path(scratch) / "out.npz")}
             if arrays:
                 request["arrays"] = str(Path(scratch) / "in.npz")
-                execution.save_npz(Path(request["arrays"]), arrays)
+                execution.save_npz(Path(request["arrays"]), arrays, sync=False)
             with self._family_lock(job.isolation):
                 worker = self._worker(job)
                 fresh = job.isolation == execution.FRESH
@@ -170,7 +180,8 @@ class Pools:
                     self.workers.pop(job.isolation, None)
                     worker.stop()
             if not reply["ok"]:
-                failed = RosettaError(f"{job.what or job.entry} failed: {reply['error']}")
+                kind = EnvironmentFailed if reply.get("environment") else RosettaError
+                failed = kind(f"{job.what or job.entry} failed: {reply['error']}")
                 failed.detail = reply.get("detail", "")  # the worker's traceback, for -v
                 raise failed
             out = execution.load_npz(Path(request["out"])) if reply.get("arrays") else {}
@@ -214,11 +225,33 @@ class Pools:
                 worker.process.kill()
 
     def shutdown(self) -> None:
+        """Each worker asked to finish (killed if it does not within a few seconds)."""
+        self._end(Worker.stop)
+
+    def kill_all(self) -> None:
+        self._end(Worker.kill)
+
+    def _end(self, how) -> None:
         with self.lock:
-            workers, self.workers = list(self.workers.values()), {}
-        for worker in workers:
-            worker.stop()
+            workers = list(self.workers.values())
+        for worker in workers:  # kept in self.workers until ended, for a kill_all that cuts a shutdown short
+            how(worker)
+        with self.lock:
+            self.workers = {}
 
 
 POOLS = Pools()
-atexit.register(POOLS.shutdown)
+
+
+def _shutdown_at_exit() -> None:
+    """The run is over (`written:` printed, the exit status known): a Ctrl-C while the workers finish kills them
+    at once, instead of printing "Exception ignored in atexit callback ... KeyboardInterrupt"."""
+    try:
+        POOLS.shutdown()
+    except KeyboardInterrupt:
+        with contextlib.suppress(ValueError):  # not the main thread: no handler to set
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        POOLS.kill_all()
+
+
+atexit.register(_shutdown_at_exit)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.errors import RosettaError, Unsupported
+from rosetta.errors import RosettaError, Unsupported, one_line
 from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, in_float, to_layouts
 from rosetta.frameworks.speed import PRECISIONS as SPEED_PRECISIONS
 from rosetta.frameworks.speed import Speed
@@ -58,13 +58,12 @@ def load_keras_model(path: Path, trust_code: bool):
             raise RosettaError(f"{path.name} contains Python code (e.g. a Lambda layer) that loading it would run; "
                                f"{TRUST_HINT}") from None
         if "Unknown layer" in text or "Could not locate" in text:
-            raise RosettaError(f"{path.name} uses a custom layer Keras cannot find ({text.splitlines()[0][:160]}); "
+            raise RosettaError(f"{path.name} uses a custom layer Keras cannot find ({one_line(error)[:200]}); "
                                "only built-in layers can be read") from None
         legacy = load_keras2_h5(path, trust_code) if path.suffix.lower() == ".h5" else None
         if legacy is not None:
             return legacy
-        first = text.strip().splitlines()[0][:200] if text.strip() else type(error).__name__
-        raise RosettaError(f"{path.name} is not a readable Keras model ({first})") from None
+        raise RosettaError(f"{path.name} is not a readable Keras model ({one_line(error)[:300]})") from None
 
 
 # Layers whose config carries Python code (marshalled bytecode, or a TensorFlow function by name).
@@ -102,7 +101,7 @@ def load_keras2_h5(path: Path, trust_code: bool):
         return tf_keras.models.load_model(str(path), compile=False)
     except Exception as error:  # noqa: BLE001 - one line for the user
         raise RosettaError(f"{path.name} is not a readable Keras 2 model either (tf-keras {tf_keras.__version__}: "
-                           f"{str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__})") from None
+                           f"{one_line(error)[:300]})") from None
 
 
 def _class_names(config):

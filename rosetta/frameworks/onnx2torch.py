@@ -41,7 +41,7 @@ import re
 import types
 from pathlib import Path
 
-from rosetta.errors import RosettaError, Unsupported
+from rosetta.errors import RosettaError, Unsupported, one_line
 from rosetta.frameworks.onnx_graph import external_data_files
 from rosetta.imports import stand_in_modules
 
@@ -316,7 +316,7 @@ def build_module(graph_path: Path):
         if found:
             raise RosettaError(f"ONNX op {found.group(1)} (opset {found.group(2)}) cannot be converted to torch: "
                                "onnx2torch has no converter for it") from None
-        raise RosettaError(f"onnx2torch cannot convert this model: {str(error).strip().splitlines()[0]}") from None
+        raise RosettaError(f"onnx2torch cannot convert this model: {one_line(error)}") from None
 
 
 def _outputs_per_value(module, model) -> None:

@@ -74,7 +74,7 @@ def load_checked(path: Path, label: str | None = None):
     data file must lie inside the model's folder."""
     import onnx
 
-    from rosetta.errors import RosettaError
+    from rosetta.errors import RosettaError, joined_lines
     from rosetta.trust import contained
 
     path, label = Path(path), label or str(path)
@@ -97,9 +97,8 @@ def load_checked(path: Path, label: str | None = None):
         else:
             model = onnx.load(str(path))
             onnx.checker.check_model(model, full_check=True)
-    except Exception as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise RosettaError(f"{label} fails the ONNX checker: {first_line}") from None
+    except Exception as error:  # its message goes on over lines (a node's dump): all of it, on one line
+        raise RosettaError(f"{label} fails the ONNX checker: {joined_lines(error)}") from None
     return model
 
 

@@ -44,7 +44,9 @@ class OnnxRuntimeRunner(Runner):
         options = ort.SessionOptions()
         options.graph_optimization_level = OPTIMIZATION_LEVELS[optimization](ort)
         options.intra_op_num_threads = threads  # 0: ONNX Runtime's default (one per physical core)
-        options.log_severity_level = 4  # its errors come back as exceptions, said in one line; not logged as well
+        # fatal only: rosetta reports every error ONNX Runtime raises itself, with its message; ORT's own log line
+        # of it (in colour, before rosetta's line) said the same twice
+        options.log_severity_level = 4
         providers = ["CPUExecutionProvider"]
         if device == "cuda" and hasattr(ort, "preload_dlls"):  # device-only: the CUDA 13 and cuDNN libraries
             ort.preload_dlls()  # of the nvidia-* wheels, which ONNX Runtime does not find on its own

@@ -60,8 +60,7 @@ def compile_errors(compiled: bool):
         if not compiled or not type(error).__module__.startswith("torch._"):
             raise
         cause = error.__cause__ or error
-        text = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
-        raise RosettaError(f"torch.compile cannot compile this model: {type(cause).__name__}: {text[:200]}; "
+        raise RosettaError(f"torch.compile cannot compile this model: {one_line(cause)[:300]}; "
                            "run it without --compile") from None
 
 

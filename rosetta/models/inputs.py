@@ -56,6 +56,14 @@ def tensor_bytes(specs, batch: int) -> int:
                * np.dtype(spec.dtype).itemsize for spec in specs)
 
 
+def readable_size(size: float) -> str:
+    """Bytes as a person reads them: 512 bytes, 4.8 MiB, 1.5 GiB (never "0.0 GiB")."""
+    for unit, factor in (("GiB", GIB), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= factor:
+            return f"{size / factor:.1f} {unit}"
+    return f"{size:.0f} bytes"
+
+
 def check_memory(inputs, outputs, batch: int, limit_gib: float | None, float64: bool = False) -> None:
     """Refuse, before any work, inputs and reference outputs that would not fit in `limit_gib` (None: the
     default share of the machine). A float64 reference holds a float64 copy of each as well."""
@@ -65,7 +73,7 @@ def check_memory(inputs, outputs, batch: int, limit_gib: float | None, float64: 
     limit = default_memory_limit() if limit_gib is None else limit_gib
     if needed > limit * GIB:
         shapes = ", ".join(f"{s.name} {'x'.join(str(d) for d in s.concrete_shape(batch))} {s.dtype}" for s in inputs)
-        raise RosettaError(f"inputs and reference outputs at batch {batch} ({shapes}) need {needed / GIB:.1f} GiB, "
-                           f"more than the {limit:g} GiB allowed; lower --batch or the --input shapes, or raise "
+        raise RosettaError(f"inputs and reference outputs at batch {batch} ({shapes}) need {readable_size(needed)}, "
+                           f"more than the {readable_size(limit * GIB)} allowed; lower --batch or the --input shapes, or raise "
                            f"--max-memory GIB (default {DEFAULT_MEMORY_SHARE:.0%} of this machine's "
                            f"{machine_memory() / GIB:.0f} GiB)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from rosetta.report.plots import save_figure
 from rosetta.verify.results import CANNOT, ERROR, FAIL, PASS
 
 ORDER = (FAIL, ERROR, CANNOT, PASS)  # the worst verdict of an op's cases names its cell
@@ -136,6 +137,4 @@ def conformance_heatmap(rows: list[dict], path: Path) -> Path:
     figure.colorbar(image, ax=axes, fraction=0.04)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)

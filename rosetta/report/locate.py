@@ -4,10 +4,11 @@ the graph itself."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
+from rosetta.atomic import atomic_write_json
+from rosetta.report.plots import save_figure
 from rosetta.verify.locate import LocateReport
 
 PASS_COLOUR, FAIL_COLOUR, UNREAD_COLOUR = "#b7e1b0", "#f4a09a", "#d9d9d9"
@@ -42,10 +43,7 @@ def depth_chart(model: str, reports: list[LocateReport], multiple: float, path: 
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8)
     figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def explorer_node_data(report: LocateReport, multiple: float) -> dict:
@@ -82,6 +80,6 @@ def write_locate_reports(results: list, folder: Path, multiple: float) -> list[P
         written.append(depth_chart(model, reports, multiple, folder / f"locate-{model}.png"))
         for report in reports:
             path = folder / f"locate-{model}-{report.target}.explorer.json"
-            path.write_text(json.dumps(explorer_node_data(report, multiple), indent=2) + "\n")
+            atomic_write_json(path, explorer_node_data(report, multiple))
             written.append(path)
     return written

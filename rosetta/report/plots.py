@@ -5,6 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def save_figure(figure, path: Path) -> Path:
+    """The figure as a PNG file, written whole or not at all (rosetta.atomic), then closed."""
+    import matplotlib.pyplot as plt
+
+    from rosetta.atomic import atomic_write
+
+    try:
+        return atomic_write(path, lambda stream: figure.savefig(stream, format="png", dpi=110))
+    finally:
+        plt.close(figure)
+
+
 def inference_chart(rows: list[dict], path: Path, title: str) -> Path:
     """One panel per model, one bar per target: median inference time in ms with p10-p90 whiskers.
     Each panel has its own scale (ResNet-50 is ~50x the CNN); failed targets are drawn as 'FAIL'."""
@@ -33,10 +45,7 @@ def inference_chart(rows: list[dict], path: Path, title: str) -> Path:
         axis.grid(axis="y", alpha=0.3)
     figure.suptitle(title)
     figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def bench_chart(workload, results: list, path: Path, device: str) -> Path:
@@ -77,7 +86,4 @@ def bench_chart(workload, results: list, path: Path, device: str) -> Path:
     axis.set_title(f"{workload.name}: {workload.description}", fontsize=10)
     axis.grid(axis="y", alpha=0.3)
     figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)

@@ -31,6 +31,10 @@ class ModelFile:
     def label(self) -> str:
         return self.path.name if self.path is not None and not self.function else self.text
 
+    def files(self) -> list[Path]:
+        """The files and folders the model is read from (none for a factory given as package.module:function)."""
+        return [path for path in (self.path, self.params) if path is not None]
+
     def to_json(self) -> dict:
         return {"text": self.text, "format": self.format, "path": str(self.path) if self.path else None,
                 "function": self.function, "module": self.module, "params": str(self.params) if self.params else None}
@@ -62,6 +66,8 @@ def identify(text: str) -> ModelFile:
             return ModelFile(text, "tensorflow", path)
         raise RosettaError(f"folder {text} is neither a TensorFlow SavedModel (no saved_model.pb) nor a folder "
                            "written by rosetta (no manifest.json)")
+    if path.is_file() and path.stat().st_size == 0:  # every format would give its own puzzling message
+        raise RosettaError(f"{text} is empty (0 bytes): a copy or download cut short? give the model file itself")
     name = path.name.lower()
     if name.endswith(".onnx"):
         return ModelFile(text, "onnx", path)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, one_line
 
 
 def output_name(symbol_output: str) -> str:
@@ -27,8 +27,8 @@ def read(argument: dict) -> dict:
         symbol = mx.sym.load(str(symbol_path))
         params = mx.nd.load(str(params_path))
     except Exception as error:
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-        raise RosettaError(f"{symbol_path.name} / {params_path.name} is not a readable MXNet model ({first})") from None
+        raise RosettaError(f"{symbol_path.name} / {params_path.name} is not a readable MXNet model "
+                           f"({one_line(error)[:300]})") from None
     stored = {name.split(":", 1)[-1] for name in params}
     data = [name for name in symbol.list_arguments() + symbol.list_auxiliary_states() if name not in stored]
     given = {spec["name"]: spec for spec in argument["inputs"]}
@@ -40,7 +40,7 @@ def read(argument: dict) -> dict:
     try:
         _, shapes, _ = symbol.infer_shape(**{e["name"]: tuple(d or 1 for d in e["shape"]) for e in inputs})
     except Exception as error:
-        raise RosettaError(f"the --input shapes do not fit {symbol_path.name}: {str(error).splitlines()[0][:200]}") from None
+        raise RosettaError(f"the --input shapes do not fit {symbol_path.name}: {one_line(error)[:300]}") from None
     outputs = [{"name": output_name(name), "shape": [None] + list(shape[1:]), "dtype": "float32"}
                for name, shape in zip(symbol.list_outputs(), shapes)]
     folder = Path(argument["staging"]) / ARTIFACT

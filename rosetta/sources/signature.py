@@ -39,7 +39,24 @@ def parse_input_option(text: str) -> TensorSpec:
             raise RosettaError(f"--input {text!r}: LOW and HIGH must be numbers") from None
         if not low < high:
             raise RosettaError(f"--input {text!r}: LOW must be below HIGH")
+        _check_range(text, dtype, low, high)
     return TensorSpec(name, tuple(shape), dtype, low, high)
+
+
+def _check_range(text: str, dtype: str, low: float, high: float) -> None:
+    """LOW:HIGH must give values of the dtype: finite (-inf:inf would draw NaN and Inf), within its range, and
+    a span it can hold (float32 values are drawn as LOW + u * (HIGH - LOW))."""
+    kind = np.dtype(dtype)
+    if kind.kind in "iu":
+        bounds = np.iinfo(kind)
+        if not (low.is_integer() and high.is_integer() and bounds.min <= low and high <= bounds.max + 1):
+            raise RosettaError(f"--input {text!r}: LOW and HIGH of an input of dtype {dtype} must be whole numbers in "
+                               f"[{bounds.min}, {bounds.max + 1}]")
+    elif kind.kind == "f":
+        largest = float(np.finfo(kind if kind != np.float16 else np.float32).max)
+        if not (np.isfinite(low) and np.isfinite(high) and high - low <= largest):
+            raise RosettaError(f"--input {text!r}: LOW and HIGH must be finite numbers less than {largest:.3g} "
+                               f"apart for an input of dtype {dtype}")
 
 
 def _shape_text(shape) -> str:

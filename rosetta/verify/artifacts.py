@@ -17,7 +17,6 @@ import numpy as np
 from rosetta.convert.targets import load_verify_runner
 from rosetta.convert.user import Converted
 from rosetta.errors import RosettaError, one_line
-from rosetta.models.registry import signature_of
 from rosetta.verify.results import VerifyResult, failure_verdict
 from rosetta.verify.tolerance import TolerancePolicy
 
@@ -34,6 +33,9 @@ class ReferenceOutputs:
     feeds: dict[str, np.ndarray]
     float32: dict[str, np.ndarray]
     float64: dict[str, np.ndarray] | None = None
+    # float32 outputs on a second batch of inputs, for outputs whose batch cannot show whether they depend on
+    # the input (a 0-d output, one without a batch axis, a batch of 1: compare.uninformative)
+    second: dict[str, np.ndarray] | None = None
     # which reference the rows were compared with, and why (ReferenceCheck JSON where the float64 run was
     # checked; "float64_doubt": why a float64 run was not used)
     about: dict = field(default_factory=dict)
@@ -66,7 +68,7 @@ def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: T
                                       cell.trust_code)
     reference64 = reference.float64 if reference.float64 is not None else reference.float32
     result = check_artifact(result, folder, load, reference.feeds, reference.float32, reference64, policy,
-                            by_position=True)
+                            by_position=True, second=reference.second)
     if "check" in reference.about and reference.about.get("float64_doubt"):  # a float64 run was made, not believed
         result.reason = "; ".join(filter(None, [result.reason, f"note: {reference.about['float64_doubt']}"]))
     return result
@@ -83,7 +85,7 @@ def run_artifact_cells(cells: list[ArtifactCell], reference: ReferenceOutputs, p
 
     executor = executor or get_executor("local")
     shared = {"feeds": reference.feeds, "float32": reference.float32, "float64": reference.float64,
-              "about": reference.about}
+              "second": reference.second, "about": reference.about}
     tasks = [Task(Job("rosetta.verify.artifacts:artifact_cell_job", {"cell": asdict(cell), "reference": shared,
                                                                      "policy": policy.to_json()},
                       what=cell.target), cell.target) for cell in cells]
@@ -106,24 +108,6 @@ def artifact_cell_job(argument: dict) -> dict:
                              TolerancePolicy.from_json(argument["policy"])).to_json()
 
 
-def load_inputs(path: Path, model) -> dict[str, np.ndarray]:
-    """Inputs from an .npz file (as --save-inputs writes), checked against the model's signature."""
-    from rosetta.execution import load_npz
-    from rosetta.frameworks.base import check_feeds
-
-    try:
-        feeds = load_npz(Path(path))
-    except (OSError, ValueError) as error:
-        raise RosettaError(f"--inputs {path}: not a readable .npz file ({one_line(error)})") from None
-    check_feeds(feeds, signature_of(model.inputs))
-    return feeds
-
-
-def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    with open(path, "wb") as handle:  # np.savez(path) would append .npz to a name without it
-        np.savez(handle, **arrays)
-
-
 def reference_outputs(model, feeds: dict[str, np.ndarray], threads: int = 0) -> ReferenceOutputs:
     """Run the reference model (a sources.model.UserModel) once, and in float64 too where it can. A float64 run is
     believed only where its framework's check of it against the float32 run holds (frameworks.reference_check);
@@ -137,18 +121,18 @@ def reference_outputs(model, feeds: dict[str, np.ndarray], threads: int = 0) -> 
         raise RosettaError(f"the reference {model.label} cannot run: {message}") from None
     about = {"float32": f"{model.label} in float32"}
     if not model.has_float64:
-        return ReferenceOutputs(feeds, float32, None, {**about, "float64_doubt": f"{model.format} models run in "
-                                                       "float32 only"})
+        return ReferenceOutputs(feeds, float32, None, about={**about, "float64_doubt": f"{model.format} models run "
+                                                             "in float32 only"})
     try:
         float64, check = model.predict_float64(feeds, threads)
     except WorkerDied as error:  # timed out or crashed: the float32-only rule, saying so
-        return ReferenceOutputs(feeds, float32, None, {**about, "float64_doubt": f"its float64 run failed: {error}"})
+        return ReferenceOutputs(feeds, float32, None, about={**about, "float64_doubt": f"its float64 run failed: {error}"})
     except Exception as error:  # noqa: BLE001 - a layer without float64: the float32-only rule applies
         if model.module is not None:  # torch modules always run in float64: this is the model's own error
             raise RosettaError(f"the reference {model.label} cannot run in float64: {one_line(error)}") from None
-        return ReferenceOutputs(feeds, float32, None, {**about, "float64_doubt": one_line(error)})
+        return ReferenceOutputs(feeds, float32, None, about={**about, "float64_doubt": one_line(error)})
     if check is not None:
         about["check"] = check
         if not check.get("trusted", True):
-            return ReferenceOutputs(feeds, float32, None, {**about, "float64_doubt": check["description"]})
-    return ReferenceOutputs(feeds, float32, float64, about)
+            return ReferenceOutputs(feeds, float32, None, about={**about, "float64_doubt": check["description"]})
+    return ReferenceOutputs(feeds, float32, float64, about=about)

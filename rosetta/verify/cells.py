@@ -57,6 +57,7 @@ class Reference:
     feeds: dict[str, np.ndarray]
     float32: dict[str, np.ndarray]
     float64: dict[str, np.ndarray]
+    second: dict[str, np.ndarray] | None = None  # float32 outputs on a second batch (compare.uninformative)
     check: dict = field(default_factory=dict)  # the float64 run's ReferenceCheck (frameworks.torch_reference)
 
 
@@ -68,8 +69,10 @@ def reference_for(model: str, seed: int, batch: int, cache: dict | None = None) 
     module = spec.build(seed)
     feeds = generate_inputs(spec.inputs, batch, seed)
     names = [o.name for o in spec.outputs]
-    float64 = TorchModuleRunner(module, names, "float64")
-    reference = Reference(feeds, TorchModuleRunner(module, names, "float32").predict(feeds), float64.predict(feeds),
+    float32, float64 = TorchModuleRunner(module, names, "float32"), TorchModuleRunner(module, names, "float64")
+    # a batch of 1 cannot show whether an output depends on the input: a second batch can
+    second = float32.predict(generate_inputs(spec.inputs, batch, seed + 1)) if batch < 2 else None
+    reference = Reference(feeds, float32.predict(feeds), float64.predict(feeds), second,
                           float64.reference_check or {})
     if cache is not None:
         cache[key] = reference
@@ -99,15 +102,18 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         policy = replace(cell.tolerance, float64_reference=False, float64_doubt=reference.check["description"],
                          multiple=FLOAT32_ONLY_MULTIPLE if cell.tolerance.calibrated else cell.tolerance.multiple)
         result.tolerance = policy.to_json()
-        return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float32, policy)
-    return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float64, cell.tolerance)
+        return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float32, policy,
+                              second=reference.second)
+    return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float64, cell.tolerance,
+                          second=reference.second)
 
 
 def check_artifact(result: VerifyResult, folder: Path, load, feeds: dict, reference32: dict, reference64: dict,
-                   policy: TolerancePolicy, by_position: bool = False) -> VerifyResult:
+                   policy: TolerancePolicy, by_position: bool = False, second: dict | None = None) -> VerifyResult:
     """Load the artifact in `folder` (`load()` returns its runner), run it on `feeds` and compare it with the
     reference outputs, into `result`; a failing stage is an ERROR row with its reason. `by_position`: outputs
-    named otherwise than the reference's are matched in order (a user's model through another converter)."""
+    named otherwise than the reference's are matched in order (a user's model through another converter);
+    `second`: the reference's outputs on a second batch (compare.uninformative)."""
     stage = "loading"
     try:
         start = time.perf_counter()
@@ -123,7 +129,7 @@ def check_artifact(result: VerifyResult, folder: Path, load, feeds: dict, refere
         return failed_at(result, stage, error)
     if by_position and set(outputs) != set(reference64) and len(outputs) == len(reference64):
         outputs = dict(zip(reference64, outputs.values()))
-    result.outputs, result.verdict, result.reason = compare_outputs(outputs, reference32, reference64, policy)
+    result.outputs, result.verdict, result.reason = compare_outputs(outputs, reference32, reference64, policy, second)
     if problems:
         result.verdict = FAIL
         result.reason = "; ".join(problems + ([result.reason] if result.reason else []))
@@ -172,17 +178,11 @@ def plan_tasks(cells: list, store: ArtifactStore) -> list:
     from rosetta.execution import Job
     from rosetta.execution.executors import Task
 
-    def chains(cell):
-        target = get_target(cell.target, cell.route)
-        options = target.export_options(dict(cell.export))
-        return [(cell.model, cell.seed, target.chain[:k], json.dumps(options, sort_keys=True))
-                for k in range(2, len(target.chain) + 1)]
-
-    shared = Counter(key for cell in cells for key in chains(cell))
+    shared = Counter(key for cell in cells for key in _chains(cell))
     tasks, made = [], {}
     for cell in cells:
         after = ()
-        for key in chains(cell):
+        for key in _chains(cell):
             if shared[key] < 2:
                 continue
             if key not in made:
@@ -196,6 +196,22 @@ def plan_tasks(cells: list, store: ArtifactStore) -> list:
         tasks.append(Task(Job(CELL_JOB, {"cell": cell_to_json(cell), "store": str(store.root)}, what=cell.label),
                           cell.label, after))
     return tasks
+
+
+def _chains(cell) -> list[tuple]:
+    """The artifacts a cell needs, each as (model, seed, chain, options as JSON): its target's chain and every
+    prefix of it that is an artifact of its own (the ONNX export, ...)."""
+    target = get_target(cell.target, cell.route)
+    options = target.export_options(dict(cell.export))
+    return [(cell.model, cell.seed, target.chain[:k], json.dumps(options, sort_keys=True))
+            for k in range(2, len(target.chain) + 1)]
+
+
+def drop_changed_artifacts(cells: list, store: ArtifactStore) -> list[str]:
+    """Before the cells run: the stored artifacts they would reuse that no longer match their manifest's sha256
+    (a kept --work-dir whose files were changed) removed, to be converted again; a line for each."""
+    return store.drop_changed(store.folder_for(get_model(model), seed, chain, json.loads(options))
+                              for cell in cells for model, seed, chain, options in _chains(cell))
 
 
 def artifact_job(argument: dict) -> dict:

@@ -13,6 +13,13 @@ from rosetta.verify.tolerance import FLOAT32_EPS, FLOOR_CEILING, TolerancePolicy
 
 def compare_output(name: str, target: np.ndarray | None, reference32: np.ndarray, reference64: np.ndarray,
                    policy: TolerancePolicy) -> OutputComparison:
+    if np.ndim(reference64) == 0:  # compared as one element: the floor and the statistics index arrays
+        one32, one64 = np.reshape(reference32, (1,)), np.reshape(reference64, (1,))
+        if target is not None and np.ndim(target) != 0:
+            return _failed(name, list(np.shape(target)), noise_floor(one32, one64),
+                           f"{name}: shape {tuple(np.shape(target))}, the reference gives ()")
+        return _zero_dimensional(compare_output(name, None if target is None else np.reshape(target, (1,)), one32,
+                                                one64, policy))
     floor = noise_floor(reference32, reference64)
     policy = policy.for_output(name)
     if target is None:
@@ -71,17 +78,37 @@ def _floor_in_doubt(name: str, floor: float, scale: float, policy: TolerancePoli
             "reference is in doubt")
 
 
+def _zero_dimensional(output: OutputComparison) -> OutputComparison:
+    """A 0-d output's comparison, made on it as one element: its own shape, and no index."""
+    output.shape, output.worst_index = [], []
+    output.reason = output.reason.replace(" at [0]:", ":")
+    return output
+
+
 CONSTANT_SPREAD = 1e-6  # spread across the batch, relative to the output's largest value, below which it is constant
 
 
-def uninformative(reference: np.ndarray) -> str:
+def uninformative(reference: np.ndarray, second: np.ndarray | None = None) -> str:
     """Why a target that matches this reference output has proved nothing, or "": an output that is all
-    zeros, or the same for every input of the batch (e.g. random weights whose activations saturate, a
-    softmax that is uniform), would be matched by a conversion that ignores its input."""
+    zeros, or that does not depend on the input (e.g. random weights whose activations saturate, a softmax
+    that is uniform, a constant), would be matched by a conversion that ignores its input.
+
+    Not depending on the input is seen across the batch: the same for every input of it. Where the batch
+    cannot show it (a 0-d output, one without a batch axis, a batch of 1), the caller runs the reference on a
+    second, different batch of inputs, `second` (its float32 outputs): the same output on both is constant."""
     reference = np.asarray(reference, dtype=np.float64)
     scale = float(np.max(np.abs(reference))) if reference.size else 0.0
     if reference.size and scale == 0.0:
         return "all zeros"
+    if second is not None:
+        second = np.asarray(second, dtype=np.float64)
+        if second.shape != reference.shape or not reference.size:
+            return ""
+        change = float(np.max(np.abs(second - reference)))
+        if change <= CONSTANT_SPREAD * scale:
+            return (f"the same for a second, different batch of inputs (change {change:.2g}, largest value "
+                    f"{scale:.2g})")
+        return ""
     if reference.ndim and reference.shape[0] >= 2:
         spread = float(np.max(np.ptp(reference, axis=0)))
         if spread <= CONSTANT_SPREAD * scale:
@@ -97,9 +124,12 @@ def _failed(name: str, shape: list[int], floor: float, reason: str) -> OutputCom
 
 
 def compare_outputs(target: dict[str, np.ndarray], reference32: dict[str, np.ndarray],
-                    reference64: dict[str, np.ndarray], policy: TolerancePolicy) -> tuple[list[OutputComparison], str, str]:
+                    reference64: dict[str, np.ndarray], policy: TolerancePolicy,
+                    second: dict[str, np.ndarray] | None = None) -> tuple[list[OutputComparison], str, str]:
     """Per-output comparisons plus the overall (verdict, reason): PASS only when every output passes, and at
-    least one of them could have failed (else INCONCLUSIVE; an output that could not is named in the reason)."""
+    least one of them could have failed (else INCONCLUSIVE; an output that could not is named in the reason).
+    `second`: the reference's outputs on a second batch of inputs, for those whose batch cannot show whether
+    they depend on the input (see uninformative)."""
     outputs = [compare_output(name, target.get(name), reference32[name], reference64[name], policy)
                for name in reference64]
     extra = sorted(set(target) - set(reference64))
@@ -113,7 +143,7 @@ def compare_outputs(target: dict[str, np.ndarray], reference32: dict[str, np.nda
         return outputs, INCONCLUSIVE, "; ".join(doubts) + ("; a target within a floor that large proves little: "
                                                            "compare with --atol/--rtol, or check the reference")
     for output in outputs:
-        output.uninformative = uninformative(reference64[output.name])
+        output.uninformative = uninformative(reference64[output.name], (second or {}).get(output.name))
     vacuous = [f"{o.name} is {o.uninformative}" for o in outputs if o.uninformative]
     if not vacuous:
         return outputs, PASS, ""

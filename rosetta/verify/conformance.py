@@ -309,7 +309,7 @@ def case_job(argument: dict) -> dict:
     "target": name, "work": folder for the converted artifact (removed after)}."""
     from rosetta.convert.store import from_onnx
     from rosetta.convert.targets import get_target, load_verify_runner
-    from rosetta.errors import Unsupported, WorkerDied, one_line
+    from rosetta.errors import Unsupported, environment_cause, is_fault, one_line
     from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
 
     case = Case(**{**argument["case"], "ops": tuple(argument["case"]["ops"])})
@@ -333,12 +333,14 @@ def case_job(argument: dict) -> dict:
     except Exception as error:  # noqa: BLE001 - every failure is this cell's row
         # a runtime that refuses the case's own model (ONNX Runtime on an opset newer than it knows) is a
         # converter's refusal, not a crash: CANNOT
-        refused = stage == "loading" and artifact_is_source(target) and not isinstance(error, WorkerDied)
+        fault = is_fault(error)  # a crash, a hang, the machine out of memory or disk: never a refusal
+        refused = stage == "loading" and artifact_is_source(target) and not fault
         # a framework that says it does not implement the op for this dtype (torch's add on uint16) refuses
-        refused = refused or isinstance(error, NotImplementedError)
-        result.verdict = CANNOT if isinstance(error, Unsupported) or refused else \
-            failure_verdict(stage, isinstance(error, WorkerDied))
-        message = f"{target.runner} refused the model: {_last_sentence(str(error))}" if refused else one_line(error)
+        refused = refused or (isinstance(error, NotImplementedError) and not fault)
+        result.verdict = CANNOT if (isinstance(error, Unsupported) and not fault) or refused else \
+            failure_verdict(stage, fault)
+        message = f"{target.runner} refused the model: {_last_sentence(str(error))}" if refused else \
+            environment_cause(error) or one_line(error)
         result.reason = message if message.startswith(stage) else f"{stage} failed: {message}"
         result.seconds = round(time.perf_counter() - started, 3)
         return result.to_json()

@@ -5,12 +5,14 @@ work (RosettaError), and returns what the caller prints or writes; frameworks ar
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from rosetta.errors import RosettaError
+from rosetta.output import check_writable_file
 from rosetta.scratch import scratch_folder
 from rosetta.verify.tolerance import TolerancePolicy, policy_from_options
 
@@ -37,19 +39,6 @@ class VerifiedFiles:
     policy: TolerancePolicy
 
 
-def check_writable_file(path: Path | None) -> None:
-    """Refuse, before any work, a file that the results cannot be written to (None: nothing to check)."""
-    if path is None:
-        return
-    parent = path.resolve().parent
-    if path.is_dir():
-        raise RosettaError(f"{path} is a folder; give a file name for the JSON output")
-    if not parent.is_dir():
-        raise RosettaError(f"cannot write {path}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise RosettaError(f"cannot write {path}: permission denied")
-
-
 def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *, force: bool = False,
                             export_options: dict | None = None, inputs: list | None = None, trust_code: bool = False,
                             batch: int = 8, seed: int = 0, threads: int = 0,
@@ -64,21 +53,23 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
     them; `max_memory`: GiB (None: the default limit); `results_file`: where the caller will write the results,
     checked writable before any work; `locate`: each FAIL row says where the conversion first diverges
     (`_locate_files`)."""
-    from rosetta.output import check_output_folder
     from rosetta.convert.store import ArtifactStore
     from rosetta.convert.user import convert_user_model, parse_user_targets, write_converted
+    from rosetta.models.inputs import check_memory, generate_inputs
+    from rosetta.output import OutputFolder
     from rosetta.sources.model import open_model
     from rosetta.verify.artifacts import reference_outputs, run_artifact_cells
-    from rosetta.models.inputs import check_memory, generate_inputs
 
     inputs = inputs if inputs is not None else []
     chosen = parse_user_targets(targets, route)
-    check_output_folder(output, force)
-    check_writable_file(results_file)
+    sources = model_files([path])
+    check_writable_file(results_file, sources)
     policy = policy_from_options(atol, rtol, tolerance_multiple)
     check_memory(inputs, [], batch, max_memory)  # the --input shapes alone may not fit
-    with scratch_folder("rosetta-") as scratch:
+    with OutputFolder(output, force, sources, [name for name, _ in chosen]) as out, \
+            scratch_folder("rosetta-") as scratch:
         model = open_model(path, inputs, trust_code, Path(scratch))
+        check_output_names([o.name for o in model.outputs], atol, rtol)
         check_memory(model.inputs, model.outputs, batch, max_memory, model.has_float64)
         cells = convert_user_model(model, chosen, ArtifactStore(Path(scratch) / "store"), dict(export_options or {}),
                                    threads, progress)
@@ -87,12 +78,73 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
         else:
             feeds = generate_inputs(model.inputs, batch, seed)
             reference = reference_outputs(model, feeds, threads)
+            reference.second = second_batch_outputs(model, feeds, reference.float32, seed, threads)
             policy = reference.policy(policy, tolerance_multiple is not None)
             results = run_artifact_cells(cells, reference, policy, progress, executor)
             if locate:
                 _locate_files(model, cells, results, feeds, policy, Path(scratch) / "locate")
-        written = write_converted(cells, output, force)
+        written = write_converted(cells, out)
     return ConvertedFile(results, written, model.label, model.file.to_json(), policy)
+
+
+def model_files(paths: Sequence[str]) -> list[Path]:
+    """The files and folders the models at `paths` are read from (what no output may hold or replace); a path
+    that names nothing readable is a RosettaError here, before any work."""
+    from rosetta.sources.files import identify
+
+    return [file for path in paths for file in identify(path).files()]
+
+
+def check_output_names(names: Sequence[str], atol: Sequence[tuple[str, float]],
+                       rtol: Sequence[tuple[str, float]]) -> None:
+    """Refuse an --atol/--rtol OUTPUT:VALUE whose output the reference does not have (it would be ignored)."""
+    for option, pairs in (("--atol", atol), ("--rtol", rtol)):
+        for name, _ in pairs:
+            if name and name not in names:
+                raise RosettaError(f"{option} {name}: the reference has no output {name!r}; its outputs: "
+                                   f"{', '.join(names)}")
+
+
+def read_npz(path: Path, option: str) -> dict:
+    """The arrays of the .npz file an option names, before any work; anything else is one line."""
+    from rosetta.errors import one_line
+    from rosetta.execution import load_npz
+
+    try:
+        arrays = load_npz(Path(path))
+    except Exception as error:  # noqa: BLE001 - whatever numpy or zipfile make of a file that is not an .npz
+        raise RosettaError(f"{option} {path}: not a readable .npz file ({one_line(error)}); give a file written "
+                           "by --save-inputs or --save-outputs") from None
+    if not arrays:
+        raise RosettaError(f"{option} {path}: the file holds no arrays")
+    return arrays
+
+
+SECOND_BATCH_TRIES = 4  # seeds tried for a second batch that differs from the first (tiny integer inputs may not)
+
+
+def second_batch_outputs(model, feeds: dict, outputs: dict, seed: int, threads: int = 0) -> dict | None:
+    """The reference's float32 outputs on a second, different batch of inputs, for the outputs whose own
+    batch cannot show whether they depend on the input (compare.uninformative): a 0-d output, one without a
+    batch axis in the model's signature, any output when the batch is 1. None when no output needs it, no
+    different batch can be drawn, or the reference cannot run on it (then only the batch can show it)."""
+    from rosetta.models.inputs import generate_inputs
+
+    batch = next((len(a) for a in feeds.values() if np.ndim(a)), 1)
+    batched = {o.name for o in model.outputs if o.shape and o.shape[0] is None}
+    needed = [name for name, value in outputs.items()
+              if batch < 2 or name not in batched or np.ndim(value) == 0 or len(value) != batch]
+    if not needed:
+        return None
+    for offset in range(1, SECOND_BATCH_TRIES + 1):
+        second = generate_inputs(model.inputs, batch, seed + offset)
+        if any(not np.array_equal(second[name], feeds[name]) for name in feeds if name in second):
+            try:
+                found = model.predict(second, "float32", threads)
+            except Exception:  # noqa: BLE001 - no evidence either way: the first batch's verdict stands
+                return None
+            return {name: found[name] for name in needed if name in found}
+    return None
 
 
 def conversion_row(cell):
@@ -119,40 +171,45 @@ def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: P
     cannot be read is its row's ERROR; a path that names nothing readable is a RosettaError, before any work.
     `locate`: where both the reference and a failing model are ONNX, the first node at which it diverges
     (verify.locate.locate_in_export: tensors matched by name), in the row's `locate`."""
-    from rosetta.sources.files import identify
-    from rosetta.sources.model import open_model
-    from rosetta.verify.artifacts import (ArtifactCell, ReferenceOutputs, load_inputs, reference_outputs,
-                                          run_artifact_cells, save_npz)
+    from rosetta.execution import save_npz
+    from rosetta.frameworks.base import check_feeds
     from rosetta.models.inputs import check_memory, generate_inputs
-    from rosetta.execution import load_npz
+    from rosetta.models.registry import signature_of
+    from rosetta.sources.model import open_model
+    from rosetta.verify.artifacts import ArtifactCell, ReferenceOutputs, reference_outputs, run_artifact_cells
 
     inputs = inputs if inputs is not None else []
-    for path in (results_file, save_inputs, save_outputs):
-        check_writable_file(path)
     if load_outputs is not None and inputs_file is None:
         raise RosettaError("--load-outputs needs the inputs those outputs came from: add --inputs FILE.npz "
                            "(written by --save-inputs)")
     if load_outputs is None and len(paths) < 2 and not (save_inputs or save_outputs):
         raise RosettaError("give two or more models to compare (the first is the reference), or one with "
                            "--save-outputs or --load-outputs")
+    read = model_files(paths) + [Path(p) for p in (inputs_file, load_outputs) if p is not None]
+    check_distinct_outputs({"--json": results_file, "--save-inputs": save_inputs, "--save-outputs": save_outputs})
+    for path in (results_file, save_inputs, save_outputs):
+        check_writable_file(path, read)
     policy = policy_from_options(atol, rtol, tolerance_multiple)
-    if inputs_file is None:
+    given = read_npz(inputs_file, "--inputs") if inputs_file is not None else None
+    saved = read_npz(load_outputs, "--load-outputs") if load_outputs is not None else None
+    if given is None:
         check_memory(inputs, [], batch, max_memory)
     with scratch_folder("rosetta-") as scratch:
-        for path in paths:  # a path that names nothing readable is a usage error, before any work
-            identify(path)
         first = open_model(paths[0], inputs, trust_code, Path(scratch))
-        if inputs_file is None:
+        if given is None:
             check_memory(first.inputs, first.outputs, batch, max_memory, first.has_float64)
-        feeds = load_inputs(inputs_file, first) if inputs_file else generate_inputs(first.inputs, batch, seed)
-        if load_outputs is not None:
-            try:
-                reference = ReferenceOutputs(feeds, load_npz(load_outputs))
-            except (OSError, ValueError) as error:
-                raise RosettaError(f"--load-outputs {load_outputs}: not a readable .npz file ({error})") from None
+            feeds = generate_inputs(first.inputs, batch, seed)
+        else:
+            check_feeds(given, signature_of(first.inputs))
+            feeds = given
+        if saved is not None:
+            check_output_names(list(saved), atol, rtol)
+            reference = ReferenceOutputs(feeds, saved)
             label, compared = load_outputs.name, paths
         else:
+            check_output_names([o.name for o in first.outputs], atol, rtol)
             reference = reference_outputs(first, feeds, threads)
+            reference.second = second_batch_outputs(first, feeds, reference.float32, seed, threads)
             label, compared = first.label, paths[1:]
         if save_inputs:
             save_npz(save_inputs, feeds)
@@ -173,6 +230,17 @@ def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: P
         if locate:
             _locate_files(first, cells, results, feeds, policy, Path(scratch) / "locate")
     return VerifiedFiles(results, label, len(feeds), list(reference.float32), policy)
+
+
+def check_distinct_outputs(files: dict) -> None:
+    """Refuse two options that name the same output file (one would silently replace the other)."""
+    named: dict = {}
+    for option, path in files.items():
+        if path is None:
+            continue
+        other = named.setdefault(Path(path).resolve(), option)
+        if other != option:
+            raise RosettaError(f"{other} and {option} name the same file {path}; give each its own")
 
 
 def _route_of(folder: str) -> str:

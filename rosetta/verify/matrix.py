@@ -38,7 +38,7 @@ def plan_reference_cells(models: str, targets: str, routes: str, *, seeds: Seque
     from rosetta.convert.targets import parse_routes, parse_target_list
     from rosetta.models import parse_model_list
     from rosetta.verify.cells import plan_cells
-    from rosetta.verify.files import check_writable_file
+    from rosetta.output import check_writable_file
     from rosetta.models.inputs import check_memory
 
     specs = parse_model_list(models)
@@ -90,12 +90,14 @@ def verify_reference_models(models: str, targets: str, routes: str, *, work_dir:
     """Plan the cells (`plan_reference_cells` takes `options`) and run them, the artifacts converted into
     `work_dir` (None: a temporary folder); `locate`: then find where each failing inference cell diverges."""
     from rosetta.convert.store import ArtifactStore
-    from rosetta.verify.cells import run_cells
+    from rosetta.verify.cells import drop_changed_artifacts, run_cells
     from rosetta.verify.locate_cells import locate_failures
 
     plan = plan_reference_cells(models, targets, routes, **options)
     with scratch_folder("rosetta-") as scratch:
         store = ArtifactStore(work_dir or Path(scratch))
+        if work_dir is not None:
+            drop_changed_artifacts(plan.cells, store)
         results = run_cells(plan.cells, store, progress=progress, executor=executor)
         if locate:
             locate_failures(plan.cells, results, store, Path(scratch) / "locate", executor, progress)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -28,8 +27,9 @@ def exit_status(verdicts, strict: bool = False) -> int:
 
 
 def failure_verdict(stage: str, crashed: bool) -> str:
-    """The verdict of a cell whose `stage` failed: a converter that gives up is CANNOT; a worker that crashed
-    or hung (`crashed`), or an artifact that does not load or run, is ERROR."""
+    """The verdict of a cell whose `stage` failed: a converter that gives up is CANNOT; a fault (`crashed`: a
+    worker that crashed or hung, the machine out of memory or disk), or an artifact that does not load or run,
+    is ERROR."""
     return CANNOT if stage == "conversion" and not crashed else ERROR
 
 
@@ -38,10 +38,11 @@ def failed_at(result: "VerifyResult", stage: str, error: BaseException) -> "Veri
     reason, and for -v the worker's traceback (or this process's)."""
     import traceback
 
-    from rosetta.errors import Unsupported, WorkerDied, one_line
+    from rosetta.errors import Unsupported, environment_cause, is_fault, one_line
 
-    result.verdict = CANNOT if isinstance(error, Unsupported) else failure_verdict(stage, isinstance(error, WorkerDied))
-    result.reason = f"{stage} failed: {one_line(error)}"
+    fault = is_fault(error)
+    result.verdict = CANNOT if isinstance(error, Unsupported) and not fault else failure_verdict(stage, fault)
+    result.reason = f"{stage} failed: {environment_cause(error) or one_line(error)}"
     result.detail = getattr(error, "detail", "") or traceback.format_exc(limit=-3)
     return result
 
@@ -111,5 +112,7 @@ class VerifyResult:
 def write_results_json(results: list[VerifyResult], path: Path, extra: dict | None = None) -> None:
     from rosetta import __version__
 
+    from rosetta.atomic import atomic_write_json
+
     payload = {"rosetta_version": __version__, **(extra or {}), "results": [r.to_json() for r in results]}
-    Path(path).write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n")
+    atomic_write_json(path, payload)

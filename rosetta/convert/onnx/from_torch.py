@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rosetta.convert.targets import EXPORT_DEFAULTS
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, one_line
 from rosetta.frameworks.onnx_graph import graph_inputs, load_checked, value_info_signature
 from rosetta.manifest import Manifest, sha256_of
 
@@ -105,8 +105,7 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
     except RosettaError:
         raise
     except Exception as error:
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise RosettaError(f"torch.onnx.export ({exporter}) failed: {message}") from None
+        raise RosettaError(f"torch.onnx.export ({exporter}) failed: {one_line(error)}") from None
     finally:
         if not isinstance(module, torch.export.ExportedProgram):
             module.eval()
