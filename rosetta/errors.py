@@ -21,6 +21,40 @@ class WorkerDied(RosettaError):
     """A job's worker process crashed, was killed or hung: the cell's verdict is ERROR, not the converter's CANNOT."""
 
 
+class UntrustedModel(RosettaError):
+    """A model file that carries code (a Lambda layer, a pickle, a factory, SavedModel ops outside the allow-list)
+    given without --trust-code (`trust_code=True`): nothing in it ran."""
+
+
+class BadInput(RosettaError):
+    """An input spec or input arrays that do not fit the model (name, shape, dtype, range)."""
+
+
+class CannotConvert(Unsupported):
+    """A converter refused the model or lacks one of its ops: a CANNOT row, or raised by Report.raise_for_verdict."""
+
+
+class FrameworkMissing(Unsupported):
+    """A framework or converter rosetta needs for a target is not installed: that target's rows are CANNOT."""
+
+
+class WorkerCrashed(WorkerDied):
+    """A worker process died under a job (a segfault, SIGKILL by the out-of-memory killer, an abort)."""
+
+
+class WorkerTimedOut(WorkerDied):
+    """A job ran past --timeout (`timeout=`): its worker was killed."""
+
+
+class VerificationFailed(RosettaError):
+    """Report.raise_for_verdict: a row FAILed (or was INCONCLUSIVE, or ERROR): the message is the first such row's
+    verdict with its figures and, where located, the layer it diverges at; `report` holds every row."""
+
+    def __init__(self, message: str, report=None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
 class EnvironmentFailed(RosettaError):
     """The machine failed the run, not the model: out of memory, a full disk, a malformed setting. A row's
     verdict is ERROR with this cause, never the converter's CANNOT; outside any row, one line and exit 3."""

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import rosetta.execution as execution
-from rosetta.errors import EnvironmentFailed, RosettaError, WorkerDied
+from rosetta.errors import EnvironmentFailed, RosettaError, WorkerCrashed, WorkerTimedOut
 from rosetta.processes import popen_for_life
 from rosetta.scratch import scratch_folder
 
@@ -78,9 +78,9 @@ class Worker:
             pass  # it died before the job: reported below from its exit status
         line = self._read_line(timeout)
         if line is None:  # the pool kills it
-            raise WorkerDied(f"{what} timed out after {timeout:g} s (worker killed)")
+            raise WorkerTimedOut(f"{what} timed out after {timeout:g} s (worker killed)")
         if not line:
-            died = WorkerDied(f"{what} {self._death()}")
+            died = WorkerCrashed(f"{what} {self._death()}")
             died.detail = self.stderr()
             raise died
         self.jobs_done += 1
@@ -180,7 +180,7 @@ class Pools:
                     self.workers.pop(job.isolation, None)
                     worker.stop()
             if not reply["ok"]:
-                kind = EnvironmentFailed if reply.get("environment") else RosettaError
+                kind = EnvironmentFailed if reply.get("environment") else _error_class(reply.get("kind", ""))
                 failed = kind(f"{job.what or job.entry} failed: {reply['error']}")
                 failed.detail = reply.get("detail", "")  # the worker's traceback, for -v
                 raise failed
@@ -238,6 +238,15 @@ class Pools:
             how(worker)
         with self.lock:
             self.workers = {}
+
+
+def _error_class(name: str) -> type:
+    """The rosetta error class a worker raised (its kind crosses the pipe by name: UntrustedModel, Unsupported,
+    ...), so that the caller can tell them apart as if the job had run in its own process."""
+    import rosetta.errors as errors
+
+    found = getattr(errors, name, None) if name else None
+    return found if isinstance(found, type) and issubclass(found, RosettaError) else RosettaError
 
 
 POOLS = Pools()

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from rosetta.errors import RosettaError
+from rosetta.errors import BadInput, RosettaError
 
 
 class Runner(ABC):
@@ -49,18 +49,18 @@ def check_feeds(feeds: dict[str, np.ndarray], signature: list[dict]) -> None:
     missing = sorted(set(expected) - set(feeds))
     unknown = sorted(set(feeds) - set(expected))
     if missing or unknown:
-        raise RosettaError(f"inputs do not match the model: missing {missing or 'none'}, unexpected {unknown or 'none'}; "
+        raise BadInput(f"inputs do not match the model: missing {missing or 'none'}, unexpected {unknown or 'none'}; "
                            f"the model takes {sorted(expected)}")
     for name, array in feeds.items():
         entry = expected[name]
         text = entry["dtype"] == "str"  # numpy's str of any length, bytes or objects: ONNX's string tensor
         if (array.dtype.kind not in "USO") if text else np.dtype(array.dtype) != np.dtype(entry["dtype"]):
-            raise RosettaError(f"input {name!r} has dtype {array.dtype}; the model expects {entry['dtype']}")
+            raise BadInput(f"input {name!r} has dtype {array.dtype}; the model expects {entry['dtype']}")
         shape = entry["shape"]
         fixed_ok = all(not isinstance(d, int) or d in (0, a) for d, a in zip(shape, array.shape))
         if len(shape) != array.ndim or not fixed_ok:
             wanted = "(" + ", ".join(str(d) if isinstance(d, int) and d else str(d or "?") for d in shape) + ")"
-            raise RosettaError(f"input {name!r} has shape {tuple(array.shape)}; the model expects {wanted}")
+            raise BadInput(f"input {name!r} has shape {tuple(array.shape)}; the model expects {wanted}")
 
 
 def artifact_file(folder: Path, manifest) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.errors import RosettaError, Unsupported, one_line
+from rosetta.errors import RosettaError, Unsupported, UntrustedModel, one_line
 from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, in_float, to_layouts
 from rosetta.frameworks.speed import PRECISIONS as SPEED_PRECISIONS
 from rosetta.frameworks.speed import Speed
@@ -55,7 +55,7 @@ def load_keras_model(path: Path, trust_code: bool):
     except Exception as error:
         text = str(error)
         if "safe_mode" in text or "arbitrary code" in text:
-            raise RosettaError(f"{path.name} contains Python code (e.g. a Lambda layer) that loading it would run; "
+            raise UntrustedModel(f"{path.name} contains Python code (e.g. a Lambda layer) that loading it would run; "
                                f"{TRUST_HINT}") from None
         if "Unknown layer" in text or "Could not locate" in text:
             raise RosettaError(f"{path.name} uses a custom layer Keras cannot find ({one_line(error)[:200]}); "
@@ -92,7 +92,7 @@ def load_keras2_h5(path: Path, trust_code: bool):
         found = set(_class_names(config))
         code, custom = sorted(found & CODE_LAYERS), sorted(found - builtin - CODE_LAYERS)
         if code:
-            raise RosettaError(f"{path.name} contains Python code ({code[0]} layer) that loading it would run; "
+            raise UntrustedModel(f"{path.name} contains Python code ({code[0]} layer) that loading it would run; "
                                f"{TRUST_HINT}")
         if custom:
             raise RosettaError(f"{path.name} uses a custom class ({custom[0]}) tf-keras cannot find; only built-in "

@@ -101,7 +101,7 @@ def bounded_run(session, names: list[str], feeds: dict) -> list:
 
     import onnxruntime as ort
 
-    from rosetta.errors import WorkerDied
+    from rosetta.errors import WorkerTimedOut
     from rosetta.execution import started_by_pool, timeout_seconds
 
     if started_by_pool():
@@ -124,7 +124,7 @@ def bounded_run(session, names: list[str], feeds: dict) -> list:
         threading.Thread(target=run, name="onnxruntime-run", daemon=True).start()
         while not done.wait(0.05):
             if time.monotonic() > deadline:
-                raise WorkerDied(f"ONNX Runtime timed out after {timeout_seconds():g} s (--timeout)")
+                raise WorkerTimedOut(f"ONNX Runtime timed out after {timeout_seconds():g} s (--timeout)")
     except BaseException:  # Ctrl-C, SIGTERM (rosetta.processes), the timeout: stop it before going on
         options.terminate = True  # ONNX Runtime checks it between nodes, a Loop's iterations included
         done.wait(10)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.errors import RosettaError, Unsupported, one_line
+from rosetta.errors import RosettaError, Unsupported, UntrustedModel, one_line
 from rosetta.frameworks import onnx2torch
 from rosetta.frameworks.base import (Runner, artifact_file, check_feeds, from_layouts, import_generated, to_layouts,
                                      weights_dict)
@@ -161,7 +161,7 @@ def _no_unpickling(label: str):
     from torch.export.pt2_archive import _package
 
     def refuse(*args, **kwargs):
-        raise RosettaError(f"{label} holds pickled objects, which run code when loaded; {TRUST_HINT}")
+        raise UntrustedModel(f"{label} holds pickled objects, which run code when loaded; {TRUST_HINT}")
 
     original_load, original_pickle_obj, original_pickle = torch.load, torch._C._pickle_load_obj, _package.pickle
 
@@ -257,7 +257,7 @@ class TorchCodeRunner(TorchArtifactRunner):
 
     def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu", trust_code: bool = False) -> None:
         if not trust_code:
-            raise RosettaError(f"{folder} holds generated Python code ({manifest.converter.get('code', 'code')}) that "
+            raise UntrustedModel(f"{folder} holds generated Python code ({manifest.converter.get('code', 'code')}) that "
                                "running it would execute; pass --trust-code if you trust it")
         super().__init__(folder, manifest, threads, device)
 

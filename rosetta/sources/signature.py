@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from rosetta.errors import RosettaError
+from rosetta.errors import BadInput
 from rosetta.models.registry import TensorSpec
 
 INPUT_HELP = "name:SHAPE:DTYPE[:LOW:HIGH], e.g. image:Nx3x32x32:float32 or tokens:Nx100:int64:0:20000 (N: batch)"
@@ -19,7 +19,7 @@ def parse_input_option(text: str) -> TensorSpec:
     """One --input option: name:SHAPE:DTYPE[:LOW:HIGH]."""
     parts = text.split(":")
     if len(parts) not in (3, 5) or not parts[0]:
-        raise RosettaError(f"--input {text!r}: expected {INPUT_HELP}")
+        raise BadInput(f"--input {text!r}: expected {INPUT_HELP}")
     name, shape_text, dtype = parts[:3]
     shape = []
     for dim in shape_text.lower().split("x") if shape_text else []:
@@ -28,17 +28,17 @@ def parse_input_option(text: str) -> TensorSpec:
         elif dim.isdigit() and int(dim) > 0:
             shape.append(int(dim))
         else:
-            raise RosettaError(f"--input {text!r}: {dim!r} is not a size; expected {INPUT_HELP}")
+            raise BadInput(f"--input {text!r}: {dim!r} is not a size; expected {INPUT_HELP}")
     if dtype not in DTYPES:
-        raise RosettaError(f"--input {text!r}: unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+        raise BadInput(f"--input {text!r}: unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
     low = high = None
     if len(parts) == 5:
         try:
             low, high = float(parts[3]), float(parts[4])
         except ValueError:
-            raise RosettaError(f"--input {text!r}: LOW and HIGH must be numbers") from None
+            raise BadInput(f"--input {text!r}: LOW and HIGH must be numbers") from None
         if not low < high:
-            raise RosettaError(f"--input {text!r}: LOW must be below HIGH")
+            raise BadInput(f"--input {text!r}: LOW must be below HIGH")
         _check_range(text, dtype, low, high)
     return TensorSpec(name, tuple(shape), dtype, low, high)
 
@@ -50,12 +50,12 @@ def _check_range(text: str, dtype: str, low: float, high: float) -> None:
     if kind.kind in "iu":
         bounds = np.iinfo(kind)
         if not (low.is_integer() and high.is_integer() and bounds.min <= low and high <= bounds.max + 1):
-            raise RosettaError(f"--input {text!r}: LOW and HIGH of an input of dtype {dtype} must be whole numbers in "
+            raise BadInput(f"--input {text!r}: LOW and HIGH of an input of dtype {dtype} must be whole numbers in "
                                f"[{bounds.min}, {bounds.max + 1}]")
     elif kind.kind == "f":
         largest = float(np.finfo(kind if kind != np.float16 else np.float32).max)
         if not (np.isfinite(low) and np.isfinite(high) and high - low <= largest):
-            raise RosettaError(f"--input {text!r}: LOW and HIGH must be finite numbers less than {largest:.3g} "
+            raise BadInput(f"--input {text!r}: LOW and HIGH must be finite numbers less than {largest:.3g} "
                                f"apart for an input of dtype {dtype}")
 
 
@@ -68,7 +68,7 @@ def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: st
     given = {spec.name: spec for spec in overrides}
     unknown = sorted(set(given) - {entry["name"] for entry in signature})
     if unknown:
-        raise RosettaError(f"--input {unknown[0]!r}: {label} has no input of that name; its inputs are "
+        raise BadInput(f"--input {unknown[0]!r}: {label} has no input of that name; its inputs are "
                            f"{', '.join(entry['name'] for entry in signature)}")
     resolved = []
     for entry in signature:
@@ -79,10 +79,10 @@ def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: st
             clash = len(override.shape) != len(dims) or any(
                 m is not None and o != m for o, m in zip(override.shape, fixed) if not (o is None and m is None))
             if clash:
-                raise RosettaError(f"--input {name}: shape {_shape_text(override.shape)} does not match the model, "
+                raise BadInput(f"--input {name}: shape {_shape_text(override.shape)} does not match the model, "
                                    f"which expects {_shape_text(fixed)}")
             if np.dtype(override.dtype) != np.dtype(dtype):
-                raise RosettaError(f"--input {name}: dtype {override.dtype} does not match the model, which "
+                raise BadInput(f"--input {name}: dtype {override.dtype} does not match the model, which "
                                    f"expects {dtype}")
             if override.low is None and override.high is None and entry.get("high"):
                 override = replace(override, high=entry["high"])  # the model's index range, where it has one
@@ -95,7 +95,7 @@ def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: st
             elif axis == 0:
                 shape.append(None)
             else:
-                raise RosettaError(f"input {name!r} of {label} has a free axis {axis} ({dim or '?'}); give its size "
+                raise BadInput(f"input {name!r} of {label} has a free axis {axis} ({dim or '?'}); give its size "
                                    f"with --input {name}:{_shape_text([None] + [d if isinstance(d, int) and d > 0 else 'SIZE' for d in dims[1:]])}:{dtype}")
         resolved.append(TensorSpec(name, tuple(shape), dtype, high=entry.get("high")))  # high: an index range
     return tuple(resolved)

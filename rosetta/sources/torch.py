@@ -12,7 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from rosetta.errors import RosettaError, one_line
+from rosetta.errors import RosettaError, UntrustedModel, one_line
 from rosetta.frameworks.torch import load_exported
 from rosetta.sources.readers import write_manifest
 from rosetta.trust import TRUST_HINT
@@ -51,7 +51,7 @@ def load_factory(model_file, trust_code: bool):
     import torch
 
     if not trust_code:
-        raise RosettaError(f"{model_file.text} is Python code: building the model runs it; {TRUST_HINT}")
+        raise UntrustedModel(f"{model_file.text} is Python code: building the model runs it; {TRUST_HINT}")
     try:
         if model_file.path is not None:
             name = f"rosetta_user_{model_file.path.stem}"

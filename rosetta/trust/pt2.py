@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 from typing import Iterator
 
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, UntrustedModel
 from rosetta.trust import TRUST_HINT
 
 # sympy classes `srepr` writes for integer shape arithmetic and its comparisons (SymBool), and torch's own
@@ -45,7 +45,7 @@ def check_archive(path: Path, label: str) -> None:
     for member, key, text in _texts(path, label):
         problem = _problem(key, text)
         if problem:
-            raise RosettaError(f"{label} holds {problem} in {member} ({text[:80]!r}), which torch would evaluate "
+            raise UntrustedModel(f"{label} holds {problem} in {member} ({text[:80]!r}), which torch would evaluate "
                                f"as Python when loading it; {TRUST_HINT}")
 
 

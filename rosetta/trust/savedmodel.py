@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, NamedTuple
 
-from rosetta.errors import RosettaError
+from rosetta.errors import UntrustedModel
 from rosetta.trust import TRUST_HINT
 
 PURE_OPS = frozenset({
@@ -221,7 +221,7 @@ def check_saved_model_proto(saved_model, label: str, trust_code: bool) -> None:
         return
     for refusal in refusals(saved_model):
         where = f"in function {refusal.where}" if refusal.in_function else f"node {refusal.where}"
-        raise RosettaError(f"{label} holds op {refusal.op} ({where}), which {refusal.what}; {TRUST_HINT}")
+        raise UntrustedModel(f"{label} holds op {refusal.op} ({where}), which {refusal.what}; {TRUST_HINT}")
 
 
 def refusals(saved_model) -> list[Refusal]:
