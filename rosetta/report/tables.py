@@ -194,3 +194,60 @@ def environment_table(rows: list[dict]):
         table.add_row(row["framework"], row["version"], ", ".join(row["devices"]), row["cuda"] or "CPU build",
                       row["cudnn"] or "-", settings)
     return table
+
+
+def results_text(results: list[VerifyResult], title: str, width: int = 160) -> str:
+    """The table and the failure lines as plain text (what `rosetta verify` prints, without colour)."""
+    from rich.console import Console
+
+    console = Console(record=True, width=width, file=_Discard(), color_system=None)
+    console.print(verify_table(results, title=title))
+    for line in failure_lines(results):
+        console.print(line, highlight=False)
+    return console.export_text().rstrip()
+
+
+def results_html(results: list[VerifyResult], title: str) -> str:
+    """The table as HTML, for Jupyter (rosetta.Report._repr_html_): a row per output, verdicts coloured."""
+    import html
+
+    colours = {PASS: "#1a7f37", FAIL: "#cf222e", ERROR: "#cf222e", CANNOT: "#9a6700", INCONCLUSIVE: "#9a6700"}
+    head = ("model", "route", "target", "output", "max abs err", "noise floor", "err/floor", "cosine", "verdict")
+    lines = [f"<table><caption style='text-align:left'>{html.escape(title)}</caption><tr>"
+             + "".join(f"<th>{name}</th>" for name in head) + "</tr>"]
+    for result in results:
+        outputs = result.outputs or [None]
+        for output in outputs:
+            verdict = result.verdict if output is None else (FAIL if not output.passed else result.verdict)
+            cells = [result.model, result.route, result.target, "-" if output is None else output.name,
+                     "-" if output is None else _fmt(output.max_abs_error),
+                     "-" if output is None else _fmt(output.noise_floor),
+                     "-" if output is None or math.isnan(output.error_ratio) else f"{output.error_ratio:.2f}",
+                     "-" if output is None or math.isnan(output.cosine) else f"{output.cosine:.8f}"]
+            lines.append("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in cells)
+                         + f"<td style='color:{colours.get(verdict, 'inherit')}'><b>{verdict}</b></td></tr>")
+        if result.verdict != PASS and result.reason:
+            lines.append(f"<tr><td colspan='{len(head)}'>{html.escape(result.reason)}</td></tr>")
+    return "\n".join(lines + ["</table>"])
+
+
+def bench_text(results, overheads: dict, notes: list[str], title: str, executor: str, charts: list) -> str:
+    """What `rosetta bench` prints: the table, the executor, the overhead and ratio lines, notes and charts."""
+    from rich.console import Console
+
+    console = Console(record=True, width=200, file=_Discard(), color_system=None)
+    console.print(bench_table(results, title=title))
+    for line in [executor, *bench_lines(results, overheads), *notes, *(f"chart: {path}" for path in charts)]:
+        console.print(line, highlight=False)
+    return console.export_text().rstrip()
+
+
+class _Discard:
+    """A file that keeps nothing: the recording console's own output goes nowhere."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+

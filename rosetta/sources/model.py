@@ -39,10 +39,11 @@ class UserModel:
     program: object = None  # a .pt2's ExportedProgram: exported to ONNX as it is
     trust_code: bool = False
     key: str = field(default="")  # store key: identifies the model's bytes
+    display: str = ""  # how tables name it where its file does not (an in-memory model: sources.memory)
 
     @property
     def label(self) -> str:
-        return self.file.label
+        return self.display or self.file.label
 
     @property
     def has_float64(self) -> bool:
@@ -104,10 +105,16 @@ def with_embedding_range(spec: TensorSpec, module) -> TensorSpec:
     return spec
 
 
-def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch: Path) -> UserModel:
-    """Identify and read a user's model (into `scratch` where it must be copied), resolving its inputs."""
+def open_model(text, overrides: list[TensorSpec], trust_code: bool, scratch: Path) -> UserModel:
+    """Identify and read a user's model (into `scratch` where it must be copied), resolving its inputs. `text`: a
+    path or factory as the command line names it, or a model object (sources.memory: the Python API)."""
     from rosetta.manifest import Manifest
 
+    if not isinstance(text, (str, Path)):
+        from rosetta.sources.memory import open_object
+
+        return open_object(text, overrides, scratch)
+    text = str(text)
     model_file = identify(text)
     if model_file.format == "torch-factory":
         from rosetta.sources.torch import load_factory
@@ -117,7 +124,7 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
             raise RosettaError(f"{text}: a PyTorch factory has no declared inputs; give each with --input "
                                "name:SHAPE:DTYPE, e.g. --input image:Nx3x32x32:float32")
         inputs = tuple(with_embedding_range(spec, module) for spec in overrides)
-        return UserModel(model_file, "torch-factory", inputs, _torch_outputs(module, inputs, text), module=module,
+        return UserModel(model_file, "torch-factory", inputs, torch_outputs(module, inputs, text), module=module,
                          trust_code=trust_code, key="factory-" + hashlib.sha256(text.encode()).hexdigest()[:12])
     if model_file.format == "artifact":
         folder = model_file.path
@@ -164,7 +171,7 @@ def check_given_folder(folder: Path, manifest, trust_code: bool, label: str) -> 
                 isolation("tensorflow"), f"checking {label}")
 
 
-def _torch_outputs(module, inputs: tuple[TensorSpec, ...], text: str) -> tuple[TensorSpec, ...]:
+def torch_outputs(module, inputs: tuple[TensorSpec, ...], text: str) -> tuple[TensorSpec, ...]:
     """A factory's outputs, found by running it once on generated inputs of batch 2."""
     from rosetta.frameworks.torch import TorchModuleRunner
 

@@ -92,7 +92,7 @@ def model_files(paths: Sequence[str]) -> list[Path]:
     that names nothing readable is a RosettaError here, before any work."""
     from rosetta.sources.files import identify
 
-    return [file for path in paths for file in identify(path).files()]
+    return [file for path in paths if isinstance(path, (str, Path)) for file in identify(str(path)).files()]
 
 
 def check_output_names(names: Sequence[str], atol: Sequence[tuple[str, float]],
@@ -156,7 +156,7 @@ def conversion_row(cell):
                         reason=cell.failure, artifact=cell.folder)
 
 
-def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: Path | None = None,
+def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path | None = None, feeds=None,
                  load_outputs: Path | None = None, save_inputs: Path | None = None, save_outputs: Path | None = None,
                  trust_code: bool = False, batch: int = 8, seed: int = 0, threads: int = 0,
                  atol: Sequence[tuple[str, float]] = (), rtol: Sequence[tuple[str, float]] = (),
@@ -165,8 +165,9 @@ def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: P
     """Run the models at `paths` on the same inputs and compare paths[1:] with paths[0]'s outputs, or every
     one with the outputs in `load_outputs` (from an earlier `save_outputs`; then `inputs_file` is needed).
 
-    `inputs`: parsed --input options; `inputs_file`: inputs to run (.npz; default: generated from `batch` and
-    `seed`); `save_inputs`, `save_outputs`: .npz files to write the inputs and the reference's outputs to;
+    `paths`: paths as the command line names models, or model objects (sources.memory); `inputs`: parsed --input
+    options; `inputs_file`: inputs to run (.npz; default: generated from `batch` and `seed`); `feeds`: inputs to
+    run as arrays, a dict by name or a sequence in the reference's input order (the Python API); `save_inputs`, `save_outputs`: .npz files to write the inputs and the reference's outputs to;
     `results_file`: where the caller will write the results, checked writable before any work. A model that
     cannot be read is its row's ERROR; a path that names nothing readable is a RosettaError, before any work.
     `locate`: where both the reference and a failing model are ONNX, the first node at which it diverges
@@ -175,6 +176,7 @@ def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: P
     from rosetta.frameworks.base import check_feeds
     from rosetta.models.inputs import check_memory, generate_inputs
     from rosetta.models.registry import signature_of
+    from rosetta.sources.memory import as_artifact, label_of
     from rosetta.sources.model import open_model
     from rosetta.verify.artifacts import ArtifactCell, ReferenceOutputs, reference_outputs, run_artifact_cells
 
@@ -190,7 +192,7 @@ def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: P
     for path in (results_file, save_inputs, save_outputs):
         check_writable_file(path, read)
     policy = policy_from_options(atol, rtol, tolerance_multiple)
-    given = read_npz(inputs_file, "--inputs") if inputs_file is not None else None
+    given = read_npz(inputs_file, "--inputs") if inputs_file is not None else feeds
     saved = read_npz(load_outputs, "--load-outputs") if load_outputs is not None else None
     if given is None:
         check_memory(inputs, [], batch, max_memory)
@@ -200,8 +202,8 @@ def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: P
             check_memory(first.inputs, first.outputs, batch, max_memory, first.has_float64)
             feeds = generate_inputs(first.inputs, batch, seed)
         else:
-            check_feeds(given, signature_of(first.inputs))
-            feeds = given
+            feeds = given if isinstance(given, dict) else dict(zip([spec.name for spec in first.inputs], given))
+            check_feeds(feeds, signature_of(first.inputs))
         if saved is not None:
             check_output_names(list(saved), atol, rtol)
             reference = ReferenceOutputs(feeds, saved)
@@ -218,13 +220,15 @@ def verify_files(paths: list[str], *, inputs: list | None = None, inputs_file: P
         policy = reference.policy(policy, tolerance_multiple is not None)
         cells = []
         for path in compared:  # a model that cannot be read (or crashes its worker) is its row's ERROR
+            name = path if isinstance(path, (str, Path)) else label_of(path)
             try:
-                model = first if path == paths[0] else open_model(path, inputs, trust_code, Path(scratch))
-                failure = "" if model.folder else "a PyTorch factory can only be the reference"
-                folder = str(model.folder or "")
+                model = first if path is paths[0] else open_model(path, inputs, trust_code, Path(scratch))
+                if model.folder is None:  # a torch module (a factory, an in-memory one): run as its export
+                    model = as_artifact(model, feeds, Path(scratch))
+                failure, folder = "", str(model.folder)
             except RosettaError as error:
                 failure, folder = f"reading failed: {error}", ""
-            cells.append(ArtifactCell(label, path, folder, failure, failed_stage="reading", threads=threads,
+            cells.append(ArtifactCell(label, str(name), folder, failure, failed_stage="reading", threads=threads,
                                       trust_code=trust_code, route=_route_of(folder)))
         results = run_artifact_cells(cells, reference, policy, progress, executor)
         if locate:

@@ -109,10 +109,14 @@ class VerifyResult:
         return cls(**{**data, "outputs": [OutputComparison(**output) for output in data.get("outputs", [])]})
 
 
-def write_results_json(results: list[VerifyResult], path: Path, extra: dict | None = None) -> None:
+def results_payload(results: list[VerifyResult], extra: dict | None = None) -> dict:
+    """What --json writes (and rosetta.Report.to_json gives): the version, `extra`, every row."""
     from rosetta import __version__
 
+    return {"rosetta_version": __version__, **(extra or {}), "results": [r.to_json() for r in results]}
+
+
+def write_results_json(results: list[VerifyResult], path: Path, extra: dict | None = None) -> None:
     from rosetta.atomic import atomic_write_json
 
-    payload = {"rosetta_version": __version__, **(extra or {}), "results": [r.to_json() for r in results]}
-    atomic_write_json(path, payload)
+    atomic_write_json(path, results_payload(results, extra))

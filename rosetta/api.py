@@ -1,0 +1,408 @@
+"""rosetta as a library: verify, convert and time models from Python, as the `rosetta` command does.
+
+    import rosetta
+    report = rosetta.verify(torch_model, keras_port, inputs=["image:Nx3x32x32:float32"])
+    report.passed, report.verdict, report.rows, report.located     # the figures the table shows
+    print(report)                                                    # the table; in Jupyter, an HTML table
+    report.raise_for_verdict()                                       # rosetta.VerificationFailed unless PASS
+
+Models are what the command line takes (a path, `file.py:factory`, a reference model name such as "cnn") or
+objects in memory: a torch.nn.Module, a keras.Model, an MXNet Gluon HybridBlock, an onnx.ModelProto (an
+in-memory model is the caller's code: it is trusted). Nothing here exits the interpreter or prints, unless
+`progress=True` draws a bar; errors are rosetta.RosettaError and its kinds (rosetta.errors), with the one-line
+messages the command line prints; logging goes to logging.getLogger("rosetta"). The `rosetta` command is a
+thin layer over these functions (rosetta/cli/)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rosetta.errors import (BadInput, CannotConvert, RosettaError, VerificationFailed, WorkerDied)
+from rosetta.verify.results import CANNOT, ERROR, FAIL, INCONCLUSIVE, PASS, VerifyResult
+
+__all__ = ["verify", "convert", "bench", "Report", "Row", "Conversion", "BenchReport", "list_models",
+           "list_targets"]
+
+LOG = logging.getLogger("rosetta")
+Row = VerifyResult  # one (model, route, target, check) row: every figure the table shows, and its reason
+# how bad a verdict is, for a report's overall verdict: the worst row's
+_SEVERITY = {FAIL: 5, ERROR: 4, INCONCLUSIVE: 3, CANNOT: 2, PASS: 1, "converted": 1}
+
+
+# ---- result objects ---------------------------------------------------------------------------------------------
+@dataclass
+class Report:
+    """The rows of one verification, and what the command line's table, failure lines and --json show of them."""
+
+    rows: list[VerifyResult]
+    title: str = "rosetta verify"
+    extra: dict = field(default_factory=dict)  # the --json payload's other fields (reference, tolerance, ...)
+
+    @property
+    def verdict(self) -> str:
+        """The worst row's verdict: FAIL, then ERROR, INCONCLUSIVE, CANNOT, PASS ("PASS" for no rows)."""
+        return max((row.verdict for row in self.rows), key=lambda v: _SEVERITY.get(v, 0), default=PASS)
+
+    @property
+    def passed(self) -> bool:
+        """Every row PASSed (a CANNOT or INCONCLUSIVE row is not a pass)."""
+        return bool(self.rows) and all(row.verdict in (PASS, "converted") for row in self.rows)
+
+    @property
+    def located(self) -> dict | None:
+        """The first located row's LocateReport (as JSON): the first node or layer where it diverges."""
+        return next((row.locate for row in self.rows if row.locate.get("verdict") == "located"), None)
+
+    def __iter__(self) -> Iterator[VerifyResult]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def to_json(self) -> dict:
+        """Exactly what `--json` writes."""
+        from rosetta.verify.results import results_payload
+
+        return results_payload(self.rows, self.extra)
+
+    def message(self) -> str:
+        """One line per row that is not a PASS, as an assertion says it (verdict_message); "PASS" when all are."""
+        lines = [verdict_message(row) for row in self.rows if row.verdict not in (PASS, "converted")]
+        return "\n".join(lines) or f"PASS: {len(self.rows)} row(s)"
+
+    def raise_for_verdict(self) -> None:
+        """VerificationFailed (its `report` is this one) unless every row PASSed; CannotConvert when the only
+        rows that did not are CANNOT."""
+        if self.passed:
+            return
+        kind = CannotConvert if all(r.verdict in (PASS, CANNOT, "converted") for r in self.rows) else VerificationFailed
+        error = kind(self.message())
+        error.report = self
+        raise error
+
+    def __str__(self) -> str:
+        from rosetta.report.tables import results_text
+
+        return results_text(self.rows, self.title)
+
+    def _repr_html_(self) -> str:
+        from rosetta.report.tables import results_html
+
+        return results_html(self.rows, self.title)
+
+
+def verdict_message(row: VerifyResult) -> str:
+    """'FAIL: keras: output logits: max |err| 3.1e-02 > tolerance 4.0e-06 (10 x noise floor); diverges first at
+    conv2 (introduced)': the row's verdict, its worst output's figures against its tolerance, where it diverges."""
+    failing = [o for o in row.outputs if not o.passed and math.isfinite(o.max_abs_error)]
+    if not failing:
+        text = f"{row.verdict}: {row.target}: {row.reason}"
+    else:
+        worst = max(failing, key=lambda o: o.error_ratio if math.isfinite(o.error_ratio) else math.inf)
+        tolerance = row.tolerance or {}
+        if tolerance.get("atol") is None and tolerance.get("rtol") is None:
+            multiple = tolerance.get("multiple", 10.0)
+            unit = "noise floor" if tolerance.get("float64_reference", True) else "float32 ulp at scale"
+            limit = f"{multiple * worst.noise_floor:.2g} ({multiple:g} x {unit})"
+        else:
+            limit = f"atol={tolerance.get('atol') or 0:g} rtol={tolerance.get('rtol') or 0:g}"
+        text = f"{row.verdict}: {row.target}: output {worst.name}: max |err| {worst.max_abs_error:.2g} > tolerance {limit}"
+    located = row.locate or {}
+    first = located.get("first") or {}
+    if located.get("verdict") == "located" and first:
+        where = first.get("source_layer") or first.get("node")
+        text += f"; diverges first at {where}" + (f" ({located['origin']})" if located.get("origin") else "")
+    return text
+
+
+@dataclass
+class Conversion:
+    """What `convert` made: each target's artifact folder (where it was written) and the verification report."""
+
+    artifacts: dict[str, Path]  # target -> its folder (output_dir/TARGET)
+    report: Report
+    output_dir: Path | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.report.passed
+
+    def __str__(self) -> str:
+        written = "\n".join(f"{target}: {path}" for target, path in self.artifacts.items())
+        return f"{self.report}\n{written}" if self.report.rows else written
+
+
+@dataclass
+class BenchReport:
+    """The rows of a benchmark (bench.run.BenchResult: status, timings, settings), and its JSON and text."""
+
+    results: list
+    payload: dict  # exactly what `rosetta bench --json` writes
+    text: str = ""  # the table and notes the command prints
+
+    @property
+    def passed(self) -> bool:
+        """No cell FAILed (an n/a cell, a setting its framework lacks, is not a failure)."""
+        return all(result.status != "FAIL" for result in self.results)
+
+    def __iter__(self):
+        return iter(self.results)
+
+    def to_json(self) -> dict:
+        return self.payload
+
+    def __str__(self) -> str:
+        return self.text
+
+
+# ---- what the functions take ------------------------------------------------------------------------------------
+def _inputs(inputs) -> tuple[list, Any]:
+    """(input specs, arrays): `inputs` as specs ("name:SHAPE:DTYPE[:LOW:HIGH]" strings or TensorSpecs) or as
+    arrays (a dict by name, or a sequence in the model's input order); the specs of arrays are read off them."""
+    import numpy as np
+
+    from rosetta.models.registry import TensorSpec
+    from rosetta.sources.memory import specs_from_arrays
+    from rosetta.sources.signature import parse_input_option
+
+    if inputs is None:
+        return [], None
+    if isinstance(inputs, Mapping):
+        arrays = {str(name): np.asarray(value) for name, value in inputs.items()}
+        return specs_from_arrays(arrays), arrays
+    if isinstance(inputs, (str, TensorSpec)) or hasattr(inputs, "shape"):
+        inputs = [inputs]
+    items = list(inputs)
+    if all(isinstance(item, (str, TensorSpec)) for item in items):
+        return [parse_input_option(item) if isinstance(item, str) else item for item in items], None
+    if all(hasattr(item, "shape") for item in items):
+        arrays = [np.asarray(item) for item in items]
+        return specs_from_arrays({f"input_{n}": a for n, a in enumerate(arrays)}), arrays
+    raise BadInput("inputs: give arrays (a dict by input name, or a list in the model's input order) or specs "
+                   "('name:SHAPE:DTYPE', e.g. 'image:Nx3x32x32:float32'), not a mix")
+
+
+def _tolerance(tolerance, atol=None, rtol=None) -> tuple[list, list, float | None]:
+    """(atol pairs, rtol pairs, multiple) as the command line's --atol/--rtol/--tolerance-multiple give them:
+    `tolerance` a number (the multiple of the noise floor) or {"atol": ..., "rtol": ...}; atol/rtol a number
+    for every output or {output: number}."""
+    if isinstance(tolerance, Mapping):
+        atol, rtol = tolerance.get("atol", atol), tolerance.get("rtol", rtol)
+        tolerance = tolerance.get("multiple")
+    pairs = []
+    for given in (atol, rtol):
+        if given is None:
+            pairs.append([])
+        elif isinstance(given, Mapping):
+            pairs.append([(str(name), float(value)) for name, value in given.items()])
+        else:
+            pairs.append([("", float(given))])
+    if tolerance is not None and (not isinstance(tolerance, (int, float)) or tolerance <= 0):
+        raise BadInput(f"tolerance: a positive multiple of the noise floor, or {{'atol': ..., 'rtol': ...}}; "
+                       f"got {tolerance!r}")
+    return pairs[0], pairs[1], None if tolerance is None else float(tolerance)
+
+
+def _reference_model_names(model) -> str | None:
+    """`model` as reference model names ("cnn", "cnn,gru", "all") where it names them and no file, else None."""
+    if not isinstance(model, str) or Path(model).exists():
+        return None
+    from rosetta.models import list_models as registered
+
+    names = [name.strip() for name in model.split(",")]
+    return model if names == ["all"] or all(name in registered() for name in names) else None
+
+
+@contextlib.contextmanager
+def _run_settings(timeout: float | None, verbose: bool):
+    """What the command line sets for one run: the workers' timeout, and frameworks' logs off unless verbose."""
+    from rosetta.imports import entries_restored
+
+    with entries_restored(os.environ, ("ROSETTA_WORKER_TIMEOUT", "TF_CPP_MIN_LOG_LEVEL")):
+        if timeout is not None:
+            if not timeout > 0:
+                raise BadInput(f"timeout: a positive number of seconds; got {timeout!r}")
+            os.environ["ROSETTA_WORKER_TIMEOUT"] = str(timeout)
+        if not verbose:
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        yield
+
+
+def _executor(executor: str = "local", jobs: int | None = None, address: str | None = None):
+    from rosetta.execution.executors import get_executor
+
+    return get_executor(executor, address, jobs=jobs or 1)
+
+
+# ---- the functions ---------------------------------------------------------------------------------------------
+def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int = 0, locate: bool = False,
+           train_steps: int = 0, tolerance=None, atol=None, rtol=None, trust_code: bool = False,
+           targets: str | None = None, via: str = "onnx", threads: int = 0, timeout: float | None = None,
+           progress: bool = False, executor: str = "local", jobs: int | None = None, verbose: bool = False,
+           **options) -> Report:
+    """Is `candidate` the same function as `reference`? Run both on the same inputs and compare, with the
+    calibrated tolerance (a multiple of the reference's own float32 noise floor), as `rosetta verify` does.
+
+    reference, candidate: a path, `file.py:factory`, or a model object (torch.nn.Module, keras.Model, Gluon
+        HybridBlock, onnx.ModelProto); `candidate` may be a list of them. With a reference model name
+        ("cnn", "gru", "resnet50", "all") and no candidate: that model converted to `targets` (default
+        "onnxruntime") by `via` ("onnx", "mmdnn") and verified against PyTorch; `train_steps` then adds training.
+    inputs: arrays (dict by input name, or a list in input order) to run, or specs ("name:SHAPE:DTYPE[:LOW:HIGH]")
+        of generated ones (`batch`, `seed`); a torch module or Gluon block needs them.
+    tolerance: None (calibrated, K = 10), a multiple of the noise floor, or {"atol": ..., "rtol": ...};
+        atol, rtol: a number, or {output name: number}.
+    locate: for each FAIL, the first node or layer where it diverges (Report.located).
+    trust_code: let model files run their code (factories, Lambda layers); in-memory models always may.
+    options: save_inputs, save_outputs, load_outputs, inputs_file (paths), max_memory (GiB), work_dir, opset,
+        exporter, training, precision, train_batch, seeds, address (Ray).
+    Returns a Report; raises rosetta.RosettaError (one line) for bad input, before any work."""
+    atol_pairs, rtol_pairs, multiple = _tolerance(tolerance, atol, rtol)
+    export = {key: options.pop(key) for key in ("opset", "exporter", "training") if key in options}
+    address = options.pop("address", None)
+    with _run_settings(timeout, verbose):
+        names = _reference_model_names(reference) if candidate is None else None
+        if names is not None:
+            from rosetta.verify.matrix import verify_reference_models
+
+            done = verify_reference_models(
+                names, targets or "onnxruntime", via, work_dir=options.pop("work_dir", None), progress=progress,
+                seeds=options.pop("seeds", [seed]), batch=batch, threads=threads, atol=atol_pairs, rtol=rtol_pairs,
+                tolerance_multiple=multiple, export=export, train_steps=train_steps or None,
+                train_batch=options.pop("train_batch", 4), locate=locate, precision=options.pop("precision", "float32"),
+                max_memory=options.pop("max_memory", None), results_file=options.pop("results_file", None),
+                executor=_executor(executor, jobs, address))
+            _refuse_unused(options)
+            return Report(done.results, f"rosetta verify ({done.policy.describe()})",
+                          {"tolerance": done.policy.to_json()})
+        if targets is not None or train_steps:
+            raise BadInput("targets= and train_steps= are for reference models (verify('cnn', targets='keras')); "
+                           "give a candidate model to compare with the reference instead")
+        from rosetta.verify.files import verify_files
+
+        specs, arrays = _inputs(inputs)
+        candidates = [] if candidate is None else list(candidate) if isinstance(candidate, (list, tuple)) else [candidate]
+        done = verify_files([reference, *candidates], inputs=specs, feeds=arrays,
+                            inputs_file=_path(options.pop("inputs_file", None)),
+                            load_outputs=_path(options.pop("load_outputs", None)),
+                            save_inputs=_path(options.pop("save_inputs", None)),
+                            save_outputs=_path(options.pop("save_outputs", None)), trust_code=trust_code,
+                            batch=batch, seed=seed, threads=threads, atol=atol_pairs, rtol=rtol_pairs,
+                            tolerance_multiple=multiple, max_memory=options.pop("max_memory", None),
+                            progress=progress, executor=_executor(executor, jobs, address),
+                            results_file=_path(options.pop("results_file", None)), locate=locate)
+        _refuse_unused(options)
+    return Report(done.results, f"rosetta verify: against {done.reference} ({done.policy.describe()})",
+                  {"reference": done.reference, "tolerance": done.policy.to_json()})
+
+
+def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: str | os.PathLike | None = None,
+            inputs=None, verify: bool = True, force: bool = False, trust_code: bool = False, batch: int = 8,
+            seed: int = 0, locate: bool = False, tolerance=None, atol=None, rtol=None, threads: int = 0,
+            timeout: float | None = None, progress: bool = False, executor: str = "local", jobs: int | None = None,
+            verbose: bool = False, **options) -> Conversion:
+    """Convert `model` to each target of `to` ("onnx,torch", a list, or "all") by `via` ("onnx" or "mmdnn"),
+    verify each conversion against the model on generated or given inputs (unless verify=False), and write
+    each to output_dir/TARGET (a new temporary folder when None: the caller owns it), as `rosetta convert`.
+
+    model: a path, `file.py:factory`, a model object, or a reference model name (one target then, no report).
+    Other arguments as verify's; options: max_memory, opset, exporter, training, results_file.
+    Returns a Conversion: {target: folder} and the Report (a target that cannot be converted is a CANNOT row)."""
+    import tempfile
+
+    targets = to if isinstance(to, str) else ",".join(to)
+    output = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="rosetta-convert-"))
+    export = {key: options.pop(key) for key in ("opset", "exporter", "training") if key in options}
+    address = options.pop("address", None)
+    atol_pairs, rtol_pairs, multiple = _tolerance(tolerance, atol, rtol)
+    with _run_settings(timeout, verbose):
+        names = _reference_model_names(model)
+        if names is not None:
+            from rosetta.convert.store import convert_reference_model
+
+            manifest = convert_reference_model(names, targets, via, output, seed=seed, export=export, force=force)
+            _refuse_unused(options)
+            return Conversion({manifest.chain[-1]: output}, Report([], "rosetta convert"), output)
+        from rosetta.verify.files import convert_and_verify_file
+
+        specs, _ = _inputs(inputs)
+        done = convert_and_verify_file(model, targets, via, output, force=force, export_options=export, inputs=specs,
+                                       trust_code=trust_code, batch=batch, seed=seed, threads=threads,
+                                       atol=atol_pairs, rtol=rtol_pairs, tolerance_multiple=multiple,
+                                       max_memory=options.pop("max_memory", None), verify=verify, progress=progress,
+                                       results_file=_path(options.pop("results_file", None)),
+                                       executor=_executor(executor, jobs, address), locate=locate)
+        _refuse_unused(options)
+    title = f"rosetta convert {done.model_label}" + (f" ({done.policy.describe()})" if verify else "")
+    report = Report(done.results, title, {"model": done.model_file, "output": str(output),
+                                          "tolerance": done.policy.to_json(), "verified": verify})
+    return Conversion({name: output / name for name in done.written}, report, output)
+
+
+def bench(workloads: str | Sequence[str] = "all", targets: str | Sequence[str] = "all", *, device: str = "cpu",
+          steps: int | None = None, epochs: int | None = None, data: str | os.PathLike | None = None,
+          threads: int = 0, overhead: bool = True, baseline: str = "reference", rounds: int = 3,
+          precision: str = "fp32", channels_last: bool = False, compile: bool = False, workers: int = 1,
+          work_dir: str | os.PathLike | None = None, plot_dir: str | os.PathLike | None = None,
+          results_file: str | os.PathLike | None = None, progress: bool = False, executor: str = "local",
+          jobs: int | None = None, address: str | None = None, timeout: float | None = None,
+          verbose: bool = False) -> BenchReport:
+    """Time the DLF workloads ("cnn-train", "gru-train", "resnet50-features", comma-separated, a list, or "all")
+    in each target's framework (the PyTorch reference always timed too), each cell in a process of its own, as
+    `rosetta bench` does. Returns a BenchReport: its rows (bench.run.BenchResult), the --json payload, the text
+    the command prints, and with `plot_dir` one PNG chart per workload."""
+    from rosetta import __version__
+    from rosetta.bench.plan import bench_workloads
+    from rosetta.report.plots import bench_chart
+    from rosetta.report.tables import bench_text
+
+    joined = [value if isinstance(value, str) else ",".join(value) for value in (workloads, targets)]
+    speed = {"precision": precision, "channels_last": channels_last, "compile": compile}
+    runs_on = _executor(executor, jobs, address)
+    with _run_settings(timeout, verbose):
+        done = bench_workloads(*joined, device=device, steps=steps, epochs=epochs, data=_path(data),
+                               threads=threads, overhead=overhead, work_dir=_path(work_dir), progress=progress,
+                               results_file=_path(results_file), plot_dir=_path(plot_dir), executor=runs_on,
+                               baseline=baseline, rounds=rounds, speed=speed, workers=workers)
+    charts = [bench_chart(w, done.results, Path(plot_dir) / f"{w.name}.png", device) for w in done.workloads] \
+        if plot_dir is not None else []
+    payload = {"rosetta_version": __version__, "device": device, "threads": threads, "workers": workers,
+               "speed": speed, "baseline": baseline, "rounds": rounds if baseline == "native" else None,
+               "executor": runs_on.describe(), "workloads": [w.__dict__ for w in done.workloads],
+               "results": [r.to_json() for r in done.results], "overhead": done.overheads, "notes": done.notes}
+    text = bench_text(done.results, done.overheads, done.notes, f"rosetta bench ({device})",
+                      f"executor: {runs_on.describe()}", charts)
+    return BenchReport(done.results, payload, text)
+
+
+def list_models() -> list[str]:
+    """The reference models' names (rosetta.models)."""
+    from rosetta.models import list_models as registered
+
+    return list(registered())
+
+
+def list_targets(route: str = "onnx") -> list[str]:
+    """The targets a route reaches."""
+    from rosetta.convert.targets import list_targets as registered
+
+    return ["onnx"] + registered(route) if route == "onnx" else registered(route)
+
+
+def _path(value) -> Path | None:
+    return None if value is None else Path(value)
+
+
+def _refuse_unused(options: dict) -> None:
+    if options:
+        raise BadInput(f"unknown option(s) {', '.join(sorted(options))}; see help(rosetta.verify)")
+
+
+# the kinds a caller may catch, re-exported for `except rosetta.WorkerDied:` and the like
+__all__ += ["RosettaError", "BadInput", "CannotConvert", "VerificationFailed", "WorkerDied"]

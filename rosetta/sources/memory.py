@@ -1,0 +1,134 @@
+"""Models that exist only in memory (the Python API: a torch.nn.Module just built, a keras.Model just loaded, an
+MXNet Gluon HybridBlock, an onnx.ModelProto), opened as a UserModel like a file. A torch module runs in this
+process as a factory's would; the others are written to a file in the run's scratch folder, in their own
+format, and read from there (their frameworks run in worker processes). An in-memory model is trusted code:
+the caller built it, so a Keras Lambda layer or a custom Gluon block are read with trust_code."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from rosetta.errors import BadInput, RosettaError
+from rosetta.models.registry import TensorSpec
+
+KINDS = {  # a class in the object's method resolution order (module, name) -> its kind
+    ("torch.nn.modules.module", "Module"): "torch",
+    ("keras.src.models.model", "Model"): "keras",
+    ("mxnet.gluon.block", "HybridBlock"): "gluon",
+    ("onnx.onnx_ml_pb2", "ModelProto"): "onnx",
+    ("onnx.onnx_pb", "ModelProto"): "onnx",
+}
+SUPPORTED = "a torch.nn.Module, a keras.Model, an MXNet Gluon HybridBlock or an onnx.ModelProto"
+
+
+def kind_of(model) -> str:
+    """'torch', 'keras', 'gluon' or 'onnx' for a model object (without importing any framework); '' for a path."""
+    if isinstance(model, (str, Path)):
+        return ""
+    for cls in type(model).__mro__:
+        found = KINDS.get((cls.__module__, cls.__name__))
+        if found:
+            return found
+    if type(model).__name__ == "ModelProto" and type(model).__module__.startswith("onnx"):
+        return "onnx"
+    raise BadInput(f"cannot read a {type(model).__module__}.{type(model).__name__}: give {SUPPORTED}, or a path")
+
+
+def label_of(model) -> str:
+    """How tables name an in-memory model: its class, and its own name where it has one."""
+    name = getattr(model, "name", "") if kind_of(model) in ("keras", "gluon") else ""
+    name = name() if callable(name) else name
+    return f"{type(model).__name__}{f' {name!r}' if name else ''} (in memory)"
+
+
+def open_object(model, inputs: list[TensorSpec], scratch: Path):
+    """The UserModel of an in-memory model; `inputs`: the input specs (needed for torch and Gluon, whose
+    objects do not say their inputs), from the caller's spec strings or arrays."""
+    from rosetta.sources.model import open_model
+
+    kind, label = kind_of(model), label_of(model)
+    folder = Path(scratch) / f"memory-{hashlib.sha256(f'{id(model)}{label}'.encode()).hexdigest()[:10]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    if kind == "torch":
+        return _torch_model(model, inputs, label)
+    if kind == "onnx":
+        import onnx
+
+        path = folder / "model.onnx"
+        onnx.save(model, str(path))
+    elif kind == "keras":
+        path = folder / "model.keras"
+        model.save(str(path))
+    else:
+        path = _export_gluon(model, inputs, folder)
+    opened = open_model(str(path), inputs, kind in ("keras", "gluon"), Path(scratch))
+    return replace(opened, display=label)
+
+
+def _torch_model(module, inputs: list[TensorSpec], label: str):
+    from rosetta.sources.files import ModelFile
+    from rosetta.sources.model import UserModel, torch_outputs, with_embedding_range
+
+    if not inputs:
+        raise BadInput(f"{label}: a torch.nn.Module does not say its inputs; give inputs= as arrays or specs, e.g. "
+                       "inputs=['image:Nx3x32x32:float32']")
+    specs = tuple(with_embedding_range(spec, module) for spec in inputs)
+    digest = hashlib.sha256()
+    for name, value in module.state_dict().items():
+        digest.update(name.encode())
+        digest.update(value.detach().cpu().numpy().tobytes())
+    return UserModel(ModelFile(label, "torch-factory", None, function="<in memory>"), "torch-factory", specs,
+                     torch_outputs(module, specs, label), module=module, trust_code=True,
+                     key=f"memory-{digest.hexdigest()[:12]}", display=label)
+
+
+def _export_gluon(block, inputs: list[TensorSpec], folder: Path) -> Path:
+    """The block as NAME-symbol.json + NAME-0000.params (HybridBlock.export, which needs a hybridized block that
+    has run once: it is run on generated inputs of the given specs)."""
+    from rosetta.frameworks.mxnet import import_mxnet
+    from rosetta.models.inputs import generate_inputs
+
+    if not inputs:
+        raise BadInput(f"{label_of(block)}: a Gluon block does not say its inputs; give inputs= as arrays or specs, "
+                       "e.g. inputs=['data:Nx3x32x32:float32']")
+    mx = import_mxnet()
+    block.hybridize()
+    block(*[mx.nd.array(array) for array in generate_inputs(tuple(inputs), 2, 0).values()])
+    block.export(str(folder / "model"), 0)
+    path = folder / "model-symbol.json"
+    if not path.is_file():
+        raise RosettaError(f"{label_of(block)}: HybridBlock.export wrote no model-symbol.json")
+    return path
+
+
+def specs_from_arrays(arrays: dict[str, np.ndarray]) -> list[TensorSpec]:
+    """Input specs from the caller's arrays: their names and dtypes, the first axis the batch."""
+    return [TensorSpec(name, (None,) + tuple(np.shape(array)[1:]), str(np.asarray(array).dtype))
+            for name, array in arrays.items()]
+
+
+def as_artifact(model, feeds: dict[str, np.ndarray], scratch: Path):
+    """A PyTorch module to compare with a reference (not to be the reference) as an artifact rosetta runs: the
+    module exported by torch.export on the run's own inputs (static shapes) to a .pt2 in `scratch`, and opened
+    as such (it is the caller's, or a --trust-code factory's, own code)."""
+    import torch
+
+    from rosetta.sources.model import open_model
+
+    folder = Path(scratch) / f"exported-{model.key or 'module'}"
+    folder.mkdir(parents=True, exist_ok=True)
+    arguments = tuple(torch.from_numpy(np.ascontiguousarray(feeds[spec.name])) for spec in model.inputs)
+    try:
+        program = torch.export.export(model.module.eval(), arguments)
+    except Exception as error:  # noqa: BLE001 - what torch.export cannot trace, said in one line
+        from rosetta.errors import one_line
+
+        raise RosettaError(f"{model.label}: torch.export cannot trace it to run it as a candidate "
+                           f"({one_line(error)}); give it as the reference (first), or as a .pt2") from None
+    torch.export.save(program, str(folder / "model.pt2"))
+    opened = open_model(str(folder / "model.pt2"), list(model.inputs), True, Path(scratch))
+    return replace(opened, display=model.label)
