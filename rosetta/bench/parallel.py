@@ -65,13 +65,14 @@ def _threads(cell) -> int:
 
 
 def _launch(cell, workers: int, options: dict) -> dict:
+    from rosetta.execution import child_environment
     from rosetta.processes import die_with_parent
     from rosetta.scratch import scratch_folder
 
     with scratch_folder("rosetta-parallel-") as scratch:
         argument, result = Path(scratch) / "argument.json", Path(scratch) / "result.json"
         argument.write_text(json.dumps({"cell": asdict(cell), "workers": workers, "options": options}))
-        env = {**os.environ, "OMP_NUM_THREADS": str(_threads(cell))}
+        env = child_environment({"OMP_NUM_THREADS": str(_threads(cell))})
         module = ["-m", "rosetta.bench.parallel", cell.framework, str(argument), str(result)]
         if cell.framework == "torch":
             command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",

@@ -49,7 +49,7 @@ class Worker:
 
     def __init__(self, family: str, fingerprint: str, jobs: int = 0) -> None:
         self.family, self.fingerprint, self.jobs_done = family, fingerprint, 0
-        env = dict(os.environ, **{execution._IN_WORKER: family or "1"})
+        env = execution.child_environment({execution._IN_WORKER: family or "1"})
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         self.log = tempfile.TemporaryFile(mode="w+b", prefix="rosetta-worker-")  # its stderr, for a crash's last line
         # -P (Python 3.11+): do not put the current folder first on sys.path, where a user's own keras.py or
