@@ -37,7 +37,8 @@ def time_predict(framework: str, folder: Path, feeds: dict[str, np.ndarray], rep
         runner = load_runner(framework, folder, threads=threads, **runner_options)
     timing = time_call(lambda: runner.predict(feeds), repeats=repeats, warmup=warmup)
     return {"framework": framework, "threads": threads, "version": runner.running_version(),
-            "settings": {"threads": threads, **runner_options, "device used": runner.device_used}, **timing.to_json()}
+            "settings": {"threads": threads, **runner_options, **runner.settings()},
+            "peak_device_mb": runner.peak_device_mb(), **timing.to_json()}
 
 
 def time_job(argument: dict) -> dict:

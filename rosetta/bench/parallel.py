@@ -150,7 +150,7 @@ def _keras_worker(argument: dict) -> dict:
     for step in zip(*shards):  # the global batch: every worker's shard, concatenated
         feeds = {name: np.concatenate([feeds[name] for feeds, _ in step]) for name in step[0][0]}
         batches.append((feeds, np.concatenate([labels for _, labels in step])))
-    trainer = build_trainer("keras", cell.artifact, {**argument["options"], "jit_compile": True})
+    trainer = build_trainer("keras", cell.artifact, argument["options"])
     found = _time(trainer, batches, cell.warmup)
     found["settings"]["data parallel"] = f"keras.distribution.DataParallel over {workers} {devices[0].split(':')[0]} devices"
     return found

@@ -101,7 +101,7 @@ class WorkerRunner(Runner):
                                                              "options": self.options},
                          isolation(self.framework_name), f"{self.framework_name} inference",
                          settings={"threads": self.options.get("threads", 0)})
-        self.reported_version = result["version"]
+        self.reported_version, self.device_used = result["version"], result["device used"]
         return result["outputs"]
 
 
@@ -133,7 +133,7 @@ def predict_job(argument: dict) -> dict:
     """Job (rosetta.execution): load an artifact in its framework and run it once on `feeds`."""
     runner = load_runner(argument["framework"], Path(argument["folder"]), **argument["options"])
     outputs = {name: np.asarray(value) for name, value in runner.predict(argument["feeds"]).items()}
-    return {"outputs": outputs, "version": runner.version()}
+    return {"outputs": outputs, "version": runner.version(), "device used": runner.device_used}
 
 
 def load_runner(framework: str, folder: Path, **options) -> Runner:

@@ -20,6 +20,9 @@ class Runner(ABC):
     # the device the framework actually runs this artifact on (ONNX Runtime's providers, TensorFlow's
     # placement, MXNet's context, torch's device), recorded beside every timing
     device_used: str = "not reported"
+    # the arithmetic in force, read back from the framework where it has a setting for it (TF32, JAX's matmul
+    # precision, autocast), recorded beside every timing
+    precision_in_force: dict | None = None
 
     @classmethod
     @abstractmethod
@@ -39,6 +42,16 @@ class Runner(ABC):
     def running_version(self) -> str:
         """The version that actually runs this artifact (a worker proxy reports its worker's)."""
         return self.version()
+
+    def peak_device_mb(self) -> float | None:
+        """Peak device (GPU) memory in MiB since the runner was made, where the framework reports it."""
+        return None
+
+    def settings(self) -> dict:
+        """What a timed run records of how it ran, read back from the framework: the device and the precision in
+        force (and, in a subclass, how its steps are compiled)."""
+        return {"device used": self.device_used,
+                **({"precision in force": self.precision_in_force} if self.precision_in_force else {})}
 
 
 def check_feeds(feeds: dict[str, np.ndarray], signature: list[dict]) -> None:

@@ -28,26 +28,91 @@ from rosetta.trust.pt2 import check_archive
 PRECISIONS = ("float32", "float64")
 
 
-CHANNELS_LAST = "memory_format=torch.channels_last"  # how PyTorch applies each speed setting (settings())
-COMPILE = "torch.compile"
+# how PyTorch applies each speed setting (Speed.require, Speed.settings)
+SPEED_WAYS = {"channels_last": "memory_format=torch.channels_last", "compile": "torch.compile",
+              "eager": "eager (PyTorch's default)"}
 
 
 def check_speed(speed: dict | None, device: str) -> Speed:
-    """The speed variant PyTorch runs: every precision, channels-last and compile (CUDA-only ones on CUDA)."""
+    """The speed variant PyTorch runs: every precision and switch (CUDA-only ones on CUDA)."""
     speed = Speed.from_json(speed)
-    speed.require("PyTorch", device, SPEED_PRECISIONS, CHANNELS_LAST, COMPILE)
+    speed.require("PyTorch", device, SPEED_PRECISIONS, **SPEED_WAYS)
     return speed
 
 
+# The same names in rosetta.frameworks.jax and .tensorflow: what a run asks of the framework under it (Keras's
+# backend) to apply a precision and to say what it did: set_precision, precision_in_force, check_device,
+# device_of, devices, reset_peak_memory, peak_memory_mb.
+
+
+def set_precision(precision: str) -> None:
+    """TF32 on for tf32 and off otherwise, for CUDA matmuls and for cuDNN (convolutions and RNNs; PyTorch leaves
+    cuDNN's on by default, so without this an fp32 row on a GPU is TF32). Set on every device, a CPU ignoring
+    it, so that the rows of either read back the same settings."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
+
+
+def precision_in_force(autocast_dtype=None) -> dict:
+    """The arithmetic float32 work gets, read back from torch's settings, and the autocast dtype if any."""
+    import torch
+
+    return {"cuda matmul": "tf32" if torch.backends.cuda.matmul.allow_tf32 else "float32",
+            "cudnn": "tf32" if torch.backends.cudnn.allow_tf32 else "float32",
+            **({"autocast": str(autocast_dtype).removeprefix("torch.")} if autocast_dtype is not None else {})}
+
+
+def check_device(device: str) -> None:
+    torch_device(device)
+
+
+def device_of(tensor) -> str:
+    return str(tensor.device)
+
+
+def module_device(module, default) -> str:
+    """Where a module's weights are, read back from them (`default` for a module without any)."""
+    import itertools
+
+    tensor = next(itertools.chain(module.parameters(), module.buffers()), None)
+    return device_of(tensor) if tensor is not None else str(default)
+
+
+def _on(flag: bool) -> str:
+    return "on" if flag else "off"
+
+
+def devices() -> list[str]:
+    """The CPU and every CUDA device PyTorch sees."""
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return ["cpu"] + [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(count)]
+
+
+def reset_peak_memory(device: str) -> None:
+    import torch
+
+    if device == "cuda":  # device-only: the CUDA caching allocator's statistic
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_memory_mb(device: str) -> float | None:
+    """Peak CUDA memory allocated since the last reset_peak_memory (torch_device resets it); None on the CPU."""
+    import torch
+
+    return torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None
+
+
 def speed_contexts(torch, speed: Speed, device):
-    """(autocast context factory, GradScaler or None, TF32 on) for a speed variant; on CUDA, fp32 turns TF32 off
-    (PyTorch's cuDNN convolutions use it by default) so that an fp32 row is float32."""
-    if device.type == "cuda":  # device-only lines: TF32 is a CUDA setting
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = speed.precision == "tf32"
+    """(autocast context factory, GradScaler or None, the precision in force) for a speed variant: TF32 only
+    for tf32, so that an fp32 row is float32."""
+    set_precision(speed.precision)
     dtype = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(speed.precision)
     autocast = (lambda: torch.autocast(device.type, dtype=dtype)) if dtype else contextlib.nullcontext
     scaler = torch.amp.GradScaler(device.type) if speed.precision == "amp-fp16" else None
-    return autocast, scaler, speed.precision == "tf32"
+    return autocast, scaler, precision_in_force(dtype)
 
 
 @contextlib.contextmanager
@@ -87,11 +152,14 @@ class TorchModuleRunner(Runner):
         import torch
 
         self.speed = check_speed(speed, self.device.type)
-        self.autocast, _, _ = speed_contexts(torch, self.speed, self.device)
-        self.device_used = str(self.device)
+        self.autocast, _, self.precision_in_force = speed_contexts(torch, self.speed, self.device)
+        self.device_used = module_device(module, self.device)
         if self.speed.channels_last:
             module = module.to(memory_format=torch.channels_last)
         return torch.compile(module) if self.speed.compile else module
+
+    def peak_device_mb(self) -> float | None:
+        return peak_memory_mb(self.device.type)
 
     @classmethod
     def version(cls) -> str:
@@ -106,13 +174,12 @@ class TorchModuleRunner(Runner):
     def environment(cls) -> dict:
         import torch
 
-        cuda = torch.cuda.is_available()
-        gpus = [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(torch.cuda.device_count())] if cuda else []
-        return {"version": torch.__version__, "devices": ["cpu"] + gpus, "cuda": torch.version.cuda,
+        return {"version": torch.__version__, "devices": devices(), "cuda": torch.version.cuda,
                 "cudnn": str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None,
                 "settings": {"threads": torch.get_num_threads(), "cudnn.benchmark": "on with --device cuda",
-                             "tf32 matmul": torch.backends.cuda.matmul.allow_tf32,
-                             "tf32 cudnn": torch.backends.cudnn.allow_tf32,
+                             "tf32": "off unless --precision tf32 (PyTorch's defaults: matmul "
+                                     f"{_on(torch.backends.cuda.matmul.allow_tf32)}, cuDNN "
+                                     f"{_on(torch.backends.cudnn.allow_tf32)})",
                              "oneDNN (mkldnn)": torch.backends.mkldnn.is_available()}}
 
     def _forward(self, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
@@ -134,14 +201,16 @@ class TorchModuleRunner(Runner):
 
 
 def torch_device(name: str):
-    """torch.device for 'cpu' or 'cuda', with cuDNN autotune on (DLF lesson 1) and a clear error without CUDA."""
+    """torch.device for 'cpu' or 'cuda', with cuDNN autotune on (DLF lesson 1), the peak memory statistic reset,
+    and a clear error without CUDA."""
     import torch
 
-    if name == "cuda":
+    if name == "cuda":  # device-only lines
         if not torch.cuda.is_available():
             raise Unsupported("--device cuda: PyTorch sees no CUDA device (install a CUDA build of torch on a machine "
                               "with a GPU)")
         torch.backends.cudnn.benchmark = True
+    reset_peak_memory(name)  # the peak of what is built from here on
     return torch.device(name)
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.frameworks.onnx2torch import load_module
-from rosetta.frameworks.torch import CHANNELS_LAST, COMPILE, check_speed, compile_errors, speed_contexts, torch_device
+from rosetta.frameworks.torch import (SPEED_WAYS, check_speed, compile_errors, module_device, peak_memory_mb,
+                                     speed_contexts, torch_device)
 from rosetta.models import get_model
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
@@ -112,16 +113,17 @@ class TorchTrainer(Trainer):
         self.module = module.to(self.dtype).to(self.device).train()
         if self.speed.channels_last:
             self.module = self.module.to(memory_format=torch.channels_last)
-        self.autocast, self.scaler, tf32 = speed_contexts(torch, self.speed, self.device)
+        self.autocast, self.scaler, in_force = speed_contexts(torch, self.speed, self.device)
         self.input_names = list(input_names)
         self.trainable = [p for p in self.module.parameters() if p.requires_grad]
         self.spec = OptimizerSpec.from_json(optimizer)
         self.optimizer = torch_optimizer(self.trainable, self.spec)
         self.loss = torch_loss(loss)
         self.forward = torch.compile(self.module) if compile else self.module
-        self._settings = {"threads": torch.get_num_threads(), "compile": compile, "device used": str(self.device),
-                          **({"cudnn.benchmark": cudnn_benchmark, "tf32": tf32} if device == "cuda" else {}),
-                          **self.speed.settings(CHANNELS_LAST, COMPILE)}
+        self._settings = {"threads": torch.get_num_threads(), "compile": compile,
+                          "device used": module_device(self.module, self.device), "precision in force": in_force,
+                          **({"cudnn.benchmark": torch.backends.cudnn.benchmark} if device == "cuda" else {}),
+                          **self.speed.settings(**SPEED_WAYS)}
 
     def dropout_rates(self) -> list[float]:
         return self._dropout_rates
@@ -177,7 +179,7 @@ class TorchTrainer(Trainer):
             self.torch.cuda.synchronize()
 
     def peak_device_mb(self) -> float | None:
-        return self.torch.cuda.max_memory_allocated() / 2**20 if self.device.type == "cuda" else None
+        return peak_memory_mb(self.device.type)
 
     def settings(self) -> dict:
         return self._settings
