@@ -118,23 +118,28 @@ def _time_cell(cell: BenchCell, workload: Workload, batches: list, result: Bench
     timing = time_predict(cell.framework, Path(cell.artifact), batches[0], repeats=len(batches) - cell.warmup,
                           warmup=cell.warmup, threads=cell.threads, device=cell.device, model=workload.model,
                           seed=cell.seed, **speed)
-    result.version = timing.pop("version", "")
+    result.version, result.peak_device_mb = timing.pop("version", ""), timing.pop("peak_device_mb", None)
     result.settings = {**result.settings, **timing.pop("settings", {})}
     result.dlf_value = timing["median_s"] / workload.batch * 1000
     return timing
 
 
-def bare_torch_loop(model: str, batches: list, warmup: int, threads: int = 0) -> float:
-    """Seconds per step of a hand-written PyTorch training loop: no rosetta code between its clock reads."""
+def bare_torch_loop(model: str, batches: list, warmup: int, threads: int = 0, device: str = "cpu") -> dict:
+    """A hand-written PyTorch training loop on `device`, float32 as the harness runs it (TF32 off), each batch
+    copied to the device in its step as the harness does, the device synchronised where the clock is read: no
+    rosetta code between its clock reads. {"s_per_step", "device": where its weights were, read back}."""
     import torch
     import torch.nn.functional as F
 
+    from rosetta.frameworks.torch import module_device, set_precision, torch_device
     from rosetta.models import get_model
 
     if threads:
         torch.set_num_threads(threads)
+    where = torch_device(device)
+    set_precision("fp32")
     spec = get_model(model)
-    net = spec.build(0).train()
+    net = spec.build(0).train().to(where)
     for layer in net.modules():
         if isinstance(layer, torch.nn.Dropout):
             layer.p = 0.0
@@ -145,20 +150,24 @@ def bare_torch_loop(model: str, batches: list, warmup: int, threads: int = 0) ->
         optimizer = torch.optim.Adam(net.parameters(), lr=settings["lr"], betas=settings["betas"], eps=settings["eps"])
     loss_fn = F.cross_entropy if spec.training.loss == "cross_entropy" else F.mse_loss
     data = [(torch.from_numpy(next(iter(x.values()))), torch.from_numpy(y)) for x, y in batches]
+    synchronize = torch.cuda.synchronize if where.type == "cuda" else (lambda: None)
     start = 0.0
     for index, (x, y) in enumerate(data):
         if index == warmup:
+            synchronize()
             start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss_fn(net(x), y).backward()
+        loss_fn(net(x.to(where)), y.to(where)).backward()
         optimizer.step()
-    return (time.perf_counter() - start) / (len(data) - warmup)
+    synchronize()
+    return {"s_per_step": (time.perf_counter() - start) / (len(data) - warmup), "device": module_device(net, where)}
 
 
 def execute_overhead(cell: dict, rounds: int = 5) -> dict:
-    """Harness vs bare loop, alternating in this process for `rounds` rounds (which runs first swaps each round,
-    so warm caches favour neither): the overhead is the median of the rounds' paired ratios, reported with
-    their range, so that a figure inside the machine's own round-to-round spread reads as noise, not cost."""
+    """Harness vs bare loop on the cell's device, alternating in this process for `rounds` rounds (which runs
+    first swaps each round, so warm caches favour neither): the overhead is the median of the rounds' paired
+    ratios, reported with their range, so that a figure inside the machine's own round-to-round spread reads
+    as noise, not cost. Each side's device is read back from it."""
     from rosetta.models import get_model
     from rosetta.train.base import REFERENCE, run_training
     from rosetta.train.optim import training_options
@@ -166,22 +175,31 @@ def execute_overhead(cell: dict, rounds: int = 5) -> dict:
     cell = BenchCell(**cell)
     workload = WORKLOADS.get(cell.workload)
     batches, _ = workload_batches(workload, cell.timed_steps() + cell.warmup, cell.data, cell.seed)
-    options = {**training_options(get_model(workload.model), threads=cell.threads), "model": workload.model, "seed": 0}
+    options = {**training_options(get_model(workload.model), threads=cell.threads, device=cell.device),
+               "model": workload.model, "seed": 0}
+    devices = {}
 
     def harness_loop() -> float:  # the mean step, as bare_torch_loop measures it
-        return run_training("torch", REFERENCE, batches, options, cell.warmup, keep_parameters=False)["step_seconds"]["mean_s"]
+        trained = run_training("torch", REFERENCE, batches, options, cell.warmup, keep_parameters=False)
+        devices["harness"] = trained["settings"]["device used"]
+        return trained["step_seconds"]["mean_s"]
+
+    def bare_loop() -> float:
+        found = bare_torch_loop(workload.model, batches, cell.warmup, cell.threads, cell.device)
+        devices["bare"] = found["device"]
+        return found["s_per_step"]
 
     bare, harness = [], []
     for index in range(rounds):
         if index % 2:
             harness.append(harness_loop())
-        bare.append(bare_torch_loop(workload.model, batches, cell.warmup, cell.threads))
+        bare.append(bare_loop())
         if not index % 2:
             harness.append(harness_loop())
     paired = sorted(h / b - 1.0 for h, b in zip(harness, bare))
     return {"rounds": rounds, "bare_s_per_step": float(np.median(bare)), "harness_s_per_step": float(np.median(harness)),
             "overhead": float(np.median(paired)), "overhead_range": [paired[0], paired[-1]],
-            "bare_all": bare, "harness_all": harness}
+            "bare_all": bare, "harness_all": harness, "devices": devices}
 
 
 def execute_versus(argument: dict) -> dict:
