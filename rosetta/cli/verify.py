@@ -35,6 +35,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                "  rosetta verify model.onnx optimised.onnx --locate                (first node that differs)\n"
                "  rosetta verify --model resnet50 --via onnx,mmdnn --targets torch,tensorflow,keras,mxnet,onnxruntime\n"
                "  rosetta verify --model cnn,gru --targets torch,keras,mxnet --train-steps 5 --precision float64\n"
+               "  rosetta verify --model cnn,gru,resnet50 --targets torch,keras --device cuda   (GPU vs CPU reference)\n"
                + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("paths", nargs="*", metavar="MODEL", help="model files to compare, the first as reference")
@@ -54,6 +55,11 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                              "~1e-10: separates conversion bugs from float32 noise); default float32")
     verify.add_argument("--train-batch", type=positive_int, default=4, help="training check batch size (default: 4)")
     verify.add_argument("--threads", type=int, default=0, help="CPU threads per framework (default: framework's own)")
+    verify.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the converted models run (with --model; default: cpu); the reference runs on "
+                             "the CPU, so cuda checks a GPU run (TF32 off, cuDNN's algorithms) against it; a "
+                             "framework that sees no GPU is a CANNOT row, never a CPU run; each row records the "
+                             "device its framework reports")
     verify.add_argument("--work-dir", type=Path, help="keep converted artifacts here (default: a temporary folder)")
     add_locate_options(verify)
     verify.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
@@ -71,8 +77,9 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     check_locate_options(args)
     if args.paths:
-        if args.model or args.train_steps:
-            raise RosettaError("--model and --train-steps are for reference models; give model files or --model")
+        if args.model or args.train_steps or args.device != "cpu":
+            raise RosettaError("--model, --train-steps and --device are for reference models; give model files or "
+                               "--model")
         return _verify_files(args)
     for flag in ("inputs", "save_inputs", "save_outputs", "load_outputs"):
         if getattr(args, flag) is not None:
@@ -83,14 +90,15 @@ def run(args) -> int:
 
     done = verify_reference_models(args.model or "all", args.targets, args.via, work_dir=args.work_dir,
                                    progress=progress(args), seeds=args.seed, batch=args.batch,
-                                   threads=args.threads, atol=args.atol, rtol=args.rtol,
+                                   threads=args.threads, device=args.device, atol=args.atol, rtol=args.rtol,
                                    tolerance_multiple=args.tolerance_multiple, export=export_options(args),
                                    train_steps=args.train_steps, train_batch=args.train_batch, locate=args.locate,
                                    precision=args.precision, max_memory=args.max_memory, results_file=args.json,
                                    executor=executor(args))
-    print_results(done.results, f"rosetta verify ({done.policy.describe()})", args.verbose)
+    where = "" if args.device == "cpu" else f", targets on {args.device}"
+    print_results(done.results, f"rosetta verify ({done.policy.describe()}{where})", args.verbose)
     if args.json:
-        write_results_json(done.results, args.json, {"tolerance": done.policy.to_json()})
+        write_results_json(done.results, args.json, {"tolerance": done.policy.to_json(), "device": args.device})
     write_locate(args, done.results, done.policy)
     return exit_for(done.results, args)
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import rosetta.execution as execution
-from rosetta.errors import RosettaError, WorkerDied
+from rosetta.errors import RosettaError, Unsupported, WorkerDied
 from rosetta.processes import popen_for_life
 from rosetta.scratch import scratch_folder
 
@@ -169,8 +169,9 @@ class Pools:
                 if fresh or reply.get("retire") or worker.jobs_done >= MAX_JOBS or reply.get("rss_mb", 0) > MAX_RSS_MB:
                     self.workers.pop(job.isolation, None)
                     worker.stop()
-            if not reply["ok"]:
-                failed = RosettaError(f"{job.what or job.entry} failed: {reply['error']}")
+            if not reply["ok"]:  # a refusal stays one (a CANNOT row, e.g. a device the framework lacks)
+                kind = Unsupported if reply.get("unsupported") else RosettaError
+                failed = kind(f"{job.what or job.entry} failed: {reply['error']}")
                 failed.detail = reply.get("detail", "")  # the worker's traceback, for -v
                 raise failed
             out = execution.load_npz(Path(request["out"])) if reply.get("arrays") else {}

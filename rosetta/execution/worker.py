@@ -5,7 +5,8 @@
 Request: {"entry", "argument", "arrays": IN.npz or null, "out": OUT.npz}. Reply, on the stdout this process
 had when it started (framework output printed to stdout goes to stderr instead, so it cannot garble a
 reply): {"ok": true, "result", "arrays": bool, "peak_rss_mb", "rss_mb", "seconds", "retire"} or {"ok": false,
-"error": one line, "detail": traceback}. After each job the worker puts back what a job may change: the
+"error": one line, "unsupported": whether the job refused what it was asked (rosetta.errors.Unsupported),
+"detail": traceback}. After each job the worker puts back what a job may change: the
 environment, the current folder, and each framework's registered state (rosetta.execution.after_each_job);
 its peak memory is reset before each job, so each reply's peak is that job's. A worker has no network
 (`refuse_network`): a job that reaches for a host other than this machine fails at once, with that reason.
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import rosetta.execution as execution
-from rosetta.errors import RosettaError, one_line
+from rosetta.errors import RosettaError, Unsupported, one_line
 
 
 def _status_mb(field: str) -> float | None:
@@ -66,7 +67,7 @@ def _run_one(request: dict) -> dict:
         result = execution.call_entry(request["entry"], argument)
     except Exception as error:  # one line for the row; the traceback for -v
         return {"ok": False, "error": str(error) if isinstance(error, RosettaError) else one_line(error),
-                "detail": traceback.format_exc(limit=-3)}
+                "unsupported": isinstance(error, Unsupported), "detail": traceback.format_exc(limit=-3)}
     seconds = time.perf_counter() - start
     out_arrays: dict[str, np.ndarray] = {}
     packed = execution.pack(result, out_arrays)
