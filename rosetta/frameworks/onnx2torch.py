@@ -40,6 +40,11 @@ extension points:
    calls torch.full with sizes read from its `.shape` (symbolic sizes under torch.compile, plain ints
    otherwise); the Shape nodes it no longer needs are dropped from the FX graph (their modules, which hold
    no state, stay). Otherwise onnx2torch's own converter. Like 3., the wrapper takes the original's place.
+8. onnx2torch takes a Gather's indices and an opset-13 Squeeze's axes as run-time tensors even where they are
+   constants, and torch turns a 0-d index or an axis tensor into a Python int by reading it back from the
+   device at every call: on a GPU a host sync per step (the GRU's last-step Gather and Squeeze), which a CUDA
+   graph cannot hold. Where the index is one constant, `OnnxSelect` is torch.select with it as an int; where
+   the axes are constants, onnx2torch's own static-axes Squeeze. Otherwise onnx2torch's converters.
 """
 
 from __future__ import annotations
@@ -89,6 +94,8 @@ def import_onnx2torch():
     _wrap("LayerNormalization", _layer_norm_with_scale_shape)
     _wrap("Dropout", _dropout_with_constant_ratio, since=12)
     _wrap("ConstantOfShape", _constant_of_shape_from_sizes)
+    _wrap("Gather", _gather_of_a_constant_index)
+    _wrap("Squeeze", _squeeze_of_constant_axes, since=13)
     _LOADED = onnx2torch
     return onnx2torch
 
@@ -370,6 +377,49 @@ def _constant_of_shape_from_sizes(original):
         value = value.to_torch() if value is not None else torch.tensor([0.0], dtype=torch.float32)
         return OperationConverterResult(torch_module=OnnxConstantOfShapeOf(value, terms),
                                         onnx_mapping=OnnxMapping(inputs=(source,) if source else (),
+                                                                 outputs=node.output_values))
+
+    return convert
+
+
+def _gather_of_a_constant_index(original):
+    """See the module docstring, 8."""
+    import torch
+    from onnx2torch.utils.common import OnnxMapping, OnnxToTorchModule, OperationConverterResult
+
+    class OnnxSelect(torch.nn.Module, OnnxToTorchModule):
+        """ONNX Gather of one constant index (numpy.take of a scalar: the axis goes): torch.select."""
+
+        def __init__(self, axis: int, index: int) -> None:
+            super().__init__()
+            self.axis, self.index = axis, index
+
+        def forward(self, data):
+            return data.select(self.axis, self.index)
+
+    def convert(node, graph):
+        indices = _constant_value(graph, node.input_values[1])
+        if indices is None or indices.dim() != 0:
+            return original(node, graph)
+        return OperationConverterResult(torch_module=OnnxSelect(node.attributes.get("axis", 0), int(indices)),
+                                        onnx_mapping=OnnxMapping(inputs=node.input_values[:1],
+                                                                 outputs=node.output_values))
+
+    return convert
+
+
+def _squeeze_of_constant_axes(original):
+    """See the module docstring, 8."""
+    from onnx2torch.node_converters.squeeze import OnnxSqueezeStaticAxes
+    from onnx2torch.utils.common import OnnxMapping, OperationConverterResult
+
+    def convert(node, graph):
+        given = len(node.input_values) > 1 and node.input_values[1]
+        axes = _constant_value(graph, node.input_values[1]) if given else None
+        if axes is None:
+            return original(node, graph)
+        return OperationConverterResult(torch_module=OnnxSqueezeStaticAxes([int(axis) for axis in axes.reshape(-1)]),
+                                        onnx_mapping=OnnxMapping(inputs=node.input_values[:1],
                                                                  outputs=node.output_values))
 
     return convert

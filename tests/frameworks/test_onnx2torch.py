@@ -264,3 +264,23 @@ def test_a_constant_of_shape_from_the_inputs_shape_compiles(tmp_path, opset):
 def test_a_constant_of_shape_from_a_run_time_tensor_keeps_onnx2torchs_converter(tmp_path):
     module = build_module(_zero_state_model(tmp_path, 14, shape_from="graph input"))
     assert module(torch.ones(2, 5, 3), torch.tensor([2, 3, 1])).shape == (2, 3, 1)
+
+
+def test_constant_indices_and_axes_are_python_ints_not_tensors_read_back_every_call(tmp_path):
+    """The GRU copy's last step: Gather of the constant index -1 and Squeeze of constant axes. onnx2torch keeps
+    both as tensors, which torch reads back from the device at every call (a host sync a CUDA graph cannot hold);
+    rosetta's converters hold them as ints, with the same result."""
+    constant = lambda name, values, dims: helper.make_node(  # noqa: E731
+        "Constant", [], [name], value=helper.make_tensor(name, TensorProto.INT64, dims, values))
+    nodes = [constant("last", [-1], []), constant("axes", [1], [1]),
+             helper.make_node("Gather", ["x", "last"], ["step"], axis=0),
+             helper.make_node("Squeeze", ["step", "axes"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 2, 1, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    path = tmp_path / "last_step.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    module = build_module(path)
+    kinds = {type(module.get_submodule(node.target)).__name__ for node in module.graph.nodes if node.op == "call_module"}
+    assert kinds == {"OnnxSelect", "OnnxSqueezeStaticAxes"}  # the Constant nodes are no longer read
+    x = torch.randn(5, 2, 1, 3)
+    assert torch.equal(module(x), x[-1, :, 0, :])
