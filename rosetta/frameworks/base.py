@@ -53,6 +53,20 @@ class Runner(ABC):
         return {"device used": self.device_used,
                 **({"precision in force": self.precision_in_force} if self.precision_in_force else {})}
 
+    def timed_call(self, feeds: dict[str, np.ndarray]):
+        """The call a benchmark times for `feeds`: predict, host arrays in and out (a runner with device-resident
+        inputs or CUDA graphs returns its own)."""
+        return lambda: self.predict(feeds)
+
+    def synchronize(self) -> None:
+        """Wait for the device, where timed_call may leave work queued on it."""
+
+    def clock(self):
+        """The clock of a window of calls (rosetta.timing.time_window): the host's, unless the device has one."""
+        from rosetta.timing import HostClock
+
+        return HostClock()
+
 
 def check_feeds(feeds: dict[str, np.ndarray], signature: list[dict]) -> None:
     """Input names, dtypes and ranks/fixed sizes must match the model's signature: one clear line if not."""

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from rosetta.errors import RosettaError, Unsupported
 
 PRECISIONS = ("fp32", "tf32", "amp-fp16", "amp-bf16")
+CAPTURE_AFTER = 2  # eager steps before --cuda-graphs captures its graph (cuDNN autotuning, an optimiser's state)
 CUDA_ONLY = ("tf32", "amp-fp16", "cuda_graphs")
 # the on/off settings: their option, and why a framework lacks one where its caller gives no reason
 SWITCHES = {"channels_last": "--channels-last", "compile": "--compile", "eager": "--eager",
@@ -63,6 +64,11 @@ class Speed:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    def warmup(self, steps: int) -> int:
+        """The untimed steps a run of this variant takes, at least `steps`: with CUDA graphs, enough for the
+        eager steps and the capture, so that no capture is ever timed."""
+        return max(steps, CAPTURE_AFTER + 1) if self.cuda_graphs else steps
 
     @property
     def label(self) -> str:

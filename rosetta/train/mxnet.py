@@ -146,7 +146,7 @@ class MXNetTrainer(Trainer):
         import os
 
         check_options(precision, device)
-        speed = Speed.from_json(speed)
+        self.speed = speed = Speed.from_json(speed)
         check_speed(speed, device)  # compile: hybridize with static_alloc, the trainer's default already; eager: not
         os.environ.setdefault("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1")
         mx = import_mxnet(threads)

@@ -122,3 +122,20 @@ def test_the_overhead_of_a_cuda_cell_is_measured_on_the_gpu():
     found = execute_overhead(asdict(BenchCell("gru-train", "torch (reference)", "torch", device="cuda", steps=3)),
                              rounds=2)
     assert found["devices"] == {"bare": "cuda:0", "harness": "cuda:0"}
+
+
+@pytest.mark.gpu
+def test_a_gpu_run_records_device_memory_peak_fraction_and_its_speed_variants(tmp_path):
+    """The variants the issue's probe found the time in: batches resident on the device, the whole step as a CUDA
+    graph; each row names its device and variant and carries peak device memory and its fraction of the peak
+    measured once for the run."""
+    from rosetta.bench.plan import bench_workloads
+
+    done = bench_workloads("cnn-train,resnet50-features", "torch", device="cuda", steps=20, work_dir=tmp_path,
+                           overhead=False, speed={"precision": "amp-bf16", "channels_last": True,
+                                                  "cuda_graphs": True, "resident_data": True})
+    assert done.peak["device"].startswith("cuda:0") and done.peak["dtype"] == "bfloat16"
+    for row in done.results:
+        assert row.status == "ok", row.reason
+        assert row.settings["device used"] == "cuda:0" and row.peak_device_mb > 0
+        assert 0 < row.fraction_of_peak < 1 and row.settings["speed"] == "amp-bf16+channels-last+cuda-graphs+resident-data"

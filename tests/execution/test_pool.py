@@ -170,3 +170,16 @@ def test_workers_take_gpu_memory_on_demand_unless_the_user_says_otherwise(monkey
         "XLA_PYTHON_CLIENT_PREALLOCATE": "false", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
     monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
     assert run_job(STATE, {"report": names}, FRESH)["environment"]["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+
+
+@pytest.mark.gpu
+def test_a_jax_worker_leaves_the_gpu_to_the_timed_cell(monkeypatch):
+    """With JAX's default a worker that touches JAX holds 75 % of the GPU for its life; on demand, it holds what
+    it uses."""
+    import torch
+
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    row = run_job("rosetta.frameworks:environment_job", {"framework": "keras"}, "tensorflow")  # JAX sees the GPU
+    assert any(device.startswith("gpu:") for device in row["devices"])
+    free, total = torch.cuda.mem_get_info()
+    assert free > 0.5 * total

@@ -89,8 +89,9 @@ def test_fp32_turns_tf32_off_in_torch_and_reads_it_back():
     spec = get_model("cnn")
     runner = TorchModuleRunner(spec.build(0), ["logits"])
     assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
-    assert runner.settings() == {"device used": "cpu", "precision in force": {"cuda matmul": "float32",
-                                                                             "cudnn": "float32"}}
+    settings = runner.settings()
+    assert settings["device used"] == "cpu" and settings["speed"] == "fp32"
+    assert settings["precision in force"] == {"cuda matmul": "float32", "cudnn": "float32"}
     bf16 = TorchModuleRunner(spec.build(0), ["logits"], speed={"precision": "amp-bf16"})
     assert bf16.precision_in_force["autocast"] == "bfloat16"
 
