@@ -15,7 +15,10 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
         "bench", parents=[common], help="time the DLF workloads in every framework, from converted models",
         description="Time DLF's workloads (CNN training on CIFAR-10, GRU training on IMDB, ResNet-50 feature "
                     "extraction) in each target framework, each cell in its own process: warm-up excluded, device "
-                    "synchronised before every clock read, median and p10-p90 of the timed steps, peak memory. "
+                    "synchronised before every clock read, median and p10-p90 of the timed steps, peak memory "
+                    "(and device memory on a GPU). Each row records the device, the precision in force and the "
+                    "compiled step as the framework reports them, the workload's FLOPs per sample and, on a GPU, "
+                    "its fraction of the device's matmul peak, measured once per run. "
                     "The PyTorch reference is always timed as the baseline, and training workloads also time a "
                     "hand-written PyTorch loop to measure the harness's overhead. --baseline native times each "
                     "converted model against the same model written natively in its framework. Prints a table; writes JSON "
@@ -51,8 +54,9 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     speed = bench.add_argument_group("speed variants (recorded in every row's settings; a framework that lacks "
                                      "one gives an n/a row that says so)")
     speed.add_argument("--precision", choices=("fp32", "tf32", "amp-fp16", "amp-bf16"), default="fp32",
-                       help="fp32 (default: strict float32, TF32 off on GPUs), tf32 and amp-fp16 (CUDA only), "
-                            "amp-bf16 (autocast / Keras mixed_bfloat16; CPU and GPU)")
+                       help="fp32 (default: strict float32 in every framework: TF32 off in PyTorch and "
+                            "TensorFlow, JAX's matmul precision highest), tf32 and amp-fp16 (CUDA only), amp-bf16 "
+                            "(autocast / Keras mixed_bfloat16; CPU and GPU)")
     speed.add_argument("--channels-last", action="store_true",
                        help="NHWC memory for 4-D tensors where the framework lets a run choose (PyTorch)")
     speed.add_argument("--compile", action="store_true",

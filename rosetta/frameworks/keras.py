@@ -178,10 +178,15 @@ def backend_module(keras, backend: str = ""):
 
 def placement(keras, device: str):
     """A factory of keras.device scopes for `device` on any backend (a scope is used once: on torch it is a
-    generator), refused (Unsupported) where the backend sees no GPU; the peak device memory counted from here."""
+    generator), refused (Unsupported) where the backend sees no GPU; the peak device memory counted from here.
+    Under a keras.distribution (data parallel) the distribution places everything: no scope."""
+    import contextlib
+
     backend = backend_module(keras)
     backend.check_device(device)
     backend.reset_peak_memory(device)
+    if keras.distribution.distribution() is not None:
+        return contextlib.nullcontext
     return lambda: keras.device(KERAS_DEVICES[device])
 
 
