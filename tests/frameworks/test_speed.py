@@ -117,3 +117,17 @@ def test_keras_fp32_is_fp32_on_every_backend_whatever_the_environment_says(store
     assert settings["compiled step"] == {"jax": "jax.jit", "torch": "eager (jit_compile=False)"}[backend]
     assert timing["version"].endswith(f"({backend} backend)") and timing["peak_device_mb"] is None
     assert runner_class("keras")  # the runner class is importable here too
+
+
+def test_onnxruntime_records_the_precision_its_providers_run(store):
+    """The CUDA provider computes float32 in TF32 unless told (use_tf32=0, which fp32 sets); the CPU provider
+    has no such setting: each row says which."""
+    from rosetta.convert.targets import get_target
+    from rosetta.frameworks import load_runner
+
+    spec, target = get_model("cnn"), get_target("onnxruntime")
+    runner = load_runner("onnxruntime", store.get(spec, 0, target.chain, target.export_options()))
+    assert runner.settings() == {"device used": "CPUExecutionProvider",
+                                 "precision in force": {"matmul and convolution": "float32 (CPU provider)"}}
+    with pytest.raises(SettingUnavailable, match="--precision tf32 is CUDA-only"):
+        load_runner("onnxruntime", store.get(spec, 0, target.chain, target.export_options()), speed={"precision": "tf32"})
