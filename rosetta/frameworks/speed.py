@@ -35,8 +35,6 @@ LACKING = {"channels_last": "its layout is fixed by the model (the data_format o
            "eager": "it runs a graph",
            "cuda_graphs": "rosetta captures CUDA graphs in PyTorch only",
            "resident_data": "its runner takes and returns host arrays at every call"}
-LABELS = {"channels_last": "channels-last", "compile": "compile", "eager": "eager", "cuda_graphs": "cuda-graphs",
-          "resident_data": "resident-data"}
 
 
 class SettingUnavailable(Unsupported):
@@ -72,7 +70,8 @@ class Speed:
 
     @property
     def label(self) -> str:
-        return "+".join([self.precision] + [LABELS[name] for name in SWITCHES if getattr(self, name)])
+        return "+".join([self.precision] + [option.removeprefix("--") for name, option in SWITCHES.items()
+                                            if getattr(self, name)])
 
     def require(self, framework: str, device: str, precisions: tuple[str, ...] = ("fp32",), precision_why: str = "",
                 **ways: str) -> None:

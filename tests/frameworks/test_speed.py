@@ -22,6 +22,14 @@ def test_a_speed_variant_is_validated_and_labelled():
     with pytest.raises(SettingUnavailable, match="--channels-last is not available in MXNet"):
         Speed(channels_last=True).require("MXNet", "cpu")
     Speed(compile=True).require("MXNet", "cpu", compile="hybridize")  # has it: no refusal
+    assert Speed("amp-bf16", cuda_graphs=True, resident_data=True).label == "amp-bf16+cuda-graphs+resident-data"
+    with pytest.raises(RosettaError, match="--eager runs no graph"):
+        Speed(eager=True, compile=True)
+    with pytest.raises(SettingUnavailable, match="--cuda-graphs is CUDA-only"):
+        Speed(cuda_graphs=True).require("PyTorch", "cpu", cuda_graphs="CUDAGraph")
+    with pytest.raises(SettingUnavailable, match="--resident-data is not available in MXNet: its runner takes"):
+        Speed(resident_data=True).require("MXNet", "cpu")
+    assert Speed(cuda_graphs=True).warmup(2) == 3 and Speed().warmup(2) == 2  # no capture is timed
 
 
 def _cnn_outputs(speed: dict | None) -> np.ndarray:
