@@ -121,10 +121,28 @@ def speed_contexts(torch, speed: Speed, device):
 
 def compiled(torch, module, speed: Speed):
     """The module as --compile runs it: torch.compile, in mode reduce-overhead (CUDA graphs of its own) with
-    --cuda-graphs; else the module itself."""
+    --cuda-graphs; else the module itself. Dynamo starts afresh (its cache of compiled frames and its counters),
+    so that compiled_frames reads what this module compiled, not what an earlier one in this process left."""
     if not speed.compile:
         return module
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
     return torch.compile(module, mode="reduce-overhead") if speed.cuda_graphs else torch.compile(module)
+
+
+def compiled_frames() -> dict:
+    """What torch.compile did compile, read back from Dynamo's counters: a frame it cannot trace runs eagerly
+    whole (Dynamo does not trace torch.nn.GRU: the reference GRU's forward is such a frame) or in pieces, and a
+    row that says "compiled" should say how much was."""
+    from torch._dynamo.utils import counters
+
+    reasons = sorted({reason.strip().splitlines()[0] for kind in ("unimplemented", "graph_break")
+                      for reason in counters[kind]})
+    frames = counters["frames"]
+    return {"frames compiled": f"{frames.get('ok', 0)} of {frames.get('total', 0)}",
+            **({"eager because": reasons} if reasons else {})}
 
 
 def to_tensor(torch, array: np.ndarray, device, dtype, channels_last: bool = False):
@@ -293,7 +311,8 @@ class TorchModuleRunner(Runner):
 
     def settings(self) -> dict:
         graphs = REDUCE_OVERHEAD if self.speed.compile else SPEED_WAYS["cuda_graphs"].replace("step", "forward")
-        return {**super().settings(), **self.speed.settings(**{**SPEED_WAYS, "cuda_graphs": graphs})}
+        return {**super().settings(), **self.speed.settings(**{**SPEED_WAYS, "cuda_graphs": graphs}),
+                **({"torch.compile": compiled_frames()} if self.speed.compile else {})}
 
     def timed_call(self, feeds: dict[str, np.ndarray]):
         """What a benchmark times: predict(feeds), host arrays in and out; with --resident-data the forward on

@@ -19,7 +19,7 @@ import numpy as np
 from rosetta.frameworks.onnx2torch import load_module
 from rosetta.frameworks.speed import SettingUnavailable, Speed
 from rosetta.frameworks.torch import (REDUCE_OVERHEAD, SPEED_WAYS, CapturedStep, ResidentBatches, check_speed, clock_for,
-                                     compile_errors, compiled, module_device, peak_memory_mb, speed_contexts,
+                                     compile_errors, compiled, compiled_frames, module_device, peak_memory_mb, speed_contexts,
                                      synchronizer, to_tensor, torch_device)
 from rosetta.models import get_model
 from rosetta.train.base import Trainer, check_options
@@ -214,7 +214,8 @@ class TorchTrainer(Trainer):
         return peak_memory_mb(self.device.type)
 
     def settings(self) -> dict:
-        return {**self._settings, **({"staged": self.staged_where} if self.staged_where else {})}
+        return {**self._settings, **({"staged": self.staged_where} if self.staged_where else {}),
+                **({"torch.compile": compiled_frames()} if self.speed.compile else {})}
 
 
 class TorchArtifactTrainer(TorchTrainer):

@@ -139,3 +139,15 @@ def test_onnxruntime_records_the_precision_its_providers_run(store):
                                  "precision in force": {"matmul and convolution": "float32 (CPU provider)"}}
     with pytest.raises(SettingUnavailable, match="--precision tf32 is CUDA-only"):
         load_runner("onnxruntime", store.get(spec, 0, target.chain, target.export_options()), speed={"precision": "tf32"})
+
+
+def test_a_compiled_row_says_how_much_torch_compile_compiled():
+    """Dynamo does not trace torch.nn.GRU: the reference GRU's forward runs eagerly whole under --compile, which
+    its row says, read back from Dynamo's counters, beside the CNN's one compiled frame."""
+    for model, frames in (("gru", "0 of 1"), ("cnn", "1 of 1")):
+        spec = get_model(model)
+        runner = TorchModuleRunner(spec.build(0), [o.name for o in spec.outputs], speed={"compile": True})
+        runner.predict(generate_inputs(spec.inputs, 2, 0))
+        found = runner.settings()["torch.compile"]
+        assert found["frames compiled"] == frames
+        assert ("Attempted to wrap RNN, GRU, or LSTM" in found.get("eager because", [])) == (model == "gru")
