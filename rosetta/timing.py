@@ -18,9 +18,20 @@ class Timing:
     max_s: float
     p10_s: float
     p90_s: float
+    window_s: float | None = None  # time_window: the wall time of all timed steps, from one clock read to the next
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+class HostClock:
+    """Stamps read on the host: each step's time is exact for work the host waits for (a CPU's)."""
+
+    def stamp(self) -> float:
+        return time.perf_counter()
+
+    def seconds(self, start: float, end: float) -> float:
+        return end - start
 
 
 def time_call(step: Callable[[], object], repeats: int = 10, warmup: int = 2,
@@ -46,6 +57,30 @@ def time_steps(step: Callable[[int], object], repeats: int, warmup: int = 0,
         synchronize()
         samples.append(time.perf_counter() - start)
     return summarize(samples, warmup), results
+
+
+def time_window(step: Callable[[int], object], repeats: int, warmup: int = 0,
+                synchronize: Callable[[], None] = lambda: None, clock=None) -> tuple[Timing, list]:
+    """Like time_steps, but the timed steps run back to back and the device is synchronised only where the host
+    reads the clock: before the first timed step and after the last (an asynchronous device keeps its queue
+    full). Each step's time is between `clock` stamps around it (a device's own timestamps, e.g. CUDA events,
+    read after the window; HostClock by default); `window_s` is the whole window's wall time."""
+    if repeats < 1:
+        raise ValueError("repeats must be at least 1")
+    clock = clock or HostClock()
+    for index in range(warmup):
+        step(index)
+    synchronize()
+    start = time.perf_counter()
+    stamps, results = [clock.stamp()], []
+    for index in range(warmup, warmup + repeats):
+        results.append(step(index))
+        stamps.append(clock.stamp())
+    synchronize()
+    window = time.perf_counter() - start
+    timing = summarize([clock.seconds(a, b) for a, b in zip(stamps, stamps[1:])], warmup)
+    timing.window_s = window
+    return timing, results
 
 
 def summarize(samples: list[float], warmup: int = 0) -> Timing:

@@ -22,3 +22,14 @@ def store(tmp_path_factory) -> ArtifactStore:
 @pytest.fixture(scope="session")
 def references() -> dict:
     return {}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests marked `gpu` run wherever PyTorch sees a CUDA device and are skipped, saying so, elsewhere."""
+    gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu_tests:
+        from tests.shared import torch_has_cuda
+
+        if not torch_has_cuda():
+            for item in gpu_tests:
+                item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU (PyTorch sees none)"))

@@ -31,3 +31,10 @@ def shared_folder(tmp_path_factory, name: str, build: Callable[[Path], None]) ->
             build(folder)
             (folder / COMPLETE).touch()
     return folder
+
+
+def torch_has_cuda() -> bool:
+    """Whether this machine has a GPU PyTorch can use: `gpu`-marked tests run only where it does (conftest)."""
+    import torch
+
+    return torch.cuda.is_available()

@@ -11,14 +11,16 @@ from pathlib import Path
 import numpy as np
 
 from rosetta.execution import run_job, runs_here
-from rosetta.timing import time_call
+from rosetta.frameworks.speed import Speed
+from rosetta.timing import time_call, time_window
 
 
 def time_predict(framework: str, folder: Path, feeds: dict[str, np.ndarray], repeats: int = 10, warmup: int = 2,
                  threads: int = 0, model: str = "", seed: int = 0, **runner_options) -> dict:
     """Median time of runner.predict(feeds). predict returns host numpy arrays, so every timed call ends with
-    the device's work done and copied back. Folder "-" (rosetta.train.base.REFERENCE) times the PyTorch
-    reference `model` itself."""
+    the device's work done and copied back; with --resident-data (a runner that has it) the calls run back to
+    back on inputs staged on the device, each timed by the device's clock (rosetta.timing.time_window).
+    Folder "-" (rosetta.train.base.REFERENCE) times the PyTorch reference `model` itself."""
     from rosetta.frameworks import isolation, load_runner
     from rosetta.train.base import REFERENCE
 
@@ -35,9 +37,15 @@ def time_predict(framework: str, folder: Path, feeds: dict[str, np.ndarray], rep
         runner = TorchModuleRunner(spec.build(seed), [o.name for o in spec.outputs], threads=threads, **runner_options)
     else:
         runner = load_runner(framework, folder, threads=threads, **runner_options)
-    timing = time_call(lambda: runner.predict(feeds), repeats=repeats, warmup=warmup)
+    call = runner.timed_call(feeds)
+    if Speed.from_json(runner_options.get("speed")).resident_data:  # outputs left on the device: a window
+        timing, _ = time_window(lambda _index: call(), repeats, warmup, runner.synchronize, runner.clock())
+    else:
+        timing = time_call(call, repeats=repeats, warmup=warmup, synchronize=runner.synchronize)
+    options = {name: value for name, value in runner_options.items() if name != "speed"}  # the row has its label
     return {"framework": framework, "threads": threads, "version": runner.running_version(),
-            "settings": {"threads": threads, **runner_options, "device used": runner.device_used}, **timing.to_json()}
+            "settings": {"threads": threads, **options, **runner.settings()},
+            "peak_device_mb": runner.peak_device_mb(), **timing.to_json()}
 
 
 def time_job(argument: dict) -> dict:

@@ -37,11 +37,15 @@ LAUNCH_TIMEOUT_S = 1800
 def time_parallel(cell, workload, options: dict) -> dict:
     """Time `cell` (a BenchCell with workers > 1) with the trainer `options` on 1 worker and on cell.workers:
     the N-worker run's timing, losses, version and settings, and {"parallel": figures}."""
-    from rosetta.frameworks.speed import SettingUnavailable
+    from rosetta.frameworks.speed import SettingUnavailable, Speed
 
     if cell.framework not in DATA_PARALLEL:
         raise SettingUnavailable(f"--workers {cell.workers}: no data-parallel path for {cell.framework}: "
                                + NO_PATH.get(cell.framework, "not written"))
+    speed = Speed.from_json(cell.speed)
+    if speed.cuda_graphs or speed.resident_data:
+        raise SettingUnavailable(f"--workers {cell.workers} with --cuda-graphs or --resident-data: rosetta's "
+                                 "data-parallel launchers step on host batches, without CUDA graphs")
     runs = {n: _launch(cell, n, options) for n in (1, cell.workers)}
     single, many = runs[1], runs[cell.workers]
     single_rate = workload.batch / single["step_seconds"]["median_s"]
@@ -65,13 +69,14 @@ def _threads(cell) -> int:
 
 
 def _launch(cell, workers: int, options: dict) -> dict:
+    from rosetta.execution import child_environment
     from rosetta.processes import die_with_parent
     from rosetta.scratch import scratch_folder
 
     with scratch_folder("rosetta-parallel-") as scratch:
         argument, result = Path(scratch) / "argument.json", Path(scratch) / "result.json"
         argument.write_text(json.dumps({"cell": asdict(cell), "workers": workers, "options": options}))
-        env = {**os.environ, "OMP_NUM_THREADS": str(_threads(cell))}
+        env = child_environment({"OMP_NUM_THREADS": str(_threads(cell))})
         module = ["-m", "rosetta.bench.parallel", cell.framework, str(argument), str(result)]
         if cell.framework == "torch":
             command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
@@ -106,7 +111,7 @@ def _torch_worker(argument: dict) -> dict | None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    from rosetta.bench.workloads import WORKLOADS, BenchCell, workload_batches
+    from rosetta.bench.workloads import BenchCell, workload_batches
     from rosetta.train.base import build_trainer
 
     cell, rank = BenchCell(**argument["cell"]), int(os.environ["RANK"])
@@ -115,7 +120,7 @@ def _torch_worker(argument: dict) -> dict | None:
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     dist.init_process_group("nccl" if cell.device == "cuda" else "gloo")
     try:
-        workload = WORKLOADS.get(cell.workload)
+        workload = cell.workload_as_run()
         batches, _ = workload_batches(workload, cell.timed_steps() + cell.warmup, cell.data, cell.seed + rank)
         trainer = build_trainer(cell.framework, cell.artifact, argument["options"])
         trainer.forward = DistributedDataParallel(trainer.module)
@@ -132,7 +137,7 @@ def _keras_worker(argument: dict) -> dict:
     """One process holding N XLA devices: Keras' DataParallel splits each global batch across them."""
     import numpy as np
 
-    from rosetta.bench.workloads import WORKLOADS, BenchCell, workload_batches
+    from rosetta.bench.workloads import BenchCell, workload_batches
     from rosetta.frameworks.keras import import_keras
     from rosetta.train.base import build_trainer
 
@@ -142,14 +147,14 @@ def _keras_worker(argument: dict) -> dict:
     if len(devices) < workers:
         raise RosettaError(f"Keras sees {len(devices)} devices, not {workers}")
     keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices[:workers]))
-    workload = WORKLOADS.get(cell.workload)
+    workload = cell.workload_as_run()
     shards = [workload_batches(workload, cell.timed_steps() + cell.warmup, cell.data, cell.seed + rank)[0]
               for rank in range(workers)]
     batches = []
     for step in zip(*shards):  # the global batch: every worker's shard, concatenated
         feeds = {name: np.concatenate([feeds[name] for feeds, _ in step]) for name in step[0][0]}
         batches.append((feeds, np.concatenate([labels for _, labels in step])))
-    trainer = build_trainer("keras", cell.artifact, {**argument["options"], "jit_compile": True})
+    trainer = build_trainer("keras", cell.artifact, argument["options"])
     found = _time(trainer, batches, cell.warmup)
     found["settings"]["data parallel"] = f"keras.distribution.DataParallel over {workers} {devices[0].split(':')[0]} devices"
     return found

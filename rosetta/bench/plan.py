@@ -17,27 +17,47 @@ class BenchRun:
     results: list = field(default_factory=list)  # bench.run.BenchResult rows
     overheads: dict = field(default_factory=dict)  # workload name -> the harness's overhead
     notes: list[str] = field(default_factory=list)  # cells skipped, and why
+    peak: dict | None = None  # the device's matmul peak in the run's precision (GPU runs: rosetta.bench.peak)
 
 
-def steps_for(workload, steps: int | None = None, epochs: int | None = None) -> int:
-    """Timed steps for `workload`: `epochs` full DLF epochs where given, else `steps` (0: the workload's default)."""
+def steps_for(workload, steps: int | None = None, epochs: int | None = None, batch: int = 0) -> int:
+    """Timed steps for `workload`: `epochs` full DLF epochs (of `batch`, or the workload's, samples a step) where
+    given, else `steps` (0: the workload's default)."""
     if epochs:
-        return epochs * math.ceil(workload.epoch_samples / workload.batch)
+        return epochs * math.ceil(workload.epoch_samples / (batch or workload.batch))
     return steps or 0
+
+
+def measure_peak(device: str, speed: dict | None, executor=None) -> dict | None:
+    """The device's matmul peak in the run's precision, once per run, in a fresh worker alone (an exclusive task
+    of `executor`); None on the CPU, whose rows carry FLOPs per sample but no fraction of a peak."""
+    from rosetta.execution import FRESH, Job
+    from rosetta.execution.executors import Task, get_executor
+    from rosetta.frameworks.speed import Speed
+
+    if device != "cuda":
+        return None
+    job = Job("rosetta.bench.peak:peak_job", {"device": device, "precision": Speed.from_json(speed).precision},
+              FRESH, "matmul peak")
+    outcome = (executor or get_executor("local")).run([Task(job, "the device's matmul peak", exclusive=True)])[0]
+    if outcome.error:
+        raise RosettaError(f"measuring the device's matmul peak failed: {outcome.error}")
+    return outcome.result
 
 
 def bench_workloads(workloads: str, targets: str, *, device: str = "cpu", steps: int | None = None,
                     epochs: int | None = None, data: Path | None = None, threads: int = 0, overhead: bool = True,
                     work_dir: Path | None = None, progress: bool = False, results_file: Path | None = None,
                     plot_dir: Path | None = None, executor=None, baseline: str = "reference",
-                    rounds: int = 3, speed: dict | None = None, workers: int = 1) -> BenchRun:
+                    rounds: int = 3, speed: dict | None = None, workers: int = 1, batch: int = 0) -> BenchRun:
     """Time `workloads` (comma-separated, or all) in `targets` (comma-separated, or all), one workload after the
     other. `data`: folder of the DLF data sets (None: synthetic data); `work_dir`: where the converted artifacts
     go (None: a temporary folder); `results_file`: where the caller will write the results, checked writable
     before any work; `plot_dir`: the caller's chart folder, created before any work; `baseline` "native": each
     converted model is also timed against the framework's hand-written model, alternating for `rounds` rounds;
-    `speed`: the speed variant (precision, channels_last, compile) every cell runs with; `workers` > 1: the
-    training workloads data-parallel on that many workers (rosetta.bench.parallel)."""
+    `speed`: the speed variant (rosetta.frameworks.speed) every cell runs with; `workers` > 1: the training
+    workloads data-parallel on that many workers (rosetta.bench.parallel); `batch`: samples per step (0: each
+    workload's DLF batch). On a GPU the device's matmul peak is measured once first (measure_peak)."""
     from rosetta.bench.run import run_bench
     from rosetta.bench.workloads import parse_workloads, workload_dataset
     from rosetta.convert.store import ArtifactStore
@@ -58,14 +78,15 @@ def bench_workloads(workloads: str, targets: str, *, device: str = "cpu", steps:
             workload_dataset(workload, data)
     if plot_dir is not None:
         plot_dir.mkdir(parents=True, exist_ok=True)
+    run.peak = measure_peak(device, speed, executor)
     with scratch_folder("rosetta-") as scratch:
         store = ArtifactStore(work_dir or Path(scratch))
         for workload in run.workloads:
             done, overheads, skipped = run_bench([workload], chosen, store, device=device,
-                                                 steps=steps_for(workload, steps, epochs), threads=threads,
+                                                 steps=steps_for(workload, steps, epochs, batch), threads=threads,
                                                  data=str(data or ""), overhead=overhead, progress=progress,
                                                  executor=executor, baseline=baseline, rounds=rounds,
-                                                 speed=speed, workers=workers)
+                                                 speed=speed, workers=workers, batch=batch, peak=run.peak)
             run.results += done
             run.overheads.update(overheads)
             run.notes += skipped

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.bench.workloads import REFERENCE_TARGET, WORKLOADS, BenchCell, Workload, workload_batches
+from rosetta.bench.workloads import DEFAULT_WARMUP, REFERENCE_TARGET, BenchCell, Workload, workload_batches
+from rosetta.frameworks.speed import SettingUnavailable, Speed
 
 NATIVE_LABEL = "{framework} (native)"
 DEFAULT_ROUNDS = 3
@@ -61,6 +62,8 @@ class BenchResult:
     settings: dict = field(default_factory=dict)
     data: str = ""
     versus_native: float = math.nan  # converted / native, medians over alternating rounds (baseline="native")
+    flops_per_sample: float = math.nan  # of the workload on the reference model (rosetta.bench.peak)
+    fraction_of_peak: float = math.nan  # samples/s x flops_per_sample / the device's measured matmul peak
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
@@ -70,10 +73,8 @@ class BenchResult:
 def execute_cell(cell: dict) -> dict:
     """Run one bench cell in this process (called in a worker) and return its BenchResult as JSON; a speed
     setting its framework does not have is a NOT_AVAILABLE row with the framework's one-line reason."""
-    from rosetta.frameworks.speed import Speed, SettingUnavailable
-
     cell = BenchCell(**cell)
-    workload = WORKLOADS.get(cell.workload)
+    workload = cell.workload_as_run()
     steps = cell.timed_steps()
     result = BenchResult(workload=cell.workload, target=cell.target, framework=cell.framework, device=cell.device,
                          status="ok", task=workload.task, batch=workload.batch, steps=steps, warmup=cell.warmup,
@@ -86,6 +87,8 @@ def execute_cell(cell: dict) -> dict:
         return result.to_json()
     result.median_s, result.p10_s, result.p90_s = timing["median_s"], timing["p10_s"], timing["p90_s"]
     result.samples_per_s = workload.batch * result.extra.get("parallel", {}).get("workers", 1) / timing["median_s"]
+    if timing.get("window_s") is not None:  # steps back to back (--resident-data): the window's wall time too
+        result.extra["window_s"] = timing["window_s"]
     return result.to_json()
 
 
@@ -118,23 +121,28 @@ def _time_cell(cell: BenchCell, workload: Workload, batches: list, result: Bench
     timing = time_predict(cell.framework, Path(cell.artifact), batches[0], repeats=len(batches) - cell.warmup,
                           warmup=cell.warmup, threads=cell.threads, device=cell.device, model=workload.model,
                           seed=cell.seed, **speed)
-    result.version = timing.pop("version", "")
+    result.version, result.peak_device_mb = timing.pop("version", ""), timing.pop("peak_device_mb", None)
     result.settings = {**result.settings, **timing.pop("settings", {})}
     result.dlf_value = timing["median_s"] / workload.batch * 1000
     return timing
 
 
-def bare_torch_loop(model: str, batches: list, warmup: int, threads: int = 0) -> float:
-    """Seconds per step of a hand-written PyTorch training loop: no rosetta code between its clock reads."""
+def bare_torch_loop(model: str, batches: list, warmup: int, threads: int = 0, device: str = "cpu") -> dict:
+    """A hand-written PyTorch training loop on `device`, float32 as the harness runs it (TF32 off), each batch
+    copied to the device in its step as the harness does, the device synchronised where the clock is read: no
+    rosetta code between its clock reads. {"s_per_step", "device": where its weights were, read back}."""
     import torch
     import torch.nn.functional as F
 
+    from rosetta.frameworks.torch import module_device, set_precision, torch_device
     from rosetta.models import get_model
 
     if threads:
         torch.set_num_threads(threads)
+    where = torch_device(device)
+    set_precision("fp32")
     spec = get_model(model)
-    net = spec.build(0).train()
+    net = spec.build(0).train().to(where)
     for layer in net.modules():
         if isinstance(layer, torch.nn.Dropout):
             layer.p = 0.0
@@ -145,43 +153,56 @@ def bare_torch_loop(model: str, batches: list, warmup: int, threads: int = 0) ->
         optimizer = torch.optim.Adam(net.parameters(), lr=settings["lr"], betas=settings["betas"], eps=settings["eps"])
     loss_fn = F.cross_entropy if spec.training.loss == "cross_entropy" else F.mse_loss
     data = [(torch.from_numpy(next(iter(x.values()))), torch.from_numpy(y)) for x, y in batches]
+    synchronize = torch.cuda.synchronize if where.type == "cuda" else (lambda: None)
     start = 0.0
     for index, (x, y) in enumerate(data):
         if index == warmup:
+            synchronize()
             start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss_fn(net(x), y).backward()
+        loss_fn(net(x.to(where)), y.to(where)).backward()
         optimizer.step()
-    return (time.perf_counter() - start) / (len(data) - warmup)
+    synchronize()
+    return {"s_per_step": (time.perf_counter() - start) / (len(data) - warmup), "device": module_device(net, where)}
 
 
 def execute_overhead(cell: dict, rounds: int = 5) -> dict:
-    """Harness vs bare loop, alternating in this process for `rounds` rounds (which runs first swaps each round,
-    so warm caches favour neither): the overhead is the median of the rounds' paired ratios, reported with
-    their range, so that a figure inside the machine's own round-to-round spread reads as noise, not cost."""
+    """Harness vs bare loop on the cell's device, alternating in this process for `rounds` rounds (which runs
+    first swaps each round, so warm caches favour neither): the overhead is the median of the rounds' paired
+    ratios, reported with their range, so that a figure inside the machine's own round-to-round spread reads
+    as noise, not cost. Each side's device is read back from it."""
     from rosetta.models import get_model
     from rosetta.train.base import REFERENCE, run_training
     from rosetta.train.optim import training_options
 
     cell = BenchCell(**cell)
-    workload = WORKLOADS.get(cell.workload)
+    workload = cell.workload_as_run()
     batches, _ = workload_batches(workload, cell.timed_steps() + cell.warmup, cell.data, cell.seed)
-    options = {**training_options(get_model(workload.model), threads=cell.threads), "model": workload.model, "seed": 0}
+    options = {**training_options(get_model(workload.model), threads=cell.threads, device=cell.device),
+               "model": workload.model, "seed": 0}
+    devices = {}
 
     def harness_loop() -> float:  # the mean step, as bare_torch_loop measures it
-        return run_training("torch", REFERENCE, batches, options, cell.warmup, keep_parameters=False)["step_seconds"]["mean_s"]
+        trained = run_training("torch", REFERENCE, batches, options, cell.warmup, keep_parameters=False)
+        devices["harness"] = trained["settings"]["device used"]
+        return trained["step_seconds"]["mean_s"]
+
+    def bare_loop() -> float:
+        found = bare_torch_loop(workload.model, batches, cell.warmup, cell.threads, cell.device)
+        devices["bare"] = found["device"]
+        return found["s_per_step"]
 
     bare, harness = [], []
     for index in range(rounds):
         if index % 2:
             harness.append(harness_loop())
-        bare.append(bare_torch_loop(workload.model, batches, cell.warmup, cell.threads))
+        bare.append(bare_loop())
         if not index % 2:
             harness.append(harness_loop())
     paired = sorted(h / b - 1.0 for h, b in zip(harness, bare))
     return {"rounds": rounds, "bare_s_per_step": float(np.median(bare)), "harness_s_per_step": float(np.median(harness)),
             "overhead": float(np.median(paired)), "overhead_range": [paired[0], paired[-1]],
-            "bare_all": bare, "harness_all": harness}
+            "bare_all": bare, "harness_all": harness, "devices": devices}
 
 
 def execute_versus(argument: dict) -> dict:
@@ -225,9 +246,7 @@ def native_job(argument: dict) -> dict:
 
 
 def failed_result(cell: BenchCell, reason: str) -> BenchResult:
-    from rosetta.frameworks.speed import Speed
-
-    workload = WORKLOADS.get(cell.workload)
+    workload = cell.workload_as_run()
     return BenchResult(workload=cell.workload, target=cell.target, framework=cell.framework, device=cell.device,
                        status="FAIL", reason=reason, task=workload.task, batch=workload.batch,
                        steps=cell.timed_steps(), unit=workload.unit,
@@ -252,8 +271,8 @@ def plan_bench(workloads: list[Workload], targets: list) -> tuple[list[tuple], l
 def run_bench(workloads: list[Workload], targets: list, store, device: str = "cpu", steps: int = 0,
               threads: int = 0, data: str = "", overhead: bool = True, progress: bool = True,
               export: dict | None = None, executor=None, baseline: str = "reference",
-              rounds: int = DEFAULT_ROUNDS, speed: dict | None = None,
-              workers: int = 1) -> tuple[list[BenchResult], dict, list[str]]:
+              rounds: int = DEFAULT_ROUNDS, speed: dict | None = None, workers: int = 1, batch: int = 0,
+              peak: dict | None = None) -> tuple[list[BenchResult], dict, list[str]]:
     """Every (workload, target) cell, the reference first; returns results, overhead per workload, notes.
     Each artifact is converted by a task of its own first (side by side where the executor runs tasks so);
     then each cell is an exclusive task of `executor` (default local) in a fresh worker: never timed beside
@@ -261,7 +280,9 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
     has a native model of the workload, that model's row and the converted / native ratio (execute_versus).
     `speed`: a speed variant (rosetta.frameworks.speed) every cell runs with; `workers` > 1: training cells run
     data-parallel (rosetta.bench.parallel); the harness overhead and native baselines are measured for the
-    default (fp32, one worker) only."""
+    default (fp32, one worker) only. `batch`: samples per step (0: the workload's). Every row gets the
+    workload's FLOPs per sample (rosetta.bench.peak) and, given the device's measured `peak` (peak_job), its
+    fraction of it."""
     from rosetta.execution import FRESH, Job
     from rosetta.execution.executors import Task, get_executor
     from rosetta.frameworks import isolation
@@ -285,7 +306,8 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
     for workload, target in plan:
         name = target.name if target else REFERENCE_TARGET
         cell = BenchCell(workload.name, name, target.runner if target else "torch", device=device, steps=steps,
-                         threads=threads, data=data, speed=dict(speed or {}),
+                         threads=threads, data=data, speed=dict(speed or {}), batch=batch,
+                         warmup=Speed.from_json(speed).warmup(DEFAULT_WARMUP),
                          workers=workers if workload.task == "train" else 1)
         after = ()
         if target is not None:  # converted by a task of its own first (side by side where the executor can)
@@ -368,7 +390,24 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
             built = outcomes[made[Path(native_cell.artifact)]].result
             if built.get("verified"):
                 rows[-1].extra["verified"] = built["verified"]
+    add_fractions_of_peak(rows, workloads, peak)
     return rows, overheads, notes
+
+
+def add_fractions_of_peak(rows: list[BenchResult], workloads: list[Workload], peak: dict | None) -> None:
+    """Each timed row's workload FLOPs per sample and, where the device's peak was measured, the fraction of it
+    that the row's samples/s per worker reach."""
+    from rosetta.bench.peak import flops_per_sample
+
+    flops = {workload.name: flops_per_sample(workload) for workload in workloads
+             if any(row.workload == workload.name and row.status == "ok" for row in rows)}
+    for row in rows:
+        if row.status != "ok":
+            continue
+        row.flops_per_sample = flops[row.workload]
+        if peak:
+            per_worker = row.samples_per_s / row.extra.get("parallel", {}).get("workers", 1)
+            row.fraction_of_peak = per_worker * row.flops_per_sample / peak["flops_per_s"]
 
 
 def _failure(outcome) -> str | None:

@@ -8,7 +8,7 @@ for feature extraction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -71,10 +71,16 @@ class BenchCell:
     seed: int = 0
     speed: dict = field(default_factory=dict)  # rosetta.frameworks.speed.Speed as JSON; {}: fp32, as written
     workers: int = 1  # data-parallel workers for a training cell (rosetta.bench.parallel)
+    batch: int = 0  # samples per step (per worker); 0: the workload's (DLF's)
 
     def timed_steps(self) -> int:
         workload = WORKLOADS.get(self.workload)
         return self.steps or (workload.gpu_steps if self.device == "cuda" else workload.cpu_steps)
+
+    def workload_as_run(self) -> Workload:
+        """The cell's workload with the cell's batch (`--batch`): what its rows' samples/s and DLF units use."""
+        workload = WORKLOADS.get(self.workload)
+        return replace(workload, batch=self.batch) if self.batch else workload
 
 
 def _take(split, count: int, seed: int):

@@ -14,7 +14,10 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
         "bench", parents=[common], help="time the DLF workloads in every framework, from converted models",
         description="Time DLF's workloads (CNN training on CIFAR-10, GRU training on IMDB, ResNet-50 feature "
                     "extraction) in each target framework, each cell in its own process: warm-up excluded, device "
-                    "synchronised before every clock read, median and p10-p90 of the timed steps, peak memory. "
+                    "synchronised before every clock read, median and p10-p90 of the timed steps, peak memory "
+                    "(and device memory on a GPU). Each row records the device, the precision in force and the "
+                    "compiled step as the framework reports them, the workload's FLOPs per sample and, on a GPU, "
+                    "its fraction of the device's matmul peak, measured once per run. "
                     "The PyTorch reference is always timed as the baseline, and training workloads also time a "
                     "hand-written PyTorch loop to measure the harness's overhead. --baseline native times each "
                     "converted model against the same model written natively in its framework. Prints a table; writes JSON "
@@ -24,6 +27,8 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                "  rosetta bench --workload all --targets all --baseline native   (converted / native per framework)\n"
                "  rosetta bench --workload cnn-train --targets torch,keras --workers 2   (data-parallel scaling)\n"
                "  rosetta bench --workload cnn-train --precision amp-bf16 --compile\n"
+               "  rosetta bench --workload all --targets torch --device cuda --precision amp-bf16 --channels-last "
+               "--cuda-graphs --resident-data --batch 256\n"
                "  rosetta bench --workload all --device cuda --data ~/datasets   (cifar-10-batches-py/, imdb.npz)\n"
                "exit status: 0 all cells ran (or are n/a: a speed setting a framework lacks), 1 some FAIL, "
                "2 usage or input error",
@@ -48,13 +53,30 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     speed = bench.add_argument_group("speed variants (recorded in every row's settings; a framework that lacks "
                                      "one gives an n/a row that says so)")
     speed.add_argument("--precision", choices=("fp32", "tf32", "amp-fp16", "amp-bf16"), default="fp32",
-                       help="fp32 (default: strict float32, TF32 off on GPUs), tf32 and amp-fp16 (CUDA only), "
-                            "amp-bf16 (autocast / Keras mixed_bfloat16; CPU and GPU)")
+                       help="fp32 (default: strict float32 in every framework: TF32 off in PyTorch and "
+                            "TensorFlow, JAX's matmul precision highest), tf32 and amp-fp16 (CUDA only), amp-bf16 "
+                            "(autocast / Keras mixed_bfloat16; CPU and GPU)")
     speed.add_argument("--channels-last", action="store_true",
                        help="NHWC memory for 4-D tensors where the framework lets a run choose (PyTorch)")
     speed.add_argument("--compile", action="store_true",
-                       help="the framework's graph compiler: torch.compile, Keras jit_compile (XLA), MXNet "
-                            "hybridize(static_alloc), ONNX Runtime's full graph optimisation, XLA on a SavedModel")
+                       help="the framework's graph compiler: torch.compile, Keras jit_compile=True (XLA on "
+                            "TensorFlow, jax.jit, torch.compile), MXNet hybridize(static_alloc), ONNX Runtime's full "
+                            "graph optimisation, XLA on a SavedModel")
+    speed.add_argument("--eager", action="store_true",
+                       help="no graph: Keras run_eagerly, MXNet without hybridize (PyTorch is eager already); "
+                            "without it Keras runs as it compiles by default (jax.jit; tf.function, with XLA "
+                            "where TensorFlow sees a GPU)")
+    speed.add_argument("--cuda-graphs", action="store_true",
+                       help="CUDA only: PyTorch's whole training step (forward, loss, backward, optimiser) or "
+                            "forward captured once and replayed as one CUDA graph (with --compile: torch.compile's "
+                            "reduce-overhead mode)")
+    speed.add_argument("--resident-data", action="store_true",
+                       help="the batches staged once on the device (or in pinned memory, the next batch's copy "
+                            "overlapped), the steps run back to back, timed by the device's clock (CUDA events), "
+                            "the loss read back after them (PyTorch)")
+    bench.add_argument("--batch", type=positive_int, metavar="N",
+                       help="samples per step (per worker) instead of DLF's batch (64, 64, 32): larger batches "
+                            "fill a GPU; samples/s, the DLF units and the fraction of peak follow it")
     bench.add_argument("--workers", type=positive_int, default=1, metavar="N",
                        help="time the training workloads data-parallel on N workers beside 1 worker: PyTorch "
                             "through torchrun + DDP (gloo on CPU, NCCL on CUDA), Keras through "
@@ -79,11 +101,13 @@ def run(args) -> int:
                            data=args.data, threads=args.threads, overhead=not args.no_overhead,
                            work_dir=args.work_dir, progress=progress(args), results_file=args.json,
                            plot_dir=args.plot_dir, executor=runs_on, baseline=args.baseline, rounds=args.rounds,
-                           speed={"precision": args.precision, "channels_last": args.channels_last,
-                                  "compile": args.compile}, workers=args.workers)
+                           speed=_speed(args), workers=args.workers, batch=args.batch or 0)
     out = console()
     out.print(bench_table(done.results, title=f"rosetta bench ({args.device})"))
     out.print(f"executor: {runs_on.describe()}", highlight=False)
+    if done.peak:
+        out.print(f"device peak: {done.peak['flops_per_s'] / 1e12:,.1f} TFLOP/s ({done.peak['matmul']} in "
+                  f"{done.peak['dtype']}, {done.peak['precision in force']}) on {done.peak['device']}", highlight=False)
     for line in bench_lines(done.results, done.overheads) + done.notes:
         out.print(line, highlight=False)
     if args.plot_dir is not None:
@@ -94,10 +118,16 @@ def run(args) -> int:
         from rosetta.atomic import atomic_write_json
 
         payload = {"rosetta_version": __version__, "device": args.device, "threads": args.threads,
-                   "workers": args.workers, "speed": {"precision": args.precision, "channels_last": args.channels_last, "compile": args.compile},
+                   "workers": args.workers, "batch": args.batch, "speed": _speed(args), "peak": done.peak,
                    "baseline": args.baseline, "rounds": args.rounds if args.baseline == "native" else None,
                    "executor": runs_on.describe(),
                    "workloads": [w.__dict__ for w in done.workloads], "results": [r.to_json() for r in done.results],
                    "overhead": done.overheads, "notes": done.notes}
         atomic_write_json(args.json, payload)
     return EXIT_PASS if all(r.status != "FAIL" for r in done.results) else EXIT_FAIL
+
+
+def _speed(args) -> dict:
+    """The speed variant of the command line (rosetta.frameworks.speed.Speed as JSON)."""
+    return {"precision": args.precision, "channels_last": args.channels_last, "compile": args.compile,
+            "eager": args.eager, "cuda_graphs": args.cuda_graphs, "resident_data": args.resident_data}

@@ -35,6 +35,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                "  rosetta verify model.onnx optimised.onnx --locate                (first node that differs)\n"
                "  rosetta verify --model resnet50 --via onnx,mmdnn --targets torch,tensorflow,keras,mxnet,onnxruntime\n"
                "  rosetta verify --model cnn,gru --targets torch,keras,mxnet --train-steps 5 --precision float64\n"
+               "  rosetta verify --model cnn,gru,resnet50 --targets torch,keras --device cuda   (GPU vs CPU reference)\n"
                + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("paths", nargs="*", metavar="MODEL", help="model files to compare, the first as reference")
@@ -57,6 +58,11 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     verify.add_argument("--work-dir", type=Path, help="with --model: keep converted artifacts here, each checked "
                                                       "against its manifest's sha256 before reuse (default: a "
                                                       "temporary folder)")
+    verify.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                        help="where the converted models run (with --model; default: cpu); the reference runs on "
+                             "the CPU, so cuda checks a GPU run (TF32 off, cuDNN's algorithms) against it; a "
+                             "framework that sees no GPU is a CANNOT row, never a CPU run; each row records the "
+                             "device its framework reports")
     add_locate_options(verify)
     verify.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
     verify.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -93,14 +99,15 @@ def run(args) -> int:
 
     done = verify_reference_models(args.model or "all", args.targets or "onnxruntime", args.via or "onnx",
                                    work_dir=args.work_dir, progress=progress(args), seeds=args.seed or [0],
-                                   batch=args.batch, threads=args.threads, atol=args.atol, rtol=args.rtol,
+                                   batch=args.batch, threads=args.threads, device=args.device or "cpu", atol=args.atol, rtol=args.rtol,
                                    tolerance_multiple=args.tolerance_multiple, export=export_options(args),
                                    train_steps=args.train_steps, train_batch=args.train_batch or 4,
                                    locate=args.locate, precision=args.precision or "float32",
                                    max_memory=args.max_memory, results_file=args.json, executor=executor(args))
-    print_results(done.results, f"rosetta verify ({done.policy.describe()})", args.verbose)
+    where = "" if (args.device or "cpu") == "cpu" else f", targets on {args.device}"
+    print_results(done.results, f"rosetta verify ({done.policy.describe()}{where})", args.verbose)
     if args.json:
-        write_results_json(done.results, args.json, {"tolerance": done.policy.to_json()})
+        write_results_json(done.results, args.json, {"tolerance": done.policy.to_json(), "device": args.device})
     write_locate(args, done.results, done.policy)
     return exit_for(done.results, args)
 

@@ -60,6 +60,17 @@ class Outcome:
 
 SLOT = "cells-"  # the workers a local executor runs whole cells in, side by side (rosetta.execution.executors)
 
+# GPU memory on demand in every process rosetta starts: by default JAX takes 75 % of a GPU's memory when it
+# starts and TensorFlow all of it, whether the job uses it or not (a Keras conversion worker on JAX held 61 GB
+# of an 80 GB card for a whole run, leaving the timed cell 19 GB). A user's own setting of either is kept.
+GPU_MEMORY_ON_DEMAND = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+
+
+def child_environment(extra: dict | None = None) -> dict:
+    """The environment of a process rosetta starts (a worker, a torchrun launcher): this one's, `extra`, and
+    GPU_MEMORY_ON_DEMAND where not already set."""
+    return {**GPU_MEMORY_ON_DEMAND, **os.environ, **(extra or {})}
+
 
 def in_worker() -> bool:
     """In a framework family's worker, where every job runs inline (the worker is the isolation). A slot

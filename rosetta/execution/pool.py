@@ -53,7 +53,7 @@ class Worker:
         # when the disk fills, a session file) goes with the worker, and with a killed run's next run
         self._temporary = contextlib.ExitStack()
         temporary = self._temporary.enter_context(scratch_folder("rosetta-worker-"))
-        env = dict(os.environ, **{execution._IN_WORKER: family or "1"}, TMPDIR=str(temporary))
+        env = execution.child_environment({execution._IN_WORKER: family or "1", "TMPDIR": str(temporary)})
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         self.log = tempfile.TemporaryFile(mode="w+b", prefix="rosetta-worker-")  # its stderr, for a crash's last line
         # -P (Python 3.11+): do not put the current folder first on sys.path, where a user's own keras.py or

@@ -101,7 +101,8 @@ class WorkerRunner(Runner):
                                                              "options": self.options},
                          isolation(self.framework_name), f"{self.framework_name} inference",
                          settings={"threads": self.options.get("threads", 0)})
-        self.reported_version, self.reference_check = result["version"], result.get("reference_check")
+        self.reported_version, self.device_used = result["version"], result["device used"]
+        self.reference_check = result.get("reference_check")
         return result["outputs"]
 
 
@@ -133,7 +134,8 @@ def predict_job(argument: dict) -> dict:
     """Job (rosetta.execution): load an artifact in its framework and run it once on `feeds`."""
     runner = load_runner(argument["framework"], Path(argument["folder"]), **argument["options"])
     outputs = {name: np.asarray(value) for name, value in runner.predict(argument["feeds"]).items()}
-    return {"outputs": outputs, "version": runner.version(), "reference_check": runner.reference_check}
+    return {"outputs": outputs, "version": runner.version(), "device used": runner.device_used,
+            "reference_check": runner.reference_check}
 
 
 def load_runner(framework: str, folder: Path, **options) -> Runner:

@@ -22,6 +22,9 @@ class Runner(ABC):
     device_used: str = "not reported"
     # a float64 run's frameworks.reference_check.ReferenceCheck as JSON, set by predict where the runner checks it
     reference_check: dict | None = None
+    # the arithmetic in force, read back from the framework where it has a setting for it (TF32, JAX's matmul
+    # precision, autocast), recorded beside every timing
+    precision_in_force: dict | None = None
 
     @classmethod
     @abstractmethod
@@ -41,6 +44,30 @@ class Runner(ABC):
     def running_version(self) -> str:
         """The version that actually runs this artifact (a worker proxy reports its worker's)."""
         return self.version()
+
+    def peak_device_mb(self) -> float | None:
+        """Peak device (GPU) memory in MiB since the runner was made, where the framework reports it."""
+        return None
+
+    def settings(self) -> dict:
+        """What a timed run records of how it ran, read back from the framework: the device and the precision in
+        force (and, in a subclass, how its steps are compiled)."""
+        return {"device used": self.device_used,
+                **({"precision in force": self.precision_in_force} if self.precision_in_force else {})}
+
+    def timed_call(self, feeds: dict[str, np.ndarray]):
+        """The call a benchmark times for `feeds`: predict, host arrays in and out (a runner with device-resident
+        inputs or CUDA graphs returns its own)."""
+        return lambda: self.predict(feeds)
+
+    def synchronize(self) -> None:
+        """Wait for the device, where timed_call may leave work queued on it."""
+
+    def clock(self):
+        """The clock of a window of calls (rosetta.timing.time_window): the host's, unless the device has one."""
+        from rosetta.timing import HostClock
+
+        return HostClock()
 
 
 def check_feeds(feeds: dict[str, np.ndarray], signature: list[dict]) -> None:

@@ -1,27 +1,43 @@
 """Keras 3: runs a `.keras` artifact (from rosetta's ONNX -> Keras mapper) with plain Keras, safe_mode on.
 
-The backend is Keras' own choice (KERAS_BACKEND; TensorFlow by default here). The artifact uses only
-built-in layers, so it also loads on the JAX backend where JAX is installed. `load_keras_model` is the one
+The backend is KERAS_BACKEND where the user sets it, else the first of TensorFlow, JAX and PyTorch that is
+installed (`default_backend`): a machine with only PyTorch and JAX runs Keras on JAX. The artifact uses only
+built-in layers, so it loads on every backend. What a run asks of the backend itself (its precision, device
+and peak memory) is in rosetta's module of that framework (`backend_module`). `load_keras_model` is the one
 place a Keras file is loaded (runner, user's files, conversions): safe_mode stays on unless trust_code.
 """
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import numpy as np
 
-from rosetta.errors import RosettaError, Unsupported, UntrustedModel, one_line
+from rosetta.errors import RosettaError, UntrustedModel, one_line
 from rosetta.frameworks.base import Runner, artifact_file, check_feeds, from_layouts, in_float, to_layouts
 from rosetta.frameworks.speed import PRECISIONS as SPEED_PRECISIONS
 from rosetta.frameworks.speed import Speed
 
 
+BACKENDS = ("tensorflow", "jax", "torch")  # Keras 3's backends rosetta runs, in the order it picks one
+
+
+def installed_backends() -> list[str]:
+    import importlib.util
+
+    return [name for name in BACKENDS if importlib.util.find_spec(name) is not None]
+
+
+def default_backend() -> str:
+    """Keras's backend where KERAS_BACKEND is not set: the first of BACKENDS installed (TensorFlow, Keras's own
+    default, where it is)."""
+    return next(iter(installed_backends()), BACKENDS[0])
+
+
 def import_keras():
     import os
 
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("KERAS_BACKEND", default_backend())
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import keras
 
@@ -134,19 +150,81 @@ def _set_float_dtype(config, dtype: str, inputs: bool = True):
 
 
 AMP_POLICIES = {"amp-bf16": "mixed_bfloat16", "amp-fp16": "mixed_float16"}
-JIT = "jit_compile (XLA)"
+# how Keras applies each speed setting (Speed.require, Speed.settings)
+SPEED_WAYS = {"compile": "jit_compile=True", "eager": "run_eagerly=True",
+              "cuda_graphs_why": "Keras compiles whole steps already (jax.jit, tf.function + XLA); rosetta captures "
+                                 "CUDA graphs in PyTorch only",
+              "resident_data_why": "train_on_batch and predict_on_batch take host arrays and read the loss or "
+                                   "outputs back to the host at every call"}
+# keras.device names, the same on every backend ("cpu:0" on torch makes Keras copy its int variables off their
+# Parameter: a Dropout then fails to build)
+KERAS_DEVICES = {"cpu": "cpu", "cuda": "gpu:0"}
+
+
+def backend_module(keras, backend: str = ""):
+    """rosetta's module of the framework under Keras (rosetta.frameworks.jax, .tensorflow or .torch), Keras's
+    own or `backend`: each has set_precision, precision_in_force, check_device, device_of, devices,
+    reset_peak_memory and peak_memory_mb."""
+    backend = backend or keras.backend.backend()
+    if backend == "jax":
+        from rosetta.frameworks import jax as module
+    elif backend == "torch":
+        from rosetta.frameworks import torch as module
+    else:
+        from rosetta.frameworks import tensorflow as module
+    return module
+
+
+def placement(keras, device: str):
+    """A factory of keras.device scopes for `device` on any backend (a scope is used once: on torch it is a
+    generator), refused (Unsupported) where the backend sees no GPU; the peak device memory counted from here.
+    Under a keras.distribution (data parallel) the distribution places everything: no scope."""
+    import contextlib
+
+    backend = backend_module(keras)
+    backend.check_device(device)
+    backend.reset_peak_memory(device)
+    if keras.distribution.distribution() is not None:
+        return contextlib.nullcontext
+    return lambda: keras.device(KERAS_DEVICES[device])
+
+
+def device_used(keras, model) -> str:
+    """Where the model's weights are, read back from the backend (a JAX array's devices, a TensorFlow variable's
+    device, a torch tensor's), with the backend's name."""
+    weights = model.weights
+    where = backend_module(keras).device_of(weights[0].value) if weights else "no weights"
+    return f"{where} ({keras.backend.backend()})"
+
+
+def compiled_step(keras, model) -> str:
+    """How Keras runs the model's steps, read back from it after compile() (an uncompiled model: Keras's
+    defaults, jit_compile "auto"): jax.jit, tf.function with or without XLA, torch.compile, or eager."""
+    backend = keras.backend.backend()
+    if model.run_eagerly:
+        return "eager (run_eagerly)"
+    if backend == "tensorflow":
+        return "tf.function + XLA (jit_compile)" if model.jit_compile else "tf.function"
+    compiler = {"jax": "jax.jit", "torch": "torch.compile"}[backend]
+    return compiler if model.jit_compile else "eager (jit_compile=False)"
+
+
+def precision_in_force(keras, model) -> dict:
+    """The backend's float32 arithmetic (TF32, JAX's matmul precision) and the compute dtype of the model's
+    layers (bfloat16 or float16 under a mixed policy), read back."""
+    policies = {layer.dtype_policy.compute_dtype for layer in model._flatten_layers(include_self=False)
+                if layer.weights}
+    return {**backend_module(keras).precision_in_force(), "compute dtype": ", ".join(sorted(policies))}
 
 
 def with_speed(model, speed: Speed, device: str):
     """The model as a speed variant runs it: rebuilt under Keras' mixed-precision policy for amp-* (float32
-    variables, computation in bfloat16 or float16), TF32 on a GPU only for tf32. Keras cannot change a model's
-    layout (its layers' data_format), so channels-last is refused; jit_compile is the caller's compile()."""
-    speed.require("Keras", device, SPEED_PRECISIONS, compile=JIT)
+    variables, computation in bfloat16 or float16); on every backend float32 as float32 (TF32 off, JAX's
+    matmul precision highest) but for tf32. Keras cannot change a model's layout (its layers' data_format), so
+    channels-last is refused; jit_compile and run_eagerly are the caller's compile()."""
+    speed.require("Keras", device, SPEED_PRECISIONS, **SPEED_WAYS)
     keras = import_keras()
-    if device == "cuda" and keras.backend.backend() == "tensorflow":  # device-only: TF32 is a CUDA setting
-        import tensorflow as tf
-
-        tf.config.experimental.enable_tensor_float_32_execution(speed.precision == "tf32")
+    backend_module(keras).set_precision(speed.precision)
     policy = AMP_POLICIES.get(speed.precision)
     if policy is None:
         return model
@@ -226,24 +304,19 @@ class KerasRunner(Runner):
 
             set_threads(threads)
         self.keras, self.manifest, self.layouts = keras, manifest, manifest.converter.get("layouts", {})
-        self.placement = contextlib.nullcontext()
-        if keras.backend.backend() == "tensorflow":
-            from rosetta.frameworks.tensorflow import TF_DEVICES, placement
-
-            self.placement = placement(device)
-            self.device_used = TF_DEVICES[device]
-        elif device != "cpu":
-            raise Unsupported(f"--device {device}: rosetta runs Keras on the GPU with the TensorFlow backend only "
-                              f"(this is the {keras.backend.backend()} backend)")
+        self.placement, self.device = placement(keras, device), device
         self.speed = Speed.from_json(speed)
-        with self.placement:
+        with self.placement():
             loaded = load_keras_model(artifact_file(folder, manifest), trust_code)
             self.model = in_precision(loaded, precision, trust_code)
             self.model = with_speed(self.model, self.speed, device)
-            if self.speed.compile:
-                self.model.compile(jit_compile=True)
+            if self.speed.compile or self.speed.eager:
+                self.model.compile(jit_compile=self.speed.compile, run_eagerly=self.speed.eager)
         # a float64 reference is checked against the model's float32 run (frameworks.keras_reference)
         self.float32_twin = loaded if precision == "float64" and self.model is not loaded else None
+        self.device_used = device_used(keras, self.model)
+        self.precision_in_force = precision_in_force(keras, self.model)
+        self.compiled_step = compiled_step(keras, self.model)
         self.precision = precision
         self.output_names = [entry["name"] for entry in manifest.outputs]
 
@@ -254,15 +327,34 @@ class KerasRunner(Runner):
 
     @classmethod
     def environment(cls) -> dict:
+        """Keras's settings, with the devices, CUDA and cuDNN of its backend as the backend sees them."""
         keras = import_keras()
-        found = {"version": cls.version(), "devices": ["cpu"], "cuda": None, "cudnn": None, "settings": {}}
-        if keras.backend.backend() == "tensorflow":
+        backend = keras.backend.backend()
+        if backend == "tensorflow":
             from rosetta.frameworks.tensorflow import tensorflow_environment
 
             found = tensorflow_environment(cls.version())
+        elif backend == "jax":
+            from rosetta.frameworks.jax import environment
+
+            found = {**environment(), "version": cls.version()}
+        else:
+            from rosetta.frameworks.torch import TorchModuleRunner
+
+            found = {**TorchModuleRunner.environment(), "version": cls.version()}
         found["settings"].update({"dtype policy": keras.config.dtype_policy().name, "floatx": keras.config.floatx(),
                                   "image data format": keras.config.image_data_format()})
+        # the backends Keras could be switched to (KERAS_BACKEND), each with the devices it sees here
+        for other in installed_backends():
+            if other != backend:
+                found["settings"][f"with KERAS_BACKEND={other}"] = ", ".join(backend_module(keras, other).devices())
         return found
+
+    def peak_device_mb(self) -> float | None:
+        return backend_module(self.keras).peak_memory_mb(self.device)
+
+    def settings(self) -> dict:
+        return {**super().settings(), "compiled step": self.compiled_step}
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         outputs = from_layouts(dict(zip(self.output_names, self._run(self.model, feeds))), self.layouts)
@@ -270,7 +362,7 @@ class KerasRunner(Runner):
             from rosetta.frameworks.keras_reference import check_float64_model
 
             arrays = [to_layouts(feeds, self.layouts)[entry["name"]] for entry in self.manifest.inputs]
-            with self.placement:
+            with self.placement():
                 self.reference_check = check_float64_model(self.keras, self.float32_twin, self.model, arrays).to_json()
         return outputs
 
@@ -280,7 +372,7 @@ class KerasRunner(Runner):
         arrays = [in_float(feeds[entry["name"]], self.precision) for entry in self.manifest.inputs]
         # predict_on_batch runs Keras' compiled predict step (tf.function / jax.jit), as Keras users infer;
         # calling the model eagerly is several times slower (a GRU steps through Python).
-        with self.placement:
+        with self.placement():
             result = model.predict_on_batch(arrays if len(arrays) > 1 else arrays[0])
         result = result if isinstance(result, (list, tuple)) else [result]
         values = [np.asarray(self.keras.ops.convert_to_numpy(value)) for value in result]

@@ -76,8 +76,17 @@ def install_onnx_mapping() -> None:
 HYBRIDIZE = "hybridize(static_alloc=True, static_shape=True)"
 
 
+def context_of(block) -> str:
+    """Where a Gluon block's weights are, read back from its first parameter."""
+    parameter = next(iter(block.collect_params().values()), None)
+    return str(parameter.data().context) if parameter is not None else "no weights"
+
+
+SPEED_WAYS = {"compile": HYBRIDIZE, "eager": "imperative Gluon (no hybridize)"}
+
+
 def check_speed(speed: Speed, device: str) -> None:
-    speed.require("MXNet", device, compile=HYBRIDIZE,
+    speed.require("MXNet", device, **SPEED_WAYS,
                   precision_why="rosetta does not drive MXNet 1.9's contrib AMP (its float16/bfloat16 graph pass)")
 
 
@@ -92,7 +101,6 @@ class MXNetRunner(Runner):
         self.manifest, self.layouts = manifest, manifest.converter.get("layouts", {})
         artifact = artifact_file(folder, manifest)
         self.context = mxnet_context(device)
-        self.device_used = str(self.context)
         # the symbol's own input names where a converter recorded them (MMdnn names its input "input")
         names = manifest.converter.get("input_names") or [entry["name"] for entry in manifest.inputs]
         self.input_names, self.artifact = names, artifact
@@ -100,6 +108,7 @@ class MXNetRunner(Runner):
                                                   ctx=self.context)
         if precision != "float32":  # a float64 run of the model: the calibrated tolerance's reference
             self.block.cast(precision)
+        self.device_used = context_of(self.block)
         if speed.compile:
             self.block.hybridize(static_alloc=True, static_shape=True)
         self.precision = precision

@@ -32,6 +32,19 @@ extension points:
    finds. Where the ratio is a constant (an initializer or a Constant node) and training_mode is omitted,
    it is torch.nn.Dropout(p=ratio), which is what it means; otherwise onnx2torch's own. Like 3., the
    wrapper takes the original's place in the registry dict.
+7. onnx2torch's ConstantOfShape builds `torch.Size(shape_tensor)` from its shape input at run time: under
+   torch.compile that tensor is a FakeTensor and Dynamo fails ("torch.Size() takes an iterable of 'int'"), and
+   on a GPU it reads the shape back to the host every step. torch's exporter writes a GRU's zero initial state
+   that way, from Shape -> Gather -> Unsqueeze -> Concat of the input. Where the shape input is computed from
+   one tensor's shape and constants alone (`_shape_terms`), `OnnxConstantOfShapeOf` takes that tensor and
+   calls torch.full with sizes read from its `.shape` (symbolic sizes under torch.compile, plain ints
+   otherwise); the Shape nodes it no longer needs are dropped from the FX graph (their modules, which hold
+   no state, stay). Otherwise onnx2torch's own converter. Like 3., the wrapper takes the original's place.
+8. onnx2torch takes a Gather's indices and an opset-13 Squeeze's axes as run-time tensors even where they are
+   constants, and torch turns a 0-d index or an axis tensor into a Python int by reading it back from the
+   device at every call: on a GPU a host sync per step (the GRU's last-step Gather and Squeeze), which a CUDA
+   graph cannot hold. Where the index is one constant, `OnnxSelect` is torch.select with it as an int; where
+   the axes are constants, onnx2torch's own static-axes Squeeze. Otherwise onnx2torch's converters.
 """
 
 from __future__ import annotations
@@ -77,9 +90,12 @@ def import_onnx2torch():
     with stand_in_modules(stand_in):
         onnx2torch = importlib.import_module("onnx2torch")
     _register_recurrent()
-    _wrap_layer_normalization()
     _register_global_max_pool()
-    _wrap_dropout()
+    _wrap("LayerNormalization", _layer_norm_with_scale_shape)
+    _wrap("Dropout", _dropout_with_constant_ratio, since=12)
+    _wrap("ConstantOfShape", _constant_of_shape_from_sizes)
+    _wrap("Gather", _gather_of_a_constant_index)
+    _wrap("Squeeze", _squeeze_of_constant_axes, since=13)
     _LOADED = onnx2torch
     return onnx2torch
 
@@ -224,16 +240,19 @@ def _register_global_max_pool() -> None:
         return OperationConverterResult(torch_module=OnnxGlobalMaxPool(), onnx_mapping=onnx_mapping_from_node(node))
 
 
-def _wrap_layer_normalization() -> None:
-    """See the module docstring, 3."""
+def _wrap(operation_type: str, wrapper, since: int = 1) -> None:
+    """Each of onnx2torch's converters of an ONNX-domain `operation_type` (opset `since` and later) replaced in
+    its registry dict by `wrapper(original)`: onnx2torch has no way to replace a converter."""
     from onnx2torch.node_converters import registry
 
     for description, original in list(registry._CONVERTER_REGISTRY.items()):
-        if description.operation_type == "LayerNormalization" and description.domain in ("", "ai.onnx"):
-            registry._CONVERTER_REGISTRY[description] = _layer_norm_with_scale_shape(original)
+        if (description.operation_type == operation_type and description.domain in ("", "ai.onnx")
+                and description.version >= since):
+            registry._CONVERTER_REGISTRY[description] = wrapper(original)
 
 
 def _layer_norm_with_scale_shape(original):
+    """See the module docstring, 3."""
     def convert(node, graph):
         result = original(node, graph)
         module = result.torch_module
@@ -246,15 +265,6 @@ def _layer_norm_with_scale_shape(original):
         return result
 
     return convert
-
-
-def _wrap_dropout() -> None:
-    """See the module docstring, 6."""
-    from onnx2torch.node_converters import registry
-
-    for description, original in list(registry._CONVERTER_REGISTRY.items()):
-        if description.operation_type == "Dropout" and description.version >= 12:
-            registry._CONVERTER_REGISTRY[description] = _dropout_with_constant_ratio(original)
 
 
 def _constant_value(graph, name: str):
@@ -270,6 +280,7 @@ def _constant_value(graph, name: str):
 
 
 def _dropout_with_constant_ratio(original):
+    """See the module docstring, 6."""
     def convert(node, graph):
         import torch
         from onnx2torch.utils.common import OnnxMapping, OperationConverterResult
@@ -281,6 +292,135 @@ def _dropout_with_constant_ratio(original):
             return original(node, graph)
         return OperationConverterResult(torch_module=torch.nn.Dropout(p=float(ratio)),
                                         onnx_mapping=OnnxMapping(inputs=(inputs[0],), outputs=node.output_values[:1]))
+
+    return convert
+
+
+def _shape_terms(graph, name: str):
+    """The value `name` as sizes of one tensor's shape, where the graph computes it from a Shape and constants
+    only: (that tensor's name, or None for a constant; terms; whether it is a scalar). A term is an int, ("dim",
+    i): the source's size i, or ("dims", start, end): its sizes start:end. None where it is computed otherwise."""
+    constant = _constant_value(graph, name)
+    if constant is not None:
+        return None, [int(value) for value in constant.reshape(-1).tolist()], constant.dim() == 0
+    try:
+        node, _ = graph.value_as_node_output(name)
+    except KeyError:
+        return None
+    op, inputs, attributes = node.operation_type, node.input_values, node.attributes
+    if op == "Shape":
+        return inputs[0], [("dims", attributes.get("start", 0), attributes.get("end"))], False
+    found = [_shape_terms(graph, value) for value in inputs if value]
+    sources = {source for source, _, _ in filter(None, found)} - {None}
+    if None in found or len(sources) > 1:
+        return None
+    source, terms, scalar = (sources.pop() if sources else None), found[0][1], found[0][2]
+    if op == "Cast":
+        return source, terms, scalar
+    if op == "Concat" and not any(part[2] for part in found):
+        return source, [term for part in found for term in part[1]], False
+    axes = found[1][1] if len(found) > 1 else attributes.get("axes")  # an input from opset 13, else an attribute
+    if op == "Unsqueeze" and scalar and axes == [0]:
+        return source, terms, False
+    if op == "Squeeze" and len(terms) == 1 and (isinstance(terms[0], int) or terms[0][0] == "dim"):
+        return source, terms, True
+    if op == "Gather" and attributes.get("axis", 0) == 0 and len(found) == 2 and found[1][0] is None:
+        picked = [_pick(terms, index) for index in found[1][1]]
+        return None if None in picked else (source, picked, found[1][2])
+    return None
+
+
+def _pick(terms: list, index: int):
+    """Term `index` of a shape value (see _shape_terms), or None where its position is not known."""
+    if all(not isinstance(term, tuple) or term[0] == "dim" for term in terms):
+        return terms[index] if -len(terms) <= index < len(terms) else None
+    if len(terms) == 1 and terms[0][2] is None:  # the source's sizes from `start` on: its rank is not known
+        start = terms[0][1]
+        if index >= 0 and (start >= 0 or start + index < 0):
+            return "dim", start + index
+        if index < 0 and start >= 0:  # the last sizes are the source's last
+            return "dim", index
+    return None
+
+
+def _constant_of_shape_from_sizes(original):
+    """See the module docstring, 7."""
+    import torch
+    from onnx2torch.utils.common import OnnxMapping, OnnxToTorchModule, OperationConverterResult
+
+    class OnnxConstantOfShapeOf(torch.nn.Module, OnnxToTorchModule):
+        """ConstantOfShape whose shape is sizes of its input's shape (`terms`, see _shape_terms)."""
+
+        def __init__(self, value, terms: list) -> None:
+            super().__init__()
+            self.register_buffer("value", value)  # the state_dict entry onnx2torch's module has
+            self.fill, self.terms = value.reshape(-1)[0].item(), terms
+
+        def forward(self, source=None):
+            shape = () if source is None else source.shape
+            sizes = []
+            for term in self.terms:
+                if isinstance(term, int):
+                    sizes.append(term)
+                elif term[0] == "dim":
+                    sizes.append(shape[term[1]])
+                else:
+                    sizes.extend(shape[term[1]:term[2]])
+            return torch.full(sizes, self.fill, dtype=self.value.dtype, device=self.value.device)
+
+    def convert(node, graph):
+        found = _shape_terms(graph, node.input_values[0])
+        if found is None or found[2]:
+            return original(node, graph)
+        source, terms, _ = found
+        value = node.attributes.get("value")
+        value = value.to_torch() if value is not None else torch.tensor([0.0], dtype=torch.float32)
+        return OperationConverterResult(torch_module=OnnxConstantOfShapeOf(value, terms),
+                                        onnx_mapping=OnnxMapping(inputs=(source,) if source else (),
+                                                                 outputs=node.output_values))
+
+    return convert
+
+
+def _gather_of_a_constant_index(original):
+    """See the module docstring, 8."""
+    import torch
+    from onnx2torch.utils.common import OnnxMapping, OnnxToTorchModule, OperationConverterResult
+
+    class OnnxSelect(torch.nn.Module, OnnxToTorchModule):
+        """ONNX Gather of one constant index (numpy.take of a scalar: the axis goes): torch.select."""
+
+        def __init__(self, axis: int, index: int) -> None:
+            super().__init__()
+            self.axis, self.index = axis, index
+
+        def forward(self, data):
+            return data.select(self.axis, self.index)
+
+    def convert(node, graph):
+        indices = _constant_value(graph, node.input_values[1])
+        if indices is None or indices.dim() != 0:
+            return original(node, graph)
+        return OperationConverterResult(torch_module=OnnxSelect(node.attributes.get("axis", 0), int(indices)),
+                                        onnx_mapping=OnnxMapping(inputs=node.input_values[:1],
+                                                                 outputs=node.output_values))
+
+    return convert
+
+
+def _squeeze_of_constant_axes(original):
+    """See the module docstring, 8."""
+    from onnx2torch.node_converters.squeeze import OnnxSqueezeStaticAxes
+    from onnx2torch.utils.common import OnnxMapping, OperationConverterResult
+
+    def convert(node, graph):
+        given = len(node.input_values) > 1 and node.input_values[1]
+        axes = _constant_value(graph, node.input_values[1]) if given else None
+        if axes is None:
+            return original(node, graph)
+        return OperationConverterResult(torch_module=OnnxSqueezeStaticAxes([int(axis) for axis in axes.reshape(-1)]),
+                                        onnx_mapping=OnnxMapping(inputs=node.input_values[:1],
+                                                                 outputs=node.output_values))
 
     return convert
 
@@ -307,6 +447,8 @@ def build_module(graph_path: Path):
         # with external data (e.g. over protobuf's 2 GB), onnx2torch infers shapes by path instead of in memory
         module = onnx2torch.convert(str(graph_path) if external_data_files(model) else onnx.load(str(graph_path)))
         _outputs_per_value(module, model)
+        module.graph.eliminate_dead_code()  # e.g. the Shape nodes a ConstantOfShape no longer reads (7.)
+        module.recompile()
         exact_batchnorm_momentum(module)
         return module
     except RosettaError:

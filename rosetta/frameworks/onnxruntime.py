@@ -36,7 +36,7 @@ class OnnxRuntimeRunner(Runner):
             self.float64_model, self.device_used = artifact_file(folder, manifest), "cpu"
             return
         speed = Speed.from_json(speed)
-        speed.require("ONNX Runtime", device, compile="graph optimisation level all",
+        speed.require("ONNX Runtime", device, ("fp32", "tf32"), compile="graph optimisation level all",
                       precision_why="it runs the graph's own dtypes (float16 or bfloat16 is another conversion)")
         if speed.compile:
             optimization = "all"
@@ -50,8 +50,9 @@ class OnnxRuntimeRunner(Runner):
         providers = ["CPUExecutionProvider"]
         if device == "cuda" and hasattr(ort, "preload_dlls"):  # device-only: the CUDA 13 and cuDNN libraries
             ort.preload_dlls()  # of the nvidia-* wheels, which ONNX Runtime does not find on its own
-        if device == "cuda":
-            providers = [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "EXHAUSTIVE"})] + providers
+        if device == "cuda":  # TF32 only for tf32: the CUDA provider's default is on, so fp32 turns it off
+            providers = [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "EXHAUSTIVE",
+                                                    "use_tf32": "1" if speed.precision == "tf32" else "0"})] + providers
         self.session = ort.InferenceSession(str(artifact_file(folder, manifest)), options, providers=providers)
         if device == "cuda" and "CUDAExecutionProvider" not in self.session.get_providers():
             # ONNX Runtime only warns and runs on the CPU: a row labelled cuda would be a CPU timing
@@ -60,6 +61,9 @@ class OnnxRuntimeRunner(Runner):
                               "with a GPU")
         self.output_names = [o.name for o in self.session.get_outputs()]
         self.device_used = ", ".join(self.session.get_providers())
+        cuda = self.session.get_provider_options().get("CUDAExecutionProvider")  # the options in force
+        self.precision_in_force = {"matmul and convolution": ("tf32" if cuda.get("use_tf32") == "1" else "float32")
+                                   if cuda else "float32 (CPU provider)"}
 
     @classmethod
     def version(cls) -> str:

@@ -1,15 +1,22 @@
 """Speed variants of a timed run: the settings that decide speed on real hardware, one vocabulary for every
-framework (`rosetta bench --precision --channels-last --compile`).
+framework (`rosetta bench --precision --channels-last --compile --eager --cuda-graphs --resident-data`).
 
-- precision: `fp32` (strict float32: TF32 off on GPUs that would use it), `tf32` (CUDA: TensorFloat-32 matmuls
-  and convolutions), `amp-fp16` (CUDA: autocast to float16 with loss scaling), `amp-bf16` (autocast to
-  bfloat16, CPU and GPU);
+- precision: `fp32` (strict float32: TF32 off in PyTorch and TensorFlow, JAX's matmul precision `highest`),
+  `tf32` (CUDA: TensorFloat-32 matmuls and convolutions), `amp-fp16` (CUDA: autocast to float16 with loss
+  scaling), `amp-bf16` (autocast to bfloat16, CPU and GPU);
 - channels_last: NHWC memory for 4-D tensors where the framework lets a run choose (PyTorch's memory_format);
 - compile: the framework's graph compiler (torch.compile, Keras jit_compile (XLA), MXNet hybridize with
-  static_alloc, ONNX Runtime's full graph optimisation, XLA on a SavedModel's signature).
+  static_alloc, ONNX Runtime's full graph optimisation, XLA on a SavedModel's signature);
+- eager: no graph at all where the framework has an eager mode (Keras run_eagerly; PyTorch is eager unless
+  --compile); without it Keras runs its steps as Keras compiles them by default (jax.jit, tf.function);
+- cuda_graphs (CUDA): the whole step captured once and replayed as one CUDA graph (PyTorch);
+- resident_data: the run's batches staged once on the device (or in pinned memory, the next batch's copy
+  overlapped with the step), the steps run back to back, the loss read back and the device synchronised only
+  where the clock is read.
 
 Each runner and trainer applies what its framework has and, for what it has not, raises Unsupported with one
-line that names the framework (SettingUnavailable): a benchmark shows it as a "not available" row, never as a silently other run.
+line that names the framework (SettingUnavailable): a benchmark shows it as a "not available" row, never as a
+silently other run.
 """
 
 from __future__ import annotations
@@ -19,7 +26,15 @@ from dataclasses import asdict, dataclass
 from rosetta.errors import RosettaError, Unsupported
 
 PRECISIONS = ("fp32", "tf32", "amp-fp16", "amp-bf16")
-CUDA_ONLY = ("tf32", "amp-fp16")
+CAPTURE_AFTER = 2  # eager steps before --cuda-graphs captures its graph (cuDNN autotuning, an optimiser's state)
+CUDA_ONLY = ("tf32", "amp-fp16", "cuda_graphs")
+# the on/off settings: their option, and why a framework lacks one where its caller gives no reason
+SWITCHES = {"channels_last": "--channels-last", "compile": "--compile", "eager": "--eager",
+            "cuda_graphs": "--cuda-graphs", "resident_data": "--resident-data"}
+LACKING = {"channels_last": "its layout is fixed by the model (the data_format of its layers, or the graph's own)",
+           "eager": "it runs a graph",
+           "cuda_graphs": "rosetta captures CUDA graphs in PyTorch only",
+           "resident_data": "its runner takes and returns host arrays at every call"}
 
 
 class SettingUnavailable(Unsupported):
@@ -31,10 +46,15 @@ class Speed:
     precision: str = "fp32"
     channels_last: bool = False
     compile: bool = False
+    eager: bool = False
+    cuda_graphs: bool = False
+    resident_data: bool = False
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
             raise RosettaError(f"--precision {self.precision}: choose from {', '.join(PRECISIONS)}")
+        if self.eager and (self.compile or self.cuda_graphs):
+            raise RosettaError("--eager runs no graph: it cannot go with --compile or --cuda-graphs")
 
     @classmethod
     def from_json(cls, data: dict | None) -> Speed:
@@ -43,27 +63,35 @@ class Speed:
     def to_json(self) -> dict:
         return asdict(self)
 
+    def warmup(self, steps: int) -> int:
+        """The untimed steps a run of this variant takes, at least `steps`: with CUDA graphs, enough for the
+        eager steps and the capture, so that no capture is ever timed."""
+        return max(steps, CAPTURE_AFTER + 1) if self.cuda_graphs else steps
+
     @property
     def label(self) -> str:
-        return "+".join([self.precision] + (["channels-last"] if self.channels_last else [])
-                        + (["compile"] if self.compile else []))
+        return "+".join([self.precision] + [option.removeprefix("--") for name, option in SWITCHES.items()
+                                            if getattr(self, name)])
 
-    def require(self, framework: str, device: str, precisions: tuple[str, ...] = ("fp32",),
-                channels_last: str = "", compile: str = "", precision_why: str = "", compile_why: str = "") -> None:
-        """Refuse (Unsupported) a setting `framework` does not have: `precisions` it runs, and whether it can
-        do channels-last and compile (a non-empty string says how, for settings(); empty: it cannot)."""
-        if self.precision in CUDA_ONLY and device != "cuda":
-            raise SettingUnavailable(f"--precision {self.precision} is CUDA-only: not available on the CPU")
+    def require(self, framework: str, device: str, precisions: tuple[str, ...] = ("fp32",), precision_why: str = "",
+                **ways: str) -> None:
+        """Refuse (SettingUnavailable) a setting `framework` does not have: the `precisions` it runs, and for each
+        switch (SWITCHES) `ways`: NAME="how it does it" (for settings()) where it has it, NAME_why="why not"
+        where it lacks it (LACKING otherwise)."""
+        for name in CUDA_ONLY:
+            if device != "cuda" and (self.precision == name or getattr(self, name, False)):
+                option = f"--precision {name}" if name in PRECISIONS else SWITCHES[name]
+                raise SettingUnavailable(f"{option} is CUDA-only: not available on the CPU")
         if self.precision not in precisions:
             raise SettingUnavailable(f"--precision {self.precision} is not available in {framework}"
-                              f"{precision_why and ': ' + precision_why}")
-        if self.channels_last and not channels_last:
-            raise SettingUnavailable(f"--channels-last is not available in {framework}: its layout is fixed by the model "
-                              "(the data_format of its layers, or the graph's own)")
-        if self.compile and not compile:
-            raise SettingUnavailable(f"--compile is not available in {framework}{compile_why and ': ' + compile_why}")
+                                     f"{precision_why and ': ' + precision_why}")
+        for name, option in SWITCHES.items():
+            if getattr(self, name) and not ways.get(name):
+                why = ways.get(f"{name}_why") or LACKING.get(name, "")
+                raise SettingUnavailable(f"{option} is not available in {framework}{why and ': ' + why}")
 
-    def settings(self, channels_last: str = "", compile: str = "") -> dict:
-        """What a run recorded of its speed variant: the label, and how the framework applied it."""
-        return {"speed": self.label, **({"channels_last": channels_last} if self.channels_last else {}),
-                **({"compiled by": compile} if self.compile else {})}
+    def settings(self, **ways: str) -> dict:
+        """What a run recorded of its speed variant: the label, and how the framework applied each switch on."""
+        keys = {"channels_last": "channels_last", "compile": "compiled by"}
+        return {"speed": self.label, **{keys.get(name, name.replace("_", " ")): ways.get(name, "")
+                                         for name in SWITCHES if getattr(self, name)}}

@@ -37,18 +37,57 @@ def set_threads(threads: int) -> None:
 TF_DEVICES = {"cpu": "/CPU:0", "cuda": "/GPU:0"}  # where placement() pins a run
 
 
-def placement(device: str):
-    """tf.device for `device` ("cpu" or "cuda"): TensorFlow places ops on a GPU whenever it has one, so a cpu
-    row is pinned to the CPU, and a cuda row is refused (rosetta.errors.Unsupported) where TensorFlow sees no
-    GPU instead of running on the CPU under a cuda label."""
+# The same names as rosetta.frameworks.torch and .jax: set_precision, precision_in_force, check_device,
+# device_of, devices, reset_peak_memory, peak_memory_mb (what Keras on the TensorFlow backend asks of it too).
+
+
+def set_precision(precision: str) -> None:
+    """TensorFlow computes float32 matmuls and convolutions in TF32 on GPUs by default: on only for tf32, so that
+    an fp32 row is float32. Set on every device (a CPU ignores it), so either device's rows read it back."""
+    import_tensorflow().config.experimental.enable_tensor_float_32_execution(precision == "tf32")
+
+
+def precision_in_force() -> dict:
+    enabled = import_tensorflow().config.experimental.tensor_float_32_execution_enabled()
+    return {"matmul and convolution": "tf32" if enabled else "float32"}
+
+
+def check_device(device: str) -> None:
+    """Refuse (Unsupported) a GPU TensorFlow does not see, instead of running on the CPU under a cuda label."""
     from rosetta.errors import Unsupported
 
-    tf = import_tensorflow()
-    if device == "cuda":
-        if not tf.config.list_physical_devices("GPU"):
-            raise Unsupported("--device cuda: TensorFlow sees no GPU (tensorflow-cpu, or no CUDA driver); install "
-                              "tensorflow[and-cuda] on a machine with a GPU")
-    return tf.device(TF_DEVICES[device])
+    if device == "cuda" and not import_tensorflow().config.list_physical_devices("GPU"):
+        raise Unsupported("--device cuda: TensorFlow sees no GPU (tensorflow-cpu, or no CUDA driver); install "
+                          "tensorflow[and-cuda] on a machine with a GPU")
+
+
+def device_of(tensor) -> str:
+    """Where TensorFlow put a tensor or variable, as it says ('/job:localhost/.../device:GPU:0' -> 'GPU:0')."""
+    return tensor.device.rpartition("device:")[2] or "not placed"
+
+
+def devices() -> list[str]:
+    """Every device TensorFlow sees ('cpu:0', 'gpu:0')."""
+    return [device.name.replace("/physical_device:", "").lower()
+            for device in import_tensorflow().config.list_physical_devices()]
+
+
+def reset_peak_memory(device: str) -> None:
+    if device == "cuda":  # device-only: TensorFlow keeps no statistics for the CPU
+        import_tensorflow().config.experimental.reset_memory_stats("GPU:0")
+
+
+def peak_memory_mb(device: str) -> float | None:
+    if device != "cuda":
+        return None
+    return import_tensorflow().config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+
+
+def placement(device: str):
+    """tf.device for `device` ("cpu" or "cuda"): TensorFlow places ops on a GPU whenever it has one, so a cpu
+    row is pinned to the CPU, and a cuda row is refused (check_device) where TensorFlow sees no GPU."""
+    check_device(device)
+    return import_tensorflow().device(TF_DEVICES[device])
 
 
 def check_saved_model(path: Path, trust_code: bool, label: str = "") -> None:
@@ -85,13 +124,13 @@ def tensorflow_environment(version: str) -> dict:
 
     tf = import_tensorflow()
     build = tf.sysconfig.get_build_info()
-    devices = [device.name.replace("/physical_device:", "").lower() for device in tf.config.list_physical_devices()]
-    return {"version": version, "devices": devices, "cuda": build.get("cuda_version") if build.get("is_cuda_build") else None,
+    return {"version": version, "devices": devices(), "cuda": build.get("cuda_version") if build.get("is_cuda_build") else None,
             "cudnn": build.get("cudnn_version") if build.get("is_cuda_build") else None,
             "settings": {"intra-op threads": tf.config.threading.get_intra_op_parallelism_threads() or "default",
                          "inter-op threads": tf.config.threading.get_inter_op_parallelism_threads() or "default",
                          "oneDNN": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on for x86)"),
-                         "tf32": tf.config.experimental.tensor_float_32_execution_enabled()}}
+                         "tf32": "off unless --precision tf32 (TensorFlow's default: "
+                                 f"{'on' if tf.config.experimental.tensor_float_32_execution_enabled() else 'off'})"}}
 
 
 class SavedModelRunner(Runner):
@@ -109,13 +148,13 @@ class SavedModelRunner(Runner):
         self.layouts = manifest.converter.get("layouts", {})
         path = artifact_file(folder, manifest)
         check_saved_model(path, trust_code, f"{folder}/{manifest.artifact}")
-        self.placement = placement(device)
-        self.device_used = TF_DEVICES[device]
+        self.placement, self.device = placement(device), device
+        reset_peak_memory(device)
         with self.placement:
             self.loaded = tf.saved_model.load(str(path))
         self.signature = self.loaded.signatures["serving_default"]
-        if device == "cuda":  # device-only: TF32 is a CUDA setting, on by default in TensorFlow
-            tf.config.experimental.enable_tensor_float_32_execution(speed.precision == "tf32")
+        set_precision(speed.precision)
+        self.precision_in_force = precision_in_force()
         if speed.compile:
             self.signature = tf.function(self.signature, jit_compile=True)
 
@@ -131,5 +170,9 @@ class SavedModelRunner(Runner):
         check_feeds(feeds, self.manifest.inputs)
         with self.placement:
             arguments = {name: self.tf.constant(array) for name, array in to_layouts(feeds, self.layouts).items()}
-            result = {name: value.numpy() for name, value in self.signature(**arguments).items()}
-        return from_layouts(result, self.layouts)
+            outputs = self.signature(**arguments)
+        self.device_used = ", ".join(sorted({device_of(value) for value in outputs.values()}))  # where it computed
+        return from_layouts({name: value.numpy() for name, value in outputs.items()}, self.layouts)
+
+    def peak_device_mb(self) -> float | None:
+        return peak_memory_mb(self.device)

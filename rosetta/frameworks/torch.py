@@ -21,33 +21,240 @@ from rosetta.frameworks import onnx2torch
 from rosetta.frameworks.base import (Runner, artifact_file, check_feeds, from_layouts, import_generated, to_layouts,
                                      weights_dict)
 from rosetta.frameworks.speed import PRECISIONS as SPEED_PRECISIONS
-from rosetta.frameworks.speed import Speed
+from rosetta.frameworks.speed import CAPTURE_AFTER, Speed
 from rosetta.trust import TRUST_HINT
 from rosetta.trust.pt2 import check_archive
 
 PRECISIONS = ("float32", "float64")
 
 
-CHANNELS_LAST = "memory_format=torch.channels_last"  # how PyTorch applies each speed setting (settings())
-COMPILE = "torch.compile"
+# how PyTorch applies each speed setting (Speed.require, Speed.settings)
+SPEED_WAYS = {"channels_last": "memory_format=torch.channels_last", "compile": "torch.compile",
+              "eager": "eager (PyTorch's default)", "cuda_graphs": "torch.cuda.CUDAGraph of the whole step",
+              "resident_data": "staged once on the device (or pinned, copied one step ahead); loss read at the end"}
+REDUCE_OVERHEAD = "torch.compile(mode='reduce-overhead'): its CUDA graphs"  # --cuda-graphs with --compile
 
 
 def check_speed(speed: dict | None, device: str) -> Speed:
-    """The speed variant PyTorch runs: every precision, channels-last and compile (CUDA-only ones on CUDA)."""
+    """The speed variant PyTorch runs: every precision and switch (CUDA-only ones on CUDA)."""
     speed = Speed.from_json(speed)
-    speed.require("PyTorch", device, SPEED_PRECISIONS, CHANNELS_LAST, COMPILE)
+    speed.require("PyTorch", device, SPEED_PRECISIONS, **SPEED_WAYS)
     return speed
 
 
+# The same names in rosetta.frameworks.jax and .tensorflow: what a run asks of the framework under it (Keras's
+# backend) to apply a precision and to say what it did: set_precision, precision_in_force, check_device,
+# device_of, devices, reset_peak_memory, peak_memory_mb.
+
+
+def set_precision(precision: str) -> None:
+    """TF32 on for tf32 and off otherwise, for CUDA matmuls and for cuDNN (convolutions and RNNs; PyTorch leaves
+    cuDNN's on by default, so without this an fp32 row on a GPU is TF32). Set on every device, a CPU ignoring
+    it, so that the rows of either read back the same settings."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
+
+
+def precision_in_force(autocast_dtype=None) -> dict:
+    """The arithmetic float32 work gets, read back from torch's settings, and the autocast dtype if any."""
+    import torch
+
+    return {"cuda matmul": "tf32" if torch.backends.cuda.matmul.allow_tf32 else "float32",
+            "cudnn": "tf32" if torch.backends.cudnn.allow_tf32 else "float32",
+            **({"autocast": str(autocast_dtype).removeprefix("torch.")} if autocast_dtype is not None else {})}
+
+
+def check_device(device: str) -> None:
+    torch_device(device)
+
+
+def device_of(tensor) -> str:
+    return str(tensor.device)
+
+
+def module_device(module, default) -> str:
+    """Where a module's weights are, read back from them (`default` for a module without any)."""
+    import itertools
+
+    tensor = next(itertools.chain(module.parameters(), module.buffers()), None)
+    return device_of(tensor) if tensor is not None else str(default)
+
+
+def _on(flag: bool) -> str:
+    return "on" if flag else "off"
+
+
+def devices() -> list[str]:
+    """The CPU and every CUDA device PyTorch sees."""
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return ["cpu"] + [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(count)]
+
+
+def reset_peak_memory(device: str) -> None:
+    import torch
+
+    if device == "cuda":  # device-only: the CUDA caching allocator's statistic
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_memory_mb(device: str) -> float | None:
+    """Peak CUDA memory allocated since the last reset_peak_memory (torch_device resets it); None on the CPU."""
+    import torch
+
+    return torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None
+
+
 def speed_contexts(torch, speed: Speed, device):
-    """(autocast context factory, GradScaler or None, TF32 on) for a speed variant; on CUDA, fp32 turns TF32 off
-    (PyTorch's cuDNN convolutions use it by default) so that an fp32 row is float32."""
-    if device.type == "cuda":  # device-only lines: TF32 is a CUDA setting
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = speed.precision == "tf32"
+    """(autocast context factory, GradScaler or None, the precision in force) for a speed variant: TF32 only
+    for tf32, so that an fp32 row is float32. Under CUDA graphs autocast keeps no cast cache (its cached copies
+    would be the capture's)."""
+    set_precision(speed.precision)
     dtype = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(speed.precision)
-    autocast = (lambda: torch.autocast(device.type, dtype=dtype)) if dtype else contextlib.nullcontext
+    autocast = ((lambda: torch.autocast(device.type, dtype=dtype, cache_enabled=not speed.cuda_graphs)) if dtype
+                else contextlib.nullcontext)
     scaler = torch.amp.GradScaler(device.type) if speed.precision == "amp-fp16" else None
-    return autocast, scaler, speed.precision == "tf32"
+    return autocast, scaler, precision_in_force(dtype)
+
+
+def compiled(torch, module, speed: Speed):
+    """The module as --compile runs it: torch.compile, in mode reduce-overhead (CUDA graphs of its own) with
+    --cuda-graphs; else the module itself. Dynamo starts afresh (its cache of compiled frames and its counters),
+    so that compiled_frames reads what this module compiled, not what an earlier one in this process left."""
+    if not speed.compile:
+        return module
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    return torch.compile(module, mode="reduce-overhead") if speed.cuda_graphs else torch.compile(module)
+
+
+def compiled_frames() -> dict:
+    """What torch.compile did compile, read back from Dynamo's counters: a frame it cannot trace runs eagerly
+    whole (Dynamo does not trace torch.nn.GRU: the reference GRU's forward is such a frame) or in pieces, and a
+    row that says "compiled" should say how much was."""
+    from torch._dynamo.utils import counters
+
+    reasons = sorted({reason.strip().splitlines()[0] for kind in ("unimplemented", "graph_break")
+                      for reason in counters[kind]})
+    frames = counters["frames"]
+    return {"frames compiled": f"{frames.get('ok', 0)} of {frames.get('total', 0)}",
+            **({"eager because": reasons} if reasons else {})}
+
+
+def to_tensor(torch, array: np.ndarray, device, dtype, channels_last: bool = False):
+    """A numpy array as the model takes it: on `device`, floating point in `dtype`, 4-D in channels-last memory
+    where asked; integers (token ids) as they are."""
+    tensor = torch.from_numpy(np.ascontiguousarray(array)).to(device)
+    if channels_last and tensor.dim() == 4:
+        tensor = tensor.contiguous(memory_format=torch.channels_last)
+    return tensor.to(dtype) if tensor.is_floating_point() else tensor
+
+
+class CapturedStep:
+    """`step(*tensors)` as one CUDA graph (--cuda-graphs): its first CAPTURE_AFTER calls run eagerly on a side
+    stream (cuDNN's autotuning and an optimiser's lazy state happen there), the next captures it on copies of
+    its arguments and replays it, and every later call copies its arguments into those copies and replays. The
+    result is the graph's own tensors, overwritten by the next call. CUDA only (device-only class)."""
+
+    def __init__(self, step) -> None:
+        self.step, self.calls, self.graph, self.inputs, self.outputs = step, 0, None, [], None
+
+    def __call__(self, *tensors):
+        import torch
+
+        if self.graph is None and self.calls < CAPTURE_AFTER:
+            self.calls += 1
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                result = self.step(*tensors)
+            torch.cuda.current_stream().wait_stream(side)
+            return result
+        if self.graph is None:
+            self.inputs, self.graph = [tensor.clone() for tensor in tensors], torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.outputs = self.step(*self.inputs)
+        else:
+            for static, tensor in zip(self.inputs, tensors):
+                static.copy_(tensor, non_blocking=True)
+        self.graph.replay()
+        return self.outputs
+
+
+class CudaEventClock:
+    """Stamps recorded on the GPU's stream (CUDA events): each step's time as the device spent it, read after
+    the window's closing synchronisation (rosetta.timing.time_window)."""
+
+    def stamp(self):
+        import torch
+
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def seconds(self, start, end) -> float:
+        return start.elapsed_time(end) / 1000
+
+
+def clock_for(device):
+    """The clock of a window of steps on `device`: CUDA events on a GPU, the host's clock on a CPU."""
+    from rosetta.timing import HostClock
+
+    return CudaEventClock() if device.type == "cuda" else HostClock()
+
+
+def synchronizer(device):
+    import torch
+
+    return torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+
+class ResidentBatches:
+    """A run's batches (lists of tensors) held for --resident-data: on the device where they fit in a quarter of
+    its free memory, else in pinned host memory with each batch's copy to the device issued on a side stream
+    one batch ahead, overlapping the step before it; on a CPU the tensors as made. `where` says which."""
+
+    def __init__(self, batches: list[list], device, budget_bytes: int | None = None) -> None:
+        import torch
+
+        self.device, self.stream, self.ahead = device, None, {}
+        self.batches, self.where = batches, "tensors made once"
+        if device.type != "cuda":
+            return
+        size = sum(tensor.numel() * tensor.element_size() for batch in batches for tensor in batch)
+        budget = torch.cuda.mem_get_info(device)[0] // 4 if budget_bytes is None else budget_bytes
+        if size <= budget:
+            self.batches, self.where = [[tensor.to(device) for tensor in batch] for batch in batches], "on the device"
+        else:
+            self.batches = [[tensor.pin_memory() for tensor in batch] for batch in batches]
+            self.stream, self.where = torch.cuda.Stream(device), "pinned host memory, copied one batch ahead"
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, index: int) -> list:
+        if self.stream is None:
+            return self.batches[index]
+        import torch
+
+        batch = self.ahead.pop(index, None) or self._copy(index)
+        current = torch.cuda.current_stream(self.device)
+        current.wait_stream(self.stream)  # this batch's copy, issued a step ago, is done
+        for tensor in batch:
+            tensor.record_stream(current)
+        if index + 1 < len(self.batches):
+            self.ahead[index + 1] = self._copy(index + 1)
+        return batch
+
+    def _copy(self, index: int) -> list:
+        import torch
+
+        with torch.cuda.stream(self.stream):
+            return [tensor.to(self.device, non_blocking=True) for tensor in self.batches[index]]
 
 
 @contextlib.contextmanager
@@ -88,11 +295,38 @@ class TorchModuleRunner(Runner):
         import torch
 
         self.speed = check_speed(speed, self.device.type)
-        self.autocast, _, _ = speed_contexts(torch, self.speed, self.device)
-        self.device_used = str(self.device)
+        self.autocast, _, self.precision_in_force = speed_contexts(torch, self.speed, self.device)
+        self.device_used = module_device(module, self.device)
         if self.speed.channels_last:
             module = module.to(memory_format=torch.channels_last)
-        return torch.compile(module) if self.speed.compile else module
+        return compiled(torch, module, self.speed)
+
+    def peak_device_mb(self) -> float | None:
+        return peak_memory_mb(self.device.type)
+
+    def synchronize(self) -> None:
+        synchronizer(self.device)()
+
+    def clock(self):
+        return clock_for(self.device)
+
+    def settings(self) -> dict:
+        graphs = REDUCE_OVERHEAD if self.speed.compile else SPEED_WAYS["cuda_graphs"].replace("step", "forward")
+        return {**super().settings(), **self.speed.settings(**{**SPEED_WAYS, "cuda_graphs": graphs}),
+                **({"torch.compile": compiled_frames()} if self.speed.compile else {})}
+
+    def timed_call(self, feeds: dict[str, np.ndarray]):
+        """What a benchmark times: predict(feeds), host arrays in and out; with --resident-data the forward on
+        inputs staged on the device once, its outputs left there; with --cuda-graphs the forward replayed as one
+        CUDA graph (CapturedStep; torch.compile's own with --compile)."""
+        graphed = self.speed.cuda_graphs and not self.speed.compile
+        forward = CapturedStep(lambda *tensors: self._run(tensors)) if graphed else (lambda *tensors: self._run(tensors))
+        if self.speed.resident_data:
+            staged = self._tensors(self.input_arrays(feeds))
+            return lambda: forward(*staged)
+        if not graphed:
+            return lambda: self.predict(feeds)
+        return lambda: self._to_host(forward(*self._tensors(self.input_arrays(feeds))))
 
     @classmethod
     def version(cls) -> str:
@@ -100,15 +334,19 @@ class TorchModuleRunner(Runner):
 
         return torch.__version__
 
+    def input_arrays(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """The model's inputs, in the order its forward takes them."""
+        return list(feeds.values())
+
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        outputs = self._forward(list(feeds.values()))
+        outputs = self._forward(self.input_arrays(feeds))
         if self.float32_twin is not None:
             import torch
 
             from rosetta.frameworks.torch_reference import check_float64_module
 
             twin = copy.deepcopy(self.float32_twin).float().to(self.device).eval()
-            tensors = [torch.from_numpy(np.ascontiguousarray(a)).to(self.device) for a in feeds.values()]
+            tensors = [torch.from_numpy(np.ascontiguousarray(a)).to(self.device) for a in self.input_arrays(feeds)]
             self.reference_check = check_float64_module(twin, self.module, tensors).to_json()
         return outputs
 
@@ -116,42 +354,49 @@ class TorchModuleRunner(Runner):
     def environment(cls) -> dict:
         import torch
 
-        cuda = torch.cuda.is_available()
-        gpus = [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(torch.cuda.device_count())] if cuda else []
-        return {"version": torch.__version__, "devices": ["cpu"] + gpus, "cuda": torch.version.cuda,
+        return {"version": torch.__version__, "devices": devices(), "cuda": torch.version.cuda,
                 "cudnn": str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None,
                 "settings": {"threads": torch.get_num_threads(), "cudnn.benchmark": "on with --device cuda",
-                             "tf32 matmul": torch.backends.cuda.matmul.allow_tf32,
-                             "tf32 cudnn": torch.backends.cudnn.allow_tf32,
+                             "tf32": "off unless --precision tf32 (PyTorch's defaults: matmul "
+                                     f"{_on(torch.backends.cuda.matmul.allow_tf32)}, cuDNN "
+                                     f"{_on(torch.backends.cudnn.allow_tf32)})",
                              "oneDNN (mkldnn)": torch.backends.mkldnn.is_available()}}
 
     def _forward(self, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
         """Floating inputs cast to the runner's precision, integer inputs as they are; outputs by name."""
+        return self._to_host(self._run(self._tensors(arrays)))
+
+    def _tensors(self, arrays: list[np.ndarray]) -> list:
         import torch
 
-        tensors = []
-        for array in arrays:
-            tensor = torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
-            if self.speed.channels_last and tensor.dim() == 4:
-                tensor = tensor.contiguous(memory_format=torch.channels_last)
-            tensors.append(tensor.to(self.dtype) if tensor.is_floating_point() else tensor)
+        return [to_tensor(torch, array, self.device, self.dtype, self.speed.channels_last) for array in arrays]
+
+    def _run(self, tensors) -> tuple:
+        import torch
+
         with torch.inference_mode(), self.autocast(), compile_errors(self.speed.compile):
             result = self.module(*tensors)
-        result = result if isinstance(result, (tuple, list)) else (result,)
+        return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+
+    def _to_host(self, result: tuple) -> dict[str, np.ndarray]:
+        import torch
+
         # an autocast output may be bfloat16 or float16, which numpy lacks or keeps at half precision
         return {name: (value.float() if value.dtype in (torch.bfloat16, torch.float16) else value).detach().cpu().numpy()
                 for name, value in zip(self.output_names, result)}
 
 
 def torch_device(name: str):
-    """torch.device for 'cpu' or 'cuda', with cuDNN autotune on (DLF lesson 1) and a clear error without CUDA."""
+    """torch.device for 'cpu' or 'cuda', with cuDNN autotune on (DLF lesson 1), the peak memory statistic reset,
+    and a clear error without CUDA."""
     import torch
 
-    if name == "cuda":
+    if name == "cuda":  # device-only lines
         if not torch.cuda.is_available():
             raise Unsupported("--device cuda: PyTorch sees no CUDA device (install a CUDA build of torch on a machine "
                               "with a GPU)")
         torch.backends.cudnn.benchmark = True
+    reset_peak_memory(name)  # the peak of what is built from here on
     return torch.device(name)
 
 
@@ -231,11 +476,13 @@ class TorchArtifactRunner(TorchModuleRunner):
     def load_module(folder, manifest):
         return onnx2torch.load_module(folder, manifest)
 
-    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def input_arrays(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         check_feeds(feeds, self.manifest.inputs)
-        layouts = self.manifest.converter.get("layouts", {})
-        feeds = to_layouts(feeds, layouts)
-        return from_layouts(self._forward([feeds[entry["name"]] for entry in self.manifest.inputs]), layouts)
+        feeds = to_layouts(feeds, self.manifest.converter.get("layouts", {}))
+        return [feeds[entry["name"]] for entry in self.manifest.inputs]
+
+    def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return from_layouts(self._forward(self.input_arrays(feeds)), self.manifest.converter.get("layouts", {}))
 
 
 class TorchExportRunner(TorchArtifactRunner):

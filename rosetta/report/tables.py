@@ -107,20 +107,24 @@ def bench_table(results, overheads: dict | None = None, title: str = "rosetta be
 
     table = Table(title=title, title_justify="left")
     versus = any(not math.isnan(r.versus_native) for r in results)
+    peak = any(not math.isnan(r.fraction_of_peak) for r in results)  # GPU runs
     for column, justify in (("workload", "left"), ("target", "left"), ("device", "left"), ("steps", "right"),
                             ("median / step", "right"), ("p10-p90", "right"), ("samples/s", "right"),
-                            ("DLF unit", "right"), ("peak RSS", "right"), ("peak GPU", "right"),
-                            *([("converted / native", "right")] if versus else []), ("status", "center")):
+                            ("DLF unit", "right"), *([("of peak", "right")] if peak else []), ("peak RSS", "right"),
+                            ("peak GPU", "right"), *([("converted / native", "right")] if versus else []),
+                            ("status", "center")):
         table.add_column(column, justify=justify)
     for r in results:
         ratio = ([_ratio_cell(r.versus_native)] if versus else [])
+        fraction = [f"{100 * r.fraction_of_peak:.1f}%" if not math.isnan(r.fraction_of_peak) else "-"] if peak else []
         if r.status != "ok":
             status = "[red]FAIL[/red]" if r.status == "FAIL" else f"[yellow]{r.status}[/yellow]"
-            table.add_row(r.workload, r.target, r.device, str(r.steps), "-", "-", "-", "-", "-", "-", *ratio, status)
+            table.add_row(r.workload, r.target, r.device, str(r.steps), "-", "-", "-", "-", *(["-"] if peak else []),
+                          "-", "-", *ratio, status)
             continue
         table.add_row(r.workload, r.target, r.device, str(r.steps), f"{1e3 * r.median_s:.1f} ms",
                       f"{1e3 * r.p10_s:.1f}-{1e3 * r.p90_s:.1f} ms", f"{r.samples_per_s:,.1f}",
-                      f"{r.dlf_value:.3g} {r.unit}", f"{r.peak_rss_mb:,.0f} MiB" if r.peak_rss_mb else "-",
+                      f"{r.dlf_value:.3g} {r.unit}", *fraction, f"{r.peak_rss_mb:,.0f} MiB" if r.peak_rss_mb else "-",
                       f"{r.peak_device_mb:,.0f} MiB" if r.peak_device_mb else "-", *ratio, "[green]ok[/green]")
     return table
 

@@ -20,7 +20,9 @@ import numpy as np
 from rosetta.errors import RosettaError
 from rosetta.execution import Job, execute
 from rosetta.frameworks import trainer_class
+from rosetta.frameworks.speed import Speed
 from rosetta.manifest import Manifest
+from rosetta.timing import HostClock, time_steps, time_window
 
 REFERENCE = "-"  # the folder argument that means "the PyTorch reference model itself" (model and seed in options)
 PRECISIONS = ("float32", "float64")
@@ -29,6 +31,7 @@ DEVICES = ("cpu", "cuda")
 
 class Trainer(ABC):
     framework: ClassVar[str]
+    speed: Speed = Speed()  # the speed variant it runs (rosetta.frameworks.speed); a trainer sets its own
 
     @classmethod
     @abstractmethod
@@ -63,6 +66,24 @@ class Trainer(ABC):
 
     def synchronize(self) -> None:
         """Wait for the device (CUDA) so that a clock read after it times finished work."""
+
+    # --resident-data (a trainer that lacks it refuses it when built: Speed.require)
+    def stage(self, batches: list):
+        """The run's (feeds, labels) batches staged once where the steps read them (on the device)."""
+        raise NotImplementedError
+
+    def staged_step(self, staged, index: int):
+        """One optimiser step on staged batch `index`; its loss left on the device (see loss_values)."""
+        raise NotImplementedError
+
+    def loss_values(self, losses: list) -> list[float]:
+        """staged_step's losses read back to the host, once, after the timed steps."""
+        raise NotImplementedError
+
+    def clock(self):
+        """The clock of a window of staged steps (rosetta.timing.time_window): the host's, unless the device has
+        one."""
+        return HostClock()
 
     def peak_device_mb(self) -> float | None:
         """Peak device memory in MiB where the framework reports it."""
@@ -109,13 +130,17 @@ def train_job(argument: dict) -> dict:
     """Job (rosetta.execution): run_training's work, in the process it runs in."""
     framework, folder, batches = argument["framework"], argument["folder"], argument["batches"]
     warmup, options = argument["warmup"], argument["options"]
-    from rosetta.timing import time_steps
-
     if len(batches) <= warmup:
         raise RosettaError(f"{len(batches)} batches leave no timed step after {warmup} warm-up steps")
     trainer = build_trainer(framework, folder, options)
-    timing, losses = time_steps(lambda index: trainer.step(*batches[index]), len(batches) - warmup, warmup,
-                                trainer.synchronize)
+    if trainer.speed.resident_data:  # staged once, steps back to back, the loss read back after them
+        staged = trainer.stage(batches)
+        timing, losses = time_window(lambda index: trainer.staged_step(staged, index), len(batches) - warmup,
+                                     warmup, trainer.synchronize, trainer.clock())
+        losses = trainer.loss_values(losses)
+    else:
+        timing, losses = time_steps(lambda index: trainer.step(*batches[index]), len(batches) - warmup, warmup,
+                                    trainer.synchronize)
     result = {"losses": np.asarray(losses, dtype=np.float64), "step_seconds": timing.to_json(),
               "version": trainer.version(), "settings": trainer.settings(),
               "peak_device_mb": trainer.peak_device_mb()}

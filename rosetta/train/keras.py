@@ -1,4 +1,7 @@
-"""Keras 3 training of the converted `.keras` artifact, on Keras' own train step (compile + train_on_batch).
+"""Keras 3 training of the converted `.keras` artifact, on Keras' own train step (compile + train_on_batch),
+compiled as Keras compiles it by default (jit_compile "auto": jax.jit on JAX, tf.function on TensorFlow, XLA
+too where TensorFlow sees a GPU; eager on torch); --compile asks for jit_compile=True, --eager for
+run_eagerly. The row says which ran, read back from the model.
 
 The artifact is loaded with safe_mode. float64 rebuilds the model from its config with every layer's dtype
 policy set to float64 (a saved model pins float32 per layer) and copies the weights across. Adam gets
@@ -17,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.frameworks.base import artifact_file, to_layouts
-from rosetta.frameworks.keras import JIT, import_keras, in_precision, with_speed
+from rosetta.frameworks.keras import (SPEED_WAYS, backend_module, compiled_step, device_used, import_keras,
+                                     in_precision, placement, precision_in_force, with_speed)
 from rosetta.frameworks.speed import Speed
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
@@ -93,7 +97,7 @@ class KerasTrainer(Trainer):
     biased_running_variance = True  # moving_variance follows the batch's biased variance
 
     def __init__(self, folder, manifest, optimizer: dict, loss: str, precision: str = "float32", threads: int = 0,
-                 device: str = "cpu", jit_compile: bool = False, model_changes: dict | None = None,
+                 device: str = "cpu", jit_compile: bool | str = "auto", model_changes: dict | None = None,
                  speed: dict | None = None) -> None:
         check_options(precision, device)
         keras = import_keras()
@@ -109,18 +113,24 @@ class KerasTrainer(Trainer):
                     tf.config.set_visible_devices([], "GPU")
                 except RuntimeError:  # devices already initialised in this process
                     pass
-            elif not tf.config.list_physical_devices("GPU"):
-                from rosetta.errors import RosettaError
-
-                raise RosettaError("--device cuda: TensorFlow sees no GPU (install tensorflow[and-cuda])")
-        self.keras, self.manifest, self.precision = keras, manifest, precision
-        model = keras.saving.load_model(str(artifact_file(folder, manifest)), compile=False, safe_mode=True)
+        self.keras, self.manifest, self.precision, self.device = keras, manifest, precision, device
+        self.placement = placement(keras, device)
         self.speed = Speed.from_json(speed)
-        model = with_speed(in_precision(model, precision), self.speed, device)
-        jit_compile = jit_compile or self.speed.compile
+        with self.placement():
+            model = keras.saving.load_model(str(artifact_file(folder, manifest)), compile=False, safe_mode=True)
+            model = with_speed(in_precision(model, precision), self.speed, device)
+            self._prepare(model, optimizer, loss, model_changes or {},
+                          jit_compile=True if self.speed.compile else (False if self.speed.eager else jit_compile))
+        self.model = model
+        self._settings = {"backend": backend, "threads": threads, "jit_compile": model.jit_compile,
+                          "compiled step": compiled_step(keras, model), "device used": device_used(keras, model),
+                          "precision in force": precision_in_force(keras, model), **self.speed.settings(**SPEED_WAYS)}
+
+    def _prepare(self, model, optimizer: dict, loss: str, changes: dict, jit_compile) -> None:
+        """The seeded model changes, dropout off, and compile() with the optimiser in the trainer's precision."""
+        keras, precision = self.keras, self.precision
         self.batchnorms = [layer for layer in model._flatten_layers(include_self=False)
                            if isinstance(layer, keras.layers.BatchNormalization)]
-        changes = model_changes or {}
         if changes.get("batchnorm_momentum") == "flipped":
             for layer in self.batchnorms:
                 layer.momentum = 1 - layer.momentum
@@ -140,21 +150,11 @@ class KerasTrainer(Trainer):
             optimizer = keras_optimizer(keras, self.spec)
             if self.speed.precision == "amp-fp16":  # float16 gradients need the loss scaled
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-            model.compile(optimizer=optimizer,
-                          loss=keras_loss(keras, loss, precision), jit_compile=jit_compile)
+            model.compile(optimizer=optimizer, loss=keras_loss(keras, loss, precision), jit_compile=jit_compile,
+                          run_eagerly=self.speed.eager)
             model.optimizer.build(model.trainable_variables)
         finally:
             keras.config.set_floatx(floatx)
-        self.model = model
-        if backend == "tensorflow":
-            from rosetta.frameworks.tensorflow import TF_DEVICES
-
-            used = TF_DEVICES[device]
-        else:
-            used = f"{device} ({backend})"
-        self._settings = {"backend": backend, "threads": threads, "jit_compile": jit_compile, "device used": used,
-                          "compiled_step": "tf.function" if backend == "tensorflow" else backend,
-                          **self.speed.settings(compile=JIT)}
 
     @classmethod
     def version(cls) -> str:
@@ -168,7 +168,8 @@ class KerasTrainer(Trainer):
             array = feeds[entry["name"]]
             arrays.append(array.astype(self.precision) if array.dtype.kind == "f" else array)
         labels = labels.astype(self.precision) if labels.dtype.kind == "f" else labels
-        loss = self.model.train_on_batch(arrays if len(arrays) > 1 else arrays[0], labels)
+        with self.placement():
+            loss = self.model.train_on_batch(arrays if len(arrays) > 1 else arrays[0], labels)
         return float(loss[0] if isinstance(loss, (list, tuple)) else loss)
 
     def parameters(self) -> np.ndarray:
@@ -192,13 +193,7 @@ class KerasTrainer(Trainer):
                               or [np.zeros(0)])
 
     def peak_device_mb(self) -> float | None:
-        if self.keras.backend.backend() != "tensorflow":
-            return None
-        import tensorflow as tf
-
-        if not tf.config.get_visible_devices("GPU"):
-            return None
-        return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+        return backend_module(self.keras).peak_memory_mb(self.device)
 
     def settings(self) -> dict:
         return self._settings

@@ -20,7 +20,8 @@ import math
 import numpy as np
 
 from rosetta.frameworks.base import artifact_file
-from rosetta.frameworks.mxnet import HYBRIDIZE, PARAMS_FILE, SYMBOL_FILE, check_speed, import_mxnet, mxnet_context
+from rosetta.frameworks.mxnet import (PARAMS_FILE, SPEED_WAYS, SYMBOL_FILE, check_speed, context_of, import_mxnet,
+                                     mxnet_context)
 from rosetta.frameworks.speed import Speed
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
@@ -145,8 +146,8 @@ class MXNetTrainer(Trainer):
         import os
 
         check_options(precision, device)
-        speed = Speed.from_json(speed)
-        check_speed(speed, device)  # compile: hybridize with static_alloc, the trainer's default already
+        self.speed = speed = Speed.from_json(speed)
+        check_speed(speed, device)  # compile: hybridize with static_alloc, the trainer's default already; eager: not
         os.environ.setdefault("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1")
         mx = import_mxnet(threads)
         self.mx, self.manifest, self.precision = mx, manifest, precision
@@ -164,6 +165,7 @@ class MXNetTrainer(Trainer):
         self.auxiliary = set(symbol.list_auxiliary_states())  # BatchNorm's running mean and variance
         if precision != "float32":
             self.block.cast(precision)
+        hybridize = hybridize and not speed.eager
         if hybridize:
             self.block.hybridize(static_alloc=True, static_shape=True)
         constants = set(manifest.converter.get("constant_parameters", []))
@@ -182,7 +184,8 @@ class MXNetTrainer(Trainer):
             self.loss = mx.gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=True)
         else:
             self.loss = lambda output, target: mx.nd.mean(mx.nd.square(output - target), axis=tuple(range(1, output.ndim)))
-        self._settings = {"threads": threads, "hybridize": hybridize, "device used": str(self.context), **speed.settings(compile=HYBRIDIZE),
+        self._settings = {"threads": threads, "hybridize": hybridize, "device used": context_of(self.block),
+                          **speed.settings(**SPEED_WAYS),
                           "MXNET_CUDNN_AUTOTUNE_DEFAULT": os.environ["MXNET_CUDNN_AUTOTUNE_DEFAULT"]}
 
     @classmethod

@@ -17,20 +17,25 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.frameworks.onnx2torch import load_module
-from rosetta.frameworks.torch import CHANNELS_LAST, COMPILE, check_speed, compile_errors, speed_contexts, torch_device
+from rosetta.frameworks.speed import SettingUnavailable, Speed
+from rosetta.frameworks.torch import (REDUCE_OVERHEAD, SPEED_WAYS, CapturedStep, ResidentBatches, check_speed, clock_for,
+                                     compile_errors, compiled, compiled_frames, module_device, peak_memory_mb, speed_contexts,
+                                     synchronizer, to_tensor, torch_device)
 from rosetta.models import get_model
 from rosetta.train.base import Trainer, check_options
 from rosetta.train.optim import OptimizerSpec
 
 
-def torch_optimizer(parameters, spec: OptimizerSpec):
+def torch_optimizer(parameters, spec: OptimizerSpec, capturable: bool = False):
+    """The optimiser; `capturable`: Adam keeps its step count on the device, so a CUDA graph can hold its update."""
     import torch
 
     if spec.name == "sgd":
         return torch.optim.SGD(parameters, lr=spec.lr, momentum=spec.momentum, dampening=0.0, nesterov=spec.nesterov)
     if spec.epsilon != "torch":
         raise ValueError("PyTorch's Adam only adds eps to the bias-corrected sqrt(v_hat) (epsilon='torch')")
-    return torch.optim.Adam(parameters, lr=spec.lr, betas=spec.betas, eps=spec.eps)
+    return torch.optim.Adam(parameters, lr=spec.lr, betas=spec.betas, eps=spec.eps,
+                            **({"capturable": True} if capturable else {}))
 
 
 def torch_loss(name: str):
@@ -88,6 +93,11 @@ def make_initializers_trainable(module) -> int:
 
 
 class TorchTrainer(Trainer):
+    """Speed variants (rosetta.frameworks.speed): --cuda-graphs captures the whole step (forward, loss,
+    backward, optimiser) as one CUDA graph after CAPTURE_AFTER eager steps (CapturedStep; with --compile,
+    torch.compile's reduce-overhead mode instead); --resident-data stages every batch once (stage) and leaves
+    each step's loss on the device (staged_step), read back after the timed steps (loss_values)."""
+
     framework = "torch"
 
     def __init__(self, module, input_names: list[str], optimizer: dict, loss: str, precision: str = "float32",
@@ -96,8 +106,10 @@ class TorchTrainer(Trainer):
         import torch
 
         check_options(precision, device)
-        self.speed = check_speed(speed, device)
-        compile = compile or self.speed.compile
+        self.speed = check_speed({**(speed or {}), "compile": compile or Speed.from_json(speed).compile}, device)
+        if self.speed.cuda_graphs and self.speed.precision == "amp-fp16":
+            raise SettingUnavailable("--cuda-graphs with --precision amp-fp16 is not available in PyTorch: its "
+                                     "GradScaler reads the gradients' inf check back to the host every step")
         changes = model_changes or {}
         if changes.get("batchnorm_momentum") == "flipped":
             flip_batchnorm_momentum(module)
@@ -112,16 +124,21 @@ class TorchTrainer(Trainer):
         self.module = module.to(self.dtype).to(self.device).train()
         if self.speed.channels_last:
             self.module = self.module.to(memory_format=torch.channels_last)
-        self.autocast, self.scaler, tf32 = speed_contexts(torch, self.speed, self.device)
+        self.autocast, self.scaler, in_force = speed_contexts(torch, self.speed, self.device)
         self.input_names = list(input_names)
         self.trainable = [p for p in self.module.parameters() if p.requires_grad]
         self.spec = OptimizerSpec.from_json(optimizer)
-        self.optimizer = torch_optimizer(self.trainable, self.spec)
+        self.optimizer = torch_optimizer(self.trainable, self.spec, capturable=self.speed.cuda_graphs)
         self.loss = torch_loss(loss)
-        self.forward = torch.compile(self.module) if compile else self.module
-        self._settings = {"threads": torch.get_num_threads(), "compile": compile, "device used": str(self.device),
-                          **({"cudnn.benchmark": cudnn_benchmark, "tf32": tf32} if device == "cuda" else {}),
-                          **self.speed.settings(CHANNELS_LAST, COMPILE)}
+        self.forward = compiled(torch, self.module, self.speed)
+        graphs = self.speed.cuda_graphs and not self.speed.compile  # else torch.compile's own, or none
+        self.train_step = CapturedStep(self._eager_step) if graphs else self._eager_step
+        self.staged_where = ""
+        self._settings = {"threads": torch.get_num_threads(), "compile": self.speed.compile,
+                          "device used": module_device(self.module, self.device), "precision in force": in_force,
+                          **({"cudnn.benchmark": torch.backends.cudnn.benchmark} if device == "cuda" else {}),
+                          **self.speed.settings(**{**SPEED_WAYS, "cuda_graphs": REDUCE_OVERHEAD if self.speed.compile
+                                                   else SPEED_WAYS["cuda_graphs"]})}
 
     def dropout_rates(self) -> list[float]:
         return self._dropout_rates
@@ -138,19 +155,19 @@ class TorchTrainer(Trainer):
 
         return torch.__version__
 
-    def _tensor(self, array: np.ndarray):
-        tensor = self.torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
-        if self.speed.channels_last and tensor.dim() == 4:
-            tensor = tensor.contiguous(memory_format=self.torch.channels_last)
-        return tensor.to(self.dtype) if tensor.is_floating_point() else tensor
+    def _tensors(self, feeds: dict[str, np.ndarray], labels: np.ndarray, device) -> list:
+        """The step's inputs and labels as tensors on `device`."""
+        return [to_tensor(self.torch, array, device, self.dtype, self.speed.channels_last)
+                for array in [feeds[name] for name in self.input_names] + [labels]]
 
-    def step(self, feeds: dict[str, np.ndarray], labels: np.ndarray) -> float:
-        inputs = [self._tensor(feeds[name]) for name in self.input_names]
+    def _eager_step(self, *tensors):
+        """One optimiser step on (inputs..., labels) tensors on the device; the loss, left there."""
+        *inputs, labels = tensors
         self.optimizer.zero_grad(set_to_none=True)
         with self.autocast(), compile_errors(self.forward is not self.module):
             output = self.forward(*inputs)
             output = output[0] if isinstance(output, (tuple, list)) else output
-            loss = self.loss(output, self._tensor(labels))
+            loss = self.loss(output, labels)
         if self.scaler is not None:  # amp-fp16: the loss scaled so that small float16 gradients survive
             self.scaler.scale(loss).backward()
             self.scaler.step(self.optimizer)
@@ -158,7 +175,25 @@ class TorchTrainer(Trainer):
         else:
             loss.backward()
             self.optimizer.step()
-        return float(loss.detach())
+        return loss.detach()
+
+    def step(self, feeds: dict[str, np.ndarray], labels: np.ndarray) -> float:
+        return float(self.train_step(*self._tensors(feeds, labels, self.device)))
+
+    def stage(self, batches: list) -> ResidentBatches:
+        staged = ResidentBatches([self._tensors(feeds, labels, "cpu") for feeds, labels in batches], self.device)
+        self.staged_where = staged.where
+        return staged
+
+    def staged_step(self, staged: ResidentBatches, index: int):
+        loss = self.train_step(*staged[index])
+        return loss.clone() if isinstance(self.train_step, CapturedStep) else loss  # a graph's loss is overwritten
+
+    def loss_values(self, losses: list) -> list[float]:
+        return [float(value) for value in self.torch.stack(losses).cpu()]
+
+    def clock(self):
+        return clock_for(self.device)
 
     def parameters(self) -> np.ndarray:
         return np.concatenate([p.detach().cpu().double().numpy().ravel() for p in self.trainable])
@@ -173,14 +208,14 @@ class TorchTrainer(Trainer):
         return np.concatenate([v.detach().cpu().double().numpy().ravel() for v in values] or [np.zeros(0)])
 
     def synchronize(self) -> None:
-        if self.device.type == "cuda":
-            self.torch.cuda.synchronize()
+        synchronizer(self.device)()
 
     def peak_device_mb(self) -> float | None:
-        return self.torch.cuda.max_memory_allocated() / 2**20 if self.device.type == "cuda" else None
+        return peak_memory_mb(self.device.type)
 
     def settings(self) -> dict:
-        return self._settings
+        return {**self._settings, **({"staged": self.staged_where} if self.staged_where else {}),
+                **({"torch.compile": compiled_frames()} if self.speed.compile else {})}
 
 
 class TorchArtifactTrainer(TorchTrainer):

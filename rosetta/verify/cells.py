@@ -39,6 +39,7 @@ class VerifyCell:
     tolerance: TolerancePolicy = field(default_factory=TolerancePolicy)
     export: tuple = ()  # export options as sorted (key, value) pairs, hashable
     threads: int = 0
+    device: str = "cpu"  # where the target runs ("cpu" or "cuda"); the reference runs on the CPU
 
     @property
     def label(self) -> str:
@@ -96,7 +97,8 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         result.artifact = str(folder)
     except Exception as error:  # a failing path is a CANNOT/ERROR row, never a crash or a missing row
         return failed_at(result, stage, error)
-    load = lambda: load_runner(target.runner, folder, threads=cell.threads, **dict(target.verify_options))  # noqa: E731
+    load = lambda: load_runner(target.runner, folder, threads=cell.threads, device=cell.device,  # noqa: E731
+                               **dict(target.verify_options))
     result.reference = {"check": reference.check} if reference.check else {}
     if reference.check and not reference.check["trusted"]:  # never for rosetta's models; said, not hidden
         policy = replace(cell.tolerance, float64_reference=False, float64_doubt=reference.check["description"],
@@ -124,7 +126,7 @@ def check_artifact(result: VerifyResult, folder: Path, load, feeds: dict, refere
         start = time.perf_counter()
         outputs = runner.predict(feeds)
         result.seconds["predict"] = time.perf_counter() - start
-        result.framework_version = runner.running_version()
+        result.framework_version, result.device = runner.running_version(), runner.device_used
     except Exception as error:  # a failing artifact is an ERROR row, never a crash or a missing row
         return failed_at(result, stage, error)
     if by_position and set(outputs) != set(reference64) and len(outputs) == len(reference64):

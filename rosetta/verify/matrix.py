@@ -26,15 +26,16 @@ class VerifiedModels:
 
 
 def plan_reference_cells(models: str, targets: str, routes: str, *, seeds: Sequence[int] = (0,), batch: int = 8,
-                         threads: int = 0, atol: Sequence[tuple[str, float]] = (),
+                         threads: int = 0, device: str = "cpu", atol: Sequence[tuple[str, float]] = (),
                          rtol: Sequence[tuple[str, float]] = (), tolerance_multiple: float | None = None,
                          export: dict | None = None, train_steps: int | None = None, train_batch: int = 4,
                          precision: str = "float32", max_memory: float | None = None,
                          results_file: Path | None = None) -> ReferencePlan:
     """The cells that verify `models` (comma-separated names, or all) converted to `targets` (comma-separated,
     or all) by each of `routes` (comma-separated): an inference cell per model, route, target and seed, and
-    with `train_steps` a training cell per model, trainable target and seed. `export`: export options;
-    `results_file`: where the caller will write the results, checked writable before any work."""
+    with `train_steps` a training cell per model, trainable target and seed. `device`: where the targets run
+    (the reference runs on the CPU); `export`: export options; `results_file`: where the caller will write the
+    results, checked writable before any work."""
     from rosetta.convert.targets import parse_routes, parse_target_list
     from rosetta.models import parse_model_list
     from rosetta.verify.cells import plan_cells
@@ -53,19 +54,19 @@ def plan_reference_cells(models: str, targets: str, routes: str, *, seeds: Seque
     cells = [cell for route, route_targets in chosen.items()
              for cell in plan_cells([s.name for s in specs], [t.name for t in route_targets], route=route,
                                     seeds=tuple(seeds), batch=batch, tolerance=policy, export=export_items,
-                                    threads=threads)]
+                                    threads=threads, device=device)]
     if train_steps:
         cells += plan_training_cells(specs, [t for route_targets in chosen.values() for t in route_targets],
                                      steps=train_steps, seeds=seeds, batch=train_batch, precision=precision,
                                      atol=atol, rtol=rtol, tolerance_multiple=tolerance_multiple,
-                                     export=export_items, threads=threads)
+                                     export=export_items, threads=threads, device=device)
     return ReferencePlan(cells, policy)
 
 
 def plan_training_cells(specs: list, targets: list, *, steps: int, seeds: Sequence[int] = (0,), batch: int = 4,
                         precision: str = "float32", atol: Sequence[tuple[str, float]] = (),
                         rtol: Sequence[tuple[str, float]] = (), tolerance_multiple: float | None = None,
-                        export: tuple = (), threads: int = 0) -> list:
+                        export: tuple = (), threads: int = 0, device: str = "cpu") -> list:
     """Training cells (`steps` optimiser steps) for the trainable targets among `targets`; a usage error if there
     are none. `specs`: ModelSpecs; `targets`: convert.targets.Target; `export`: sorted export option items."""
     from rosetta.frameworks import trainable_frameworks
@@ -81,7 +82,7 @@ def plan_training_cells(specs: list, targets: list, *, steps: int, seeds: Sequen
     policy = policy_from_options(atol, rtol, tolerance_multiple, TRAINING_MULTIPLE)
     return [TrainCell(model=s.name, target=t.name, route=t.route, seed=seed, batch=batch,
                       steps=steps, precision=precision, tolerance=policy, export=export,
-                      threads=threads)
+                      threads=threads, device=device)
             for s in specs for t in trainable for seed in seeds]
 
 

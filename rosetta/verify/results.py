@@ -87,6 +87,7 @@ class VerifyResult:
     batch: int = 0
     tolerance: dict = field(default_factory=dict)
     framework_version: str = ""
+    device: str = ""  # where the target ran, read back from its framework (its weights, outputs or providers)
     artifact: str = ""
     seconds: dict = field(default_factory=dict)  # wall time of convert / load / predict, for information
     detail: str = ""  # the end of the traceback when a stage failed (shown with -v)

@@ -221,13 +221,13 @@ def run_train_cell(cell: TrainCell, store: ArtifactStore, references: dict | Non
         result.seconds["convert"], result.artifact = time.perf_counter() - start, str(folder)
         stage = "training"
         start = time.perf_counter()
-        options = training_options(spec, cell.precision, cell.threads, changes=cell.optimizer_changes)
+        options = training_options(spec, cell.precision, cell.threads, cell.device, changes=cell.optimizer_changes)
         if cell.model_changes:
             options["model_changes"] = dict(cell.model_changes)
         result.training["optimizer"] = options["optimizer"]
         trained = run_training(target.runner, folder, training_batches(spec, cell.steps, cell.batch, cell.seed), options)
         result.seconds["train"] = time.perf_counter() - start
-        result.framework_version = str(trained["version"])
+        result.framework_version, result.device = str(trained["version"]), trained["settings"].get("device used", "")
     except Exception as error:  # noqa: BLE001 - a failing path is a CANNOT/ERROR row
         return failed_at(result, stage, error)
     high = cell.precision == "float64"

@@ -10,11 +10,12 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from rosetta.bench.run import BenchCell, BenchResult, execute_cell, run_bench, workload_batches
+from rosetta.bench.run import BenchCell, BenchResult, execute_cell, execute_overhead, run_bench, workload_batches
 from rosetta.bench.workloads import WORKLOADS, parse_workloads
 from rosetta.convert.targets import parse_target_list
 from rosetta.errors import RosettaError
 from tests.bench.test_datasets import _write_cifar
+from tests.shared import torch_has_cuda
 
 
 @pytest.mark.parametrize("workload", WORKLOADS.keys())
@@ -55,7 +56,11 @@ def test_bench_runs_converted_targets_in_workers_and_keeps_failures_as_rows(stor
     assert [r.target for r in results] == ["torch (reference)", "keras"]
     assert all(r.status == "ok" and r.peak_rss_mb > 100 for r in results), results
     assert "tensorflow backend" in results[1].version and notes == ["cnn-train: onnxruntime is inference-only (timed in resnet50-features)"]
-    assert [r.settings["device used"] for r in results] == ["cpu", "/CPU:0"]  # what each framework ran on
+    # what each framework ran on and the arithmetic it did, read back from it (TF32 off, strict float32)
+    assert [r.settings["device used"] for r in results] == ["cpu", "CPU:0 (tensorflow)"]
+    assert results[0].settings["precision in force"] == {"cuda matmul": "float32", "cudnn": "float32"}
+    assert results[1].settings["precision in force"] == {"matmul and convolution": "float32", "compute dtype": "float32"}
+    assert results[1].settings["compiled step"] == "tf.function"  # Keras's default on a machine without a GPU
 
     def broken(*_args, **_kwargs):
         raise RosettaError("conversion onnx -> mxnet failed: synthetic failure")
@@ -72,6 +77,7 @@ def test_overhead_is_measured_against_a_bare_loop(store):
     results, overheads, _ = run_bench(parse_workloads("gru-train"), [], store, steps=2, overhead=True, progress=False)
     overhead = overheads["gru-train"]
     assert overhead["rounds"] == 5 and overhead["bare_s_per_step"] > 0 and overhead["harness_s_per_step"] > 0
+    assert overhead["devices"] == {"bare": "cpu", "harness": "cpu"}  # read back from each loop's weights
     paired = sorted(h / b - 1 for h, b in zip(overhead["harness_all"], overhead["bare_all"]))
     assert len(paired) == 5 and overhead["overhead"] == pytest.approx(paired[2])
     assert overhead["overhead_range"] == pytest.approx([paired[0], paired[-1]])
@@ -98,3 +104,38 @@ def test_native_baseline_alternates_converted_and_native_in_one_worker(store):
     assert f"keras takes {keras.versus_native:.2f}x its framework's native model's time" in lines
     assert "keras (native) has the reference's weights; against the reference: [green]PASS" in lines
     assert "converted / native" in [column.header for column in bench_table(results).columns]
+
+
+@pytest.mark.skipif(torch_has_cuda(), reason="checks the refusal on a machine without a GPU")
+def test_the_overhead_of_a_cuda_cell_runs_on_cuda_or_not_at_all():
+    """The overhead of a --device cuda run used to time the CPU (its options were built without the device and
+    the bare loop never moved to the GPU): both loops now take the cell's device, so without CUDA they refuse."""
+    cell = asdict(BenchCell("gru-train", "torch (reference)", "torch", device="cuda", steps=1, warmup=1))
+    with pytest.raises(RosettaError, match="PyTorch sees no CUDA device"):
+        execute_overhead(cell, rounds=1)
+    with pytest.raises(RosettaError, match="PyTorch sees no CUDA device"):
+        execute_overhead(cell, rounds=2)  # the second round starts with the harness
+
+
+@pytest.mark.gpu
+def test_the_overhead_of_a_cuda_cell_is_measured_on_the_gpu():
+    found = execute_overhead(asdict(BenchCell("gru-train", "torch (reference)", "torch", device="cuda", steps=3)),
+                             rounds=2)
+    assert found["devices"] == {"bare": "cuda:0", "harness": "cuda:0"}
+
+
+@pytest.mark.gpu
+def test_a_gpu_run_records_device_memory_peak_fraction_and_its_speed_variants(tmp_path):
+    """The variants the issue's probe found the time in: batches resident on the device, the whole step as a CUDA
+    graph; each row names its device and variant and carries peak device memory and its fraction of the peak
+    measured once for the run."""
+    from rosetta.bench.plan import bench_workloads
+
+    done = bench_workloads("cnn-train,resnet50-features", "torch", device="cuda", steps=20, work_dir=tmp_path,
+                           overhead=False, speed={"precision": "amp-bf16", "channels_last": True,
+                                                  "cuda_graphs": True, "resident_data": True})
+    assert done.peak["device"].startswith("cuda:0") and done.peak["dtype"] == "bfloat16"
+    for row in done.results:
+        assert row.status == "ok", row.reason
+        assert row.settings["device used"] == "cuda:0" and row.peak_device_mb > 0
+        assert 0 < row.fraction_of_peak < 1 and row.settings["speed"] == "amp-bf16+channels-last+cuda-graphs+resident-data"

@@ -158,3 +158,28 @@ def test_a_host_given_as_bytes_is_refused_like_a_name():
 
     assert not _local(b"example.com") and not _local("example.com")
     assert _local(b"localhost") and _local("127.0.0.1") and _local(None) and _local("::1")
+
+
+def test_workers_take_gpu_memory_on_demand_unless_the_user_says_otherwise(monkeypatch):
+    """JAX takes 75 % of a GPU when it starts and TensorFlow all of it: a worker holding either would starve the
+    timed cell. Every worker starts with both set to allocate on demand; a user's own setting is kept."""
+    from rosetta.execution import GPU_MEMORY_ON_DEMAND
+
+    names = list(GPU_MEMORY_ON_DEMAND)
+    assert run_job(STATE, {"report": names}, "tensorflow")["environment"] == {
+        "XLA_PYTHON_CLIENT_PREALLOCATE": "false", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
+    assert run_job(STATE, {"report": names}, FRESH)["environment"]["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+
+
+@pytest.mark.gpu
+def test_a_jax_worker_leaves_the_gpu_to_the_timed_cell(monkeypatch):
+    """With JAX's default a worker that touches JAX holds 75 % of the GPU for its life; on demand, it holds what
+    it uses."""
+    import torch
+
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    row = run_job("rosetta.frameworks:environment_job", {"framework": "keras"}, "tensorflow")  # JAX sees the GPU
+    assert any(device.startswith("gpu:") for device in row["devices"])
+    free, total = torch.cuda.mem_get_info()
+    assert free > 0.5 * total

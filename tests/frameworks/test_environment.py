@@ -72,3 +72,16 @@ def test_a_runner_asked_for_a_gpu_it_does_not_see_refuses_instead_of_running_on_
     folder = store.get(spec, 0, chosen.chain, chosen.export_options())
     with pytest.raises(RosettaError, match=r"--device cuda: .*(sees no (GPU|CUDA device)|no working CUDA)"):
         load_runner(chosen.runner, folder, device="cuda").predict(generate_inputs(spec.inputs, 2, 0))
+
+
+def test_keras_reports_the_devices_its_backend_sees(monkeypatch):
+    """Keras on JAX used to be reported CPU-only whatever JAX saw: its row now lists JAX's own devices (JAX's
+    'cpu:0', then any 'gpu:N'), and names the devices of each other backend it could be switched to."""
+    from rosetta.execution import run_job
+
+    monkeypatch.setenv("KERAS_BACKEND", "jax")  # the worker's Keras
+    row = run_job("rosetta.frameworks:environment_job", {"framework": "keras"}, "tensorflow")
+    assert row["version"].endswith("(jax backend)") and row["devices"][0] == "cpu:0"
+    assert all(device.startswith(("cpu:", "gpu:")) for device in row["devices"])
+    assert row["settings"]["jax matmul precision"].startswith("highest unless --precision tf32")
+    assert row["settings"]["with KERAS_BACKEND=torch"].startswith("cpu")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -222,3 +223,64 @@ def test_a_constant_ratio_dropout_is_an_nn_dropout_of_that_rate(tmp_path, ratio_
     graph.initializer.append(helper.make_tensor("mode", TensorProto.BOOL, [], [True]))
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
     assert not any(isinstance(m, torch.nn.Dropout) for m in build_module(path).modules())
+
+
+def _zero_state_model(tmp_path, opset: int, shape_from: str = "input") -> Path:
+    """x (N, T, 3) -> the zeros (1, N, 4) that torch's exporter writes for a GRU's initial state: Shape ->
+    Gather(0) -> Unsqueeze -> Concat([1], N, [4]) -> ConstantOfShape; or with `shape_from` "graph input", a
+    shape fed at run time."""
+    constants = [helper.make_tensor(name, TensorProto.INT64, dims, values)
+                 for name, dims, values in (("index", [], [0]), ("one", [1], [1]), ("four", [1], [4]), ("axes", [1], [0]))]
+    unsqueeze = (helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]) if opset >= 13
+                 else helper.make_node("Unsqueeze", ["n"], ["n1"], axes=[0]))
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Gather", ["shape", "index"], ["n"], axis=0),
+             unsqueeze, helper.make_node("Concat", ["one", "n1", "four"], ["size"], axis=0),
+             helper.make_node("ConstantOfShape", ["size" if shape_from == "input" else "s"], ["zeros"],
+                              value=helper.make_tensor("value", TensorProto.FLOAT, [1], [0.0]))]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5, 3])]
+    if shape_from != "input":
+        inputs.append(helper.make_tensor_value_info("s", TensorProto.INT64, [3]))
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("zeros", TensorProto.FLOAT, None)],
+                              constants if opset >= 13 else constants[:3])
+    path = tmp_path / "zeros.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8), str(path))
+    return path
+
+
+@pytest.mark.parametrize("opset", [11, 14])
+def test_a_constant_of_shape_from_the_inputs_shape_compiles(tmp_path, opset):
+    """onnx2torch's ConstantOfShape builds torch.Size from a run-time tensor, which Dynamo cannot trace (the GRU
+    copy's FAIL under --compile) and which a GPU reads back every step: rosetta's takes the sizes from the
+    input's .shape, so the module compiles, follows the batch size, and no Shape node is left to run."""
+    module = build_module(_zero_state_model(tmp_path, opset))
+    assert not [node for node in module.graph.nodes if node.op == "call_module"
+                and type(module.get_submodule(node.target)).__name__ == "OnnxShape"]
+    compiled = torch.compile(module, backend="eager", dynamic=True)  # Dynamo's tracing is what failed
+    for batch in (2, 7):
+        zeros = compiled(torch.ones(batch, 5, 3))
+        assert zeros.shape == (1, batch, 4) and zeros.dtype == torch.float32 and not zeros.any()
+
+
+def test_a_constant_of_shape_from_a_run_time_tensor_keeps_onnx2torchs_converter(tmp_path):
+    module = build_module(_zero_state_model(tmp_path, 14, shape_from="graph input"))
+    assert module(torch.ones(2, 5, 3), torch.tensor([2, 3, 1])).shape == (2, 3, 1)
+
+
+def test_constant_indices_and_axes_are_python_ints_not_tensors_read_back_every_call(tmp_path):
+    """The GRU copy's last step: Gather of the constant index -1 and Squeeze of constant axes. onnx2torch keeps
+    both as tensors, which torch reads back from the device at every call (a host sync a CUDA graph cannot hold);
+    rosetta's converters hold them as ints, with the same result."""
+    constant = lambda name, values, dims: helper.make_node(  # noqa: E731
+        "Constant", [], [name], value=helper.make_tensor(name, TensorProto.INT64, dims, values))
+    nodes = [constant("last", [-1], []), constant("axes", [1], [1]),
+             helper.make_node("Gather", ["x", "last"], ["step"], axis=0),
+             helper.make_node("Squeeze", ["step", "axes"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 2, 1, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    path = tmp_path / "last_step.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    module = build_module(path)
+    kinds = {type(module.get_submodule(node.target)).__name__ for node in module.graph.nodes if node.op == "call_module"}
+    assert kinds == {"OnnxSelect", "OnnxSqueezeStaticAxes"}  # the Constant nodes are no longer read
+    x = torch.randn(5, 2, 1, 3)
+    assert torch.equal(module(x), x[-1, :, 0, :])

@@ -22,6 +22,14 @@ def test_a_speed_variant_is_validated_and_labelled():
     with pytest.raises(SettingUnavailable, match="--channels-last is not available in MXNet"):
         Speed(channels_last=True).require("MXNet", "cpu")
     Speed(compile=True).require("MXNet", "cpu", compile="hybridize")  # has it: no refusal
+    assert Speed("amp-bf16", cuda_graphs=True, resident_data=True).label == "amp-bf16+cuda-graphs+resident-data"
+    with pytest.raises(RosettaError, match="--eager runs no graph"):
+        Speed(eager=True, compile=True)
+    with pytest.raises(SettingUnavailable, match="--cuda-graphs is CUDA-only"):
+        Speed(cuda_graphs=True).require("PyTorch", "cpu", cuda_graphs="CUDAGraph")
+    with pytest.raises(SettingUnavailable, match="--resident-data is not available in MXNet: its runner takes"):
+        Speed(resident_data=True).require("MXNet", "cpu")
+    assert Speed(cuda_graphs=True).warmup(2) == 3 and Speed().warmup(2) == 2  # no capture is timed
 
 
 def _cnn_outputs(speed: dict | None) -> np.ndarray:
@@ -78,3 +86,68 @@ def test_a_model_torch_compile_cannot_trace_is_one_line_with_its_cause():
     with pytest.raises(InternalTorchDynamoError):  # not compiled: not ours to explain
         with compile_errors(False):
             raise InternalTorchDynamoError("x")
+
+
+def test_fp32_turns_tf32_off_in_torch_and_reads_it_back():
+    """PyTorch leaves cuDNN's TF32 on by default (convolutions and RNNs on a GPU): an fp32 run turns it off on
+    every device, so the CPU suite runs the line a GPU run depends on, and the row says what was in force."""
+    import torch
+
+    torch.backends.cudnn.allow_tf32 = True  # torch's own default
+    spec = get_model("cnn")
+    runner = TorchModuleRunner(spec.build(0), ["logits"])
+    assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
+    settings = runner.settings()
+    assert settings["device used"] == "cpu" and settings["speed"] == "fp32"
+    assert settings["precision in force"] == {"cuda matmul": "float32", "cudnn": "float32"}
+    bf16 = TorchModuleRunner(spec.build(0), ["logits"], speed={"precision": "amp-bf16"})
+    assert bf16.precision_in_force["autocast"] == "bfloat16"
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_keras_fp32_is_fp32_on_every_backend_whatever_the_environment_says(store, monkeypatch, backend):
+    """Keras on JAX computed float32 matmuls at JAX's default (TF32-class) precision on a GPU: an fp32 run sets
+    `highest` over the user's JAX_DEFAULT_MATMUL_PRECISION, and on torch turns TF32 off; the device, the
+    precision and the compiled step are read back from the backend in the worker that ran it."""
+    from rosetta.bench.inference import time_predict
+    from rosetta.convert.targets import get_target
+    from rosetta.frameworks import runner_class
+
+    monkeypatch.setenv("KERAS_BACKEND", backend)  # inherited by the worker
+    monkeypatch.setenv("JAX_DEFAULT_MATMUL_PRECISION", "bfloat16")
+    spec, target = get_model("cnn"), get_target("keras")
+    folder = store.get(spec, 0, target.chain, target.export_options())
+    timing = time_predict("keras", folder, generate_inputs(spec.inputs, 2, 0), repeats=1, warmup=1)
+    settings = timing["settings"]
+    in_force = {"jax": {"matmul": "highest"}, "torch": {"cuda matmul": "float32", "cudnn": "float32"}}[backend]
+    assert settings["precision in force"] == {**in_force, "compute dtype": "float32"}
+    assert settings["device used"] == {"jax": "cpu:0 (jax)", "torch": "cpu (torch)"}[backend]
+    assert settings["compiled step"] == {"jax": "jax.jit", "torch": "eager (jit_compile=False)"}[backend]
+    assert timing["version"].endswith(f"({backend} backend)") and timing["peak_device_mb"] is None
+    assert runner_class("keras")  # the runner class is importable here too
+
+
+def test_onnxruntime_records_the_precision_its_providers_run(store):
+    """The CUDA provider computes float32 in TF32 unless told (use_tf32=0, which fp32 sets); the CPU provider
+    has no such setting: each row says which."""
+    from rosetta.convert.targets import get_target
+    from rosetta.frameworks import load_runner
+
+    spec, target = get_model("cnn"), get_target("onnxruntime")
+    runner = load_runner("onnxruntime", store.get(spec, 0, target.chain, target.export_options()))
+    assert runner.settings() == {"device used": "CPUExecutionProvider",
+                                 "precision in force": {"matmul and convolution": "float32 (CPU provider)"}}
+    with pytest.raises(SettingUnavailable, match="--precision tf32 is CUDA-only"):
+        load_runner("onnxruntime", store.get(spec, 0, target.chain, target.export_options()), speed={"precision": "tf32"})
+
+
+def test_a_compiled_row_says_how_much_torch_compile_compiled():
+    """Dynamo does not trace torch.nn.GRU: the reference GRU's forward runs eagerly whole under --compile, which
+    its row says, read back from Dynamo's counters, beside the CNN's one compiled frame."""
+    for model, frames in (("gru", "0 of 1"), ("cnn", "1 of 1")):
+        spec = get_model(model)
+        runner = TorchModuleRunner(spec.build(0), [o.name for o in spec.outputs], speed={"compile": True})
+        runner.predict(generate_inputs(spec.inputs, 2, 0))
+        found = runner.settings()["torch.compile"]
+        assert found["frames compiled"] == frames
+        assert ("Attempted to wrap RNN, GRU, or LSTM" in found.get("eager because", [])) == (model == "gru")
