@@ -9,6 +9,8 @@ The functions and result objects live in rosetta.api and are imported on first u
 (and every worker process, which imports this package) stays light; the error kinds in rosetta.errors."""
 
 import os
+import sys
+import types
 
 __version__ = "0.1.0"
 
@@ -22,6 +24,22 @@ __all__ = ["verify", "convert", "bench", "Report", "Row", "Conversion", "BenchRe
            "WorkerCrashed", "WorkerTimedOut", "VerificationFailed", "EnvironmentFailed", "__version__"]
 _ERRORS = {"RosettaError", "BadInput", "UntrustedModel", "CannotConvert", "FrameworkMissing", "WorkerDied",
            "WorkerCrashed", "WorkerTimedOut", "VerificationFailed", "EnvironmentFailed"}
+
+
+# rosetta.verify, .convert and .bench are the API's functions, and also the names of the subpackages that do the
+# work (rosetta/verify/, ...). Importing a subpackage sets the parent's attribute to it; this package keeps its
+# functions instead (the subpackages stay in sys.modules, where `from rosetta.verify import files` finds them).
+_FUNCTIONS_OVER_PACKAGES = ("verify", "convert", "bench")
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value) -> None:
+        if name in _FUNCTIONS_OVER_PACKAGES and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str):

@@ -24,11 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rosetta.errors import (BadInput, CannotConvert, RosettaError, VerificationFailed, WorkerDied)
+from rosetta.convert.targets import EXPORT_DEFAULTS
+from rosetta.errors import BadInput, CannotConvert, RosettaError, VerificationFailed, WorkerDied
+from rosetta.execution import DEFAULT_TIMEOUT_S
+from rosetta.sources.files import FORMATS_HELP as MODEL_FORMATS
 from rosetta.verify.results import CANNOT, ERROR, FAIL, INCONCLUSIVE, PASS, VerifyResult
 
-__all__ = ["verify", "convert", "bench", "Report", "Row", "Conversion", "BenchReport", "list_models",
-           "list_targets"]
+__all__ = ["verify", "convert", "bench", "models", "environment", "Report", "Row", "Conversion", "BenchReport",
+           "Listing", "ConformanceRun", "conformance", "list_models", "list_targets", "list_workloads",
+           "parse_input"]
 
 LOG = logging.getLogger("rosetta")
 Row = VerifyResult  # one (model, route, target, check) row: every figure the table shows, and its reason
@@ -44,6 +48,7 @@ class Report:
     rows: list[VerifyResult]
     title: str = "rosetta verify"
     extra: dict = field(default_factory=dict)  # the --json payload's other fields (reference, tolerance, ...)
+    info: dict = field(default_factory=dict)  # what a run with no rows did (inputs run, output names)
 
     @property
     def verdict(self) -> str:
@@ -67,10 +72,13 @@ class Report:
         return len(self.rows)
 
     def to_json(self) -> dict:
-        """Exactly what `--json` writes."""
+        """Exactly what `--json` writes (strict JSON: NaN and infinities as the strings "NaN", "Infinity")."""
+        import json
+
+        from rosetta.atomic import strict_json
         from rosetta.verify.results import results_payload
 
-        return results_payload(self.rows, self.extra)
+        return json.loads(json.dumps(strict_json(results_payload(self.rows, self.extra))))
 
     def message(self) -> str:
         """One line per row that is not a PASS, as an assertion says it (verdict_message); "PASS" when all are."""
@@ -86,6 +94,47 @@ class Report:
         error = kind(self.message())
         error.report = self
         raise error
+
+    def exit_status(self, strict: bool = False) -> int:
+        """The command line's exit status for these rows: 0, 1 on a FAIL (strict: on anything but PASS), 3 on an
+        ERROR without a FAIL."""
+        from rosetta.verify.results import exit_status
+
+        return exit_status([row.verdict for row in self.rows], strict)
+
+    def write_json(self, path: str | os.PathLike) -> None:
+        """to_json() to `path`, atomically (strict JSON)."""
+        from rosetta.atomic import atomic_write_json
+
+        atomic_write_json(Path(path), self.to_json())
+
+    def write_locate(self, folder: str | os.PathLike) -> list[Path]:
+        """For the located FAIL rows: an error/floor-by-depth chart (PNG) per model and Google Model Explorer
+        node data per row, in `folder`; the files written."""
+        from rosetta.report.locate import write_locate_reports
+
+        multiple = (self.extra.get("tolerance") or {}).get("multiple", 10.0)
+        return write_locate_reports(self.rows, Path(folder), multiple)
+
+    def print(self, console=None, verbose: bool = False) -> None:
+        """The table, in colour where `console` (a rich Console; default: stdout's) is a terminal, the line of
+        each row that is not a PASS, the per-node table of each located row, and with `verbose` each failed
+        stage's traceback."""
+        from rich.console import Console
+
+        from rosetta.report.tables import failure_lines, locate_table, verify_table
+
+        console = console or Console()
+        console.print(verify_table(self.rows, title=self.title))
+        for line in failure_lines(self.rows):
+            console.print(line, highlight=False)
+        for row in self.rows:
+            if row.locate.get("rows"):
+                console.print(locate_table(row))
+        if verbose:
+            for row in self.rows:
+                if row.detail:
+                    console.print(row.detail, highlight=False, markup=False)
 
     def __str__(self) -> str:
         from rosetta.report.tables import results_text
@@ -129,6 +178,7 @@ class Conversion:
     artifacts: dict[str, Path]  # target -> its folder (output_dir/TARGET)
     report: Report
     output_dir: Path | None = None
+    manifest: dict = field(default_factory=dict)  # a reference model's one conversion: its manifest
 
     @property
     def passed(self) -> bool:
@@ -145,7 +195,14 @@ class BenchReport:
 
     results: list
     payload: dict  # exactly what `rosetta bench --json` writes
-    text: str = ""  # the table and notes the command prints
+    renderables: list = field(default_factory=list)  # the table and the lines the command prints
+
+    def print(self, console=None) -> None:
+        from rich.console import Console
+
+        console = console or Console()
+        for item in self.renderables:
+            console.print(item, highlight=False)
 
     @property
     def passed(self) -> bool:
@@ -159,7 +216,9 @@ class BenchReport:
         return self.payload
 
     def __str__(self) -> str:
-        return self.text
+        from rosetta.report.tables import rendered_text
+
+        return rendered_text(self.renderables)
 
 
 # ---- what the functions take ------------------------------------------------------------------------------------
@@ -204,20 +263,18 @@ def _tolerance(tolerance, atol=None, rtol=None) -> tuple[list, list, float | Non
             pairs.append([(str(name), float(value)) for name, value in given.items()])
         else:
             pairs.append([("", float(given))])
-    if tolerance is not None and (not isinstance(tolerance, (int, float)) or tolerance <= 0):
-        raise BadInput(f"tolerance: a positive multiple of the noise floor, or {{'atol': ..., 'rtol': ...}}; "
+    if tolerance is not None and (not isinstance(tolerance, (int, float)) or not 0 <= tolerance < math.inf):
+        raise BadInput(f"tolerance: a multiple of the noise floor (0 or more), or {{'atol': ..., 'rtol': ...}}; "
                        f"got {tolerance!r}")
     return pairs[0], pairs[1], None if tolerance is None else float(tolerance)
 
 
 def _reference_model_names(model) -> str | None:
-    """`model` as reference model names ("cnn", "cnn,gru", "all") where it names them and no file, else None."""
-    if not isinstance(model, str) or Path(model).exists():
+    """`model` as reference model names ("cnn", "cnn,gru", "all"): a string that names no file and looks like no
+    path (no "/", "." or ":"; an unknown name is then refused with the choices), else None."""
+    if not isinstance(model, str) or Path(model).exists() or any(mark in model for mark in "/.:\\"):
         return None
-    from rosetta.models import list_models as registered
-
-    names = [name.strip() for name in model.split(",")]
-    return model if names == ["all"] or all(name in registered() for name in names) else None
+    return model
 
 
 @contextlib.contextmanager
@@ -244,7 +301,8 @@ def _executor(executor: str = "local", jobs: int | None = None, address: str | N
 # ---- the functions ---------------------------------------------------------------------------------------------
 def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int = 0, locate: bool = False,
            train_steps: int = 0, tolerance=None, atol=None, rtol=None, trust_code: bool = False,
-           targets: str | None = None, via: str = "onnx", threads: int = 0, timeout: float | None = None,
+           targets: str | None = None, via: str = "onnx", device: str = "cpu", threads: int = 0,
+           timeout: float | None = None,
            progress: bool = False, executor: str = "local", jobs: int | None = None, verbose: bool = False,
            **options) -> Report:
     """Is `candidate` the same function as `reference`? Run both on the same inputs and compare, with the
@@ -253,7 +311,8 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
     reference, candidate: a path, `file.py:factory`, or a model object (torch.nn.Module, keras.Model, Gluon
         HybridBlock, onnx.ModelProto); `candidate` may be a list of them. With a reference model name
         ("cnn", "gru", "resnet50", "all") and no candidate: that model converted to `targets` (default
-        "onnxruntime") by `via` ("onnx", "mmdnn") and verified against PyTorch; `train_steps` then adds training.
+        "onnxruntime") by `via` ("onnx", "mmdnn"), run on `device` ("cpu", "cuda") and verified against PyTorch
+        on the CPU; `train_steps` then adds training.
     inputs: arrays (dict by input name, or a list in input order) to run, or specs ("name:SHAPE:DTYPE[:LOW:HIGH]")
         of generated ones (`batch`, `seed`); a torch module or Gluon block needs them.
     tolerance: None (calibrated, K = 10), a multiple of the noise floor, or {"atol": ..., "rtol": ...};
@@ -273,17 +332,19 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
 
             done = verify_reference_models(
                 names, targets or "onnxruntime", via, work_dir=options.pop("work_dir", None), progress=progress,
-                seeds=options.pop("seeds", [seed]), batch=batch, threads=threads, atol=atol_pairs, rtol=rtol_pairs,
+                seeds=options.pop("seeds", [seed]), batch=batch, threads=threads, device=device, atol=atol_pairs,
+                rtol=rtol_pairs,
                 tolerance_multiple=multiple, export=export, train_steps=train_steps or None,
                 train_batch=options.pop("train_batch", 4), locate=locate, precision=options.pop("precision", "float32"),
                 max_memory=options.pop("max_memory", None), results_file=options.pop("results_file", None),
                 executor=_executor(executor, jobs, address))
             _refuse_unused(options)
-            return Report(done.results, f"rosetta verify ({done.policy.describe()})",
-                          {"tolerance": done.policy.to_json()})
-        if targets is not None or train_steps:
-            raise BadInput("targets= and train_steps= are for reference models (verify('cnn', targets='keras')); "
-                           "give a candidate model to compare with the reference instead")
+            where = "" if device == "cpu" else f", targets on {device}"
+            return Report(done.results, f"rosetta verify ({done.policy.describe()}{where})",
+                          {"tolerance": done.policy.to_json(), "device": device})
+        if targets is not None or train_steps or device != "cpu":
+            raise BadInput("targets=, train_steps= and device= are for reference models (verify('cnn', "
+                           "targets='keras')); give a candidate model to compare with the reference instead")
         from rosetta.verify.files import verify_files
 
         specs, arrays = _inputs(inputs)
@@ -299,7 +360,8 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
                             results_file=_path(options.pop("results_file", None)), locate=locate)
         _refuse_unused(options)
     return Report(done.results, f"rosetta verify: against {done.reference} ({done.policy.describe()})",
-                  {"reference": done.reference, "tolerance": done.policy.to_json()})
+                  {"reference": done.reference, "tolerance": done.policy.to_json()},
+                  {"reference": done.reference, "inputs": done.inputs, "outputs": done.outputs})
 
 
 def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: str | os.PathLike | None = None,
@@ -326,9 +388,11 @@ def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: st
         if names is not None:
             from rosetta.convert.store import convert_reference_model
 
+            from dataclasses import asdict
+
             manifest = convert_reference_model(names, targets, via, output, seed=seed, export=export, force=force)
             _refuse_unused(options)
-            return Conversion({manifest.chain[-1]: output}, Report([], "rosetta convert"), output)
+            return Conversion({manifest.chain[-1]: output}, Report([], "rosetta convert"), output, asdict(manifest))
         from rosetta.verify.files import convert_and_verify_file
 
         specs, _ = _inputs(inputs)
@@ -346,39 +410,251 @@ def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: st
 
 
 def bench(workloads: str | Sequence[str] = "all", targets: str | Sequence[str] = "all", *, device: str = "cpu",
-          steps: int | None = None, epochs: int | None = None, data: str | os.PathLike | None = None,
-          threads: int = 0, overhead: bool = True, baseline: str = "reference", rounds: int = 3,
-          precision: str = "fp32", channels_last: bool = False, compile: bool = False, workers: int = 1,
+          steps: int | None = None, epochs: int | None = None, batch: int | None = None,
+          data: str | os.PathLike | None = None, threads: int = 0, overhead: bool = True, baseline: str = "reference",
+          rounds: int = 3, precision: str = "fp32", channels_last: bool = False, compile: bool = False,
+          eager: bool = False, cuda_graphs: bool = False, resident_data: bool = False, workers: int = 1,
           work_dir: str | os.PathLike | None = None, plot_dir: str | os.PathLike | None = None,
           results_file: str | os.PathLike | None = None, progress: bool = False, executor: str = "local",
           jobs: int | None = None, address: str | None = None, timeout: float | None = None,
           verbose: bool = False) -> BenchReport:
     """Time the DLF workloads ("cnn-train", "gru-train", "resnet50-features", comma-separated, a list, or "all")
     in each target's framework (the PyTorch reference always timed too), each cell in a process of its own, as
-    `rosetta bench` does. Returns a BenchReport: its rows (bench.run.BenchResult), the --json payload, the text
-    the command prints, and with `plot_dir` one PNG chart per workload."""
+    `rosetta bench` does: `device` "cpu" or "cuda", the speed variant (precision "fp32", "tf32", "amp-fp16",
+    "amp-bf16"; channels_last, compile, eager, cuda_graphs, resident_data), `batch` (default: DLF's). Returns a
+    BenchReport: its rows (bench.run.BenchResult), the --json payload, what the command prints, and with
+    `plot_dir` one PNG chart per workload."""
     from rosetta import __version__
     from rosetta.bench.plan import bench_workloads
     from rosetta.report.plots import bench_chart
-    from rosetta.report.tables import bench_text
+    from rosetta.report.tables import bench_lines, bench_table
 
     joined = [value if isinstance(value, str) else ",".join(value) for value in (workloads, targets)]
-    speed = {"precision": precision, "channels_last": channels_last, "compile": compile}
+    speed = {"precision": precision, "channels_last": channels_last, "compile": compile, "eager": eager,
+             "cuda_graphs": cuda_graphs, "resident_data": resident_data}
     runs_on = _executor(executor, jobs, address)
     with _run_settings(timeout, verbose):
         done = bench_workloads(*joined, device=device, steps=steps, epochs=epochs, data=_path(data),
                                threads=threads, overhead=overhead, work_dir=_path(work_dir), progress=progress,
                                results_file=_path(results_file), plot_dir=_path(plot_dir), executor=runs_on,
-                               baseline=baseline, rounds=rounds, speed=speed, workers=workers)
-    charts = [bench_chart(w, done.results, Path(plot_dir) / f"{w.name}.png", device) for w in done.workloads] \
-        if plot_dir is not None else []
+                               baseline=baseline, rounds=rounds, speed=speed, workers=workers, batch=batch or 0)
+    lines = [f"executor: {runs_on.describe()}"]
+    if done.peak:
+        lines.append(f"device peak: {done.peak['flops_per_s'] / 1e12:,.1f} TFLOP/s ({done.peak['matmul']} in "
+                     f"{done.peak['dtype']}, {done.peak['precision in force']}) on {done.peak['device']}")
+    lines += bench_lines(done.results, done.overheads) + done.notes
+    if plot_dir is not None:
+        lines += [f"chart: {bench_chart(w, done.results, Path(plot_dir) / f'{w.name}.png', device)}"
+                  for w in done.workloads]
     payload = {"rosetta_version": __version__, "device": device, "threads": threads, "workers": workers,
-               "speed": speed, "baseline": baseline, "rounds": rounds if baseline == "native" else None,
-               "executor": runs_on.describe(), "workloads": [w.__dict__ for w in done.workloads],
-               "results": [r.to_json() for r in done.results], "overhead": done.overheads, "notes": done.notes}
-    text = bench_text(done.results, done.overheads, done.notes, f"rosetta bench ({device})",
-                      f"executor: {runs_on.describe()}", charts)
-    return BenchReport(done.results, payload, text)
+               "batch": batch, "speed": speed, "peak": done.peak, "baseline": baseline,
+               "rounds": rounds if baseline == "native" else None, "executor": runs_on.describe(),
+               "workloads": [w.__dict__ for w in done.workloads], "results": [r.to_json() for r in done.results],
+               "overhead": done.overheads, "notes": done.notes}
+    return BenchReport(done.results, payload, [bench_table(done.results, title=f"rosetta bench ({device})"), *lines])
+
+
+@dataclass
+class ConformanceRun:
+    """What `conformance` did: every (case, target) row as JSON, the lines to say, and the exit status."""
+
+    rows: list[dict]
+    renderables: list
+    status: int
+
+    def print(self, console=None) -> None:
+        from rich.console import Console
+
+        console = console or Console()
+        for item in self.renderables:
+            console.print(item, highlight=False)
+
+
+def conformance(targets: str = "all", suite: str = "node", *, ops: str | Sequence[str] | None = None,
+                cases: str | Sequence[str] | None = None, results_file: str | os.PathLike | None = None,
+                resume: bool = False, report_dir: str | os.PathLike | None = None,
+                work_dir: str | os.PathLike | None = None, check: str | os.PathLike | bool | None = None,
+                write_expectations: str | os.PathLike | None = None, command: str = "rosetta conformance",
+                progress: bool = False, executor: str = "local", jobs: int | None = None, address: str | None = None,
+                timeout: float | None = None, verbose: bool = False) -> ConformanceRun:
+    """ONNX's backend test cases through every ONNX-route target, as `rosetta conformance` runs them: `suite`
+    ("node", "pytorch-converted", "pytorch-operator", "simple", comma-separated, or "all"), the cases of `ops`
+    or named `cases`; `results_file` rewritten as it goes (`resume` keeps its rows); `report_dir` gets
+    conformance.md and the heat map; `check` (True: the committed expectations, or a file) compares every pair's
+    verdict with the expected one, `write_expectations` writes them."""
+    import json
+    import time
+
+    from rosetta.atomic import atomic_write_text
+    from rosetta.convert.targets import parse_target_list
+    from rosetta.report.conformance import conformance_heatmap, conformance_markdown, conformance_table, summary
+    from rosetta.scratch import scratch_folder
+    from rosetta.verify.conformance import (EXPECTATIONS, SUITES, check_expectations, collect_cases, expectations,
+                                            expectations_text, pair_key, reusable, run_conformance, version_drift)
+    from rosetta.verify.results import exit_status
+
+    def read_json(path, flag: str) -> dict:
+        try:
+            return json.loads(Path(path).read_text())
+        except (OSError, ValueError) as error:
+            raise BadInput(f"{flag} {path}: not a readable JSON file ({type(error).__name__})") from None
+
+    chosen_targets = parse_target_list(targets)
+    suites = list(SUITES) if suite.strip() == "all" else [s.strip() for s in suite.split(",") if s.strip()]
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown:
+        raise BadInput(f"unknown suite {', '.join(unknown)}; choose from: {', '.join(SUITES)}")
+    results_file, write_expectations = _path(results_file), _path(write_expectations)
+    check_writable(results_file)
+    check_writable(write_expectations)
+    check = EXPECTATIONS if check is True else check
+    expected = read_json(check, "--check") if check else None
+    if resume and not results_file:
+        raise BadInput("--resume needs --json FILE: the rows of the earlier run are read from it")
+    done = {}
+    if resume and results_file.is_file():
+        done = reusable({pair_key(r["suite"], r["case"], r["target"]): r
+                         for r in read_json(results_file, "--json").get("rows", [])}, chosen_targets)
+    ops = [o.strip() for o in ops.split(",")] if isinstance(ops, str) else list(ops) if ops else None
+    names = [c.strip() for c in cases.split(",")] if isinstance(cases, str) else list(cases) if cases else None
+    runs_on = _executor(executor, jobs, address)
+
+    def write(results) -> None:
+        if results_file:
+            rows = [r.to_json() for r in results]
+            write_json(results_file, {"suites": suites, "targets": [t.name for t in chosen_targets],
+                                      "executor": runs_on.describe(), "summary": summary(rows), "rows": rows})
+
+    started = time.monotonic()
+    with _run_settings(timeout, verbose), scratch_folder("rosetta-conformance-") as scratch:
+        work = _path(work_dir) or Path(scratch)
+        found = collect_cases(work / "cases", suites, ops, names)
+        if not found:
+            raise BadInput("no test case matches --ops/--cases in the chosen suites")
+        results = run_conformance(found, chosen_targets, work / "converted", runs_on, progress, done, write)
+    rows = [r.to_json() for r in results]
+    kept = sum(pair_key(r["suite"], r["case"], r["target"]) in done for r in rows)
+    minutes, seconds = divmod(round(time.monotonic() - started), 60)
+    how = (f"{len(rows) - kept:,} pairs run in {minutes} min {seconds:02d} s"
+           + (f" ({kept:,} kept from an earlier run)" if kept else "") + f", executor {runs_on.name}"
+           + (f" ({runs_on.jobs} at a time)" if getattr(runs_on, "jobs", 0) else "") + f", on {os.cpu_count()} cores")
+    said: list = [conformance_table(rows)]
+    write(results)
+    if done:
+        said.append(f"resumed: {kept} of {len(rows)} rows kept from {results_file}")
+    if write_expectations:
+        atomic_write_text(write_expectations, expectations_text(expectations(rows, chosen_targets)))
+        said.append(f"wrote {write_expectations}")
+    if report_dir is not None:
+        report_dir = Path(report_dir)
+        report_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(report_dir / "conformance.md",
+                          conformance_markdown(rows, "ONNX backend-test conformance", command, how))
+        conformance_heatmap(rows, report_dir / "conformance.png")
+        said.append(f"wrote {report_dir / 'conformance.md'}, {report_dir / 'conformance.png'}")
+    status = exit_status([row["verdict"] for row in rows])
+    if expected is not None:
+        differences, unnamed = check_expectations(rows, expected)
+        said += [f"{check} was written with other versions: {line}"
+                 for line in (version_drift(expected, chosen_targets) if differences else [])]
+        said += [f"changed: {line}" for line in differences]
+        if unnamed:
+            said.append(f"{len(unnamed)} pair(s) not in {check} (not checked), e.g. {unnamed[0]}")
+        said.append(f"--check: {len(rows) - len(unnamed) - len(differences)} verdicts as expected, "
+                    f"{len(differences)} changed")
+        status = 1 if differences else 0  # an expected FAIL or ERROR is what --check was told to expect
+    return ConformanceRun(rows, said, status)
+
+
+@dataclass
+class Listing:
+    """What `rosetta models` and `rosetta env` show: rich renderables to print, and the JSON they write."""
+
+    renderables: list
+    payload: dict
+    failed: bool = False  # env: a framework the README promises cannot be imported
+
+    def print(self, console=None) -> None:
+        from rich.console import Console
+
+        console = console or Console()
+        for item in self.renderables:
+            console.print(item, highlight=False)
+
+    def to_json(self) -> dict:
+        return self.payload
+
+
+def models() -> Listing:
+    """The reference models: inputs, outputs, parameter counts, DLF hyper-parameters."""
+    from rosetta.models import get_model
+    from rosetta.models import list_models as registered
+    from rosetta.report.tables import models_table
+
+    specs = [get_model(name) for name in registered()]
+    return Listing([models_table(specs)], {"models": [spec.to_json() for spec in specs]})
+
+
+def environment() -> Listing:
+    """Each framework's version, the devices it sees, its CUDA/cuDNN build and settings, read in the process
+    that runs it; the converters' versions."""
+    import platform
+    import sys
+
+    from rosetta.convert.registry import list_conversions
+    from rosetta.frameworks import FRAMEWORKS, environments
+    from rosetta.report.tables import environment_table
+
+    rows = environments()
+    converters: dict = {}
+    for path in list_conversions():
+        converters.update(path.versions())
+    for framework in FRAMEWORKS:  # its version is its row's
+        converters.pop(framework.name, None)
+    line = "converters: " + ", ".join(f"{name} {version}" for name, version in sorted(converters.items()))
+    payload = {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
+               "frameworks": rows, "converters": converters}
+    return Listing([environment_table(rows), line], payload, any(row["error"] for row in rows))
+
+
+def list_workloads() -> list[str]:
+    """The DLF workloads `bench` times."""
+    from rosetta.bench.workloads import WORKLOADS
+
+    return list(WORKLOADS.keys())
+
+
+def parse_input(text: str):
+    """An input spec, "name:SHAPE:DTYPE[:LOW:HIGH]" (e.g. "image:Nx3x32x32:float32"), as a TensorSpec."""
+    from rosetta.sources.signature import parse_input_option
+
+    return parse_input_option(text)
+
+
+def check_settings() -> None:
+    """The environment variables rosetta reads (ROSETTA_WORKER_TIMEOUT), checked before any work."""
+    from rosetta.errors import EnvironmentFailed
+    from rosetta.execution import timeout_seconds
+
+    try:
+        timeout_seconds()
+    except EnvironmentFailed as error:
+        raise BadInput(str(error)) from None
+
+
+def check_writable(path: str | os.PathLike | None, folder: bool = False) -> None:
+    """Refuse, before any work, a file (or folder) that results cannot be written to."""
+    from rosetta.output import check_writable_file, check_writable_folder
+
+    if path is not None:
+        (check_writable_folder if folder else check_writable_file)(Path(path))
+
+
+def write_json(path: str | os.PathLike, payload: dict) -> None:
+    """`payload` as strict JSON to `path`, atomically."""
+    from rosetta.atomic import atomic_write_json
+
+    atomic_write_json(Path(path), payload)
 
 
 def list_models() -> list[str]:
@@ -406,3 +682,11 @@ def _refuse_unused(options: dict) -> None:
 
 # the kinds a caller may catch, re-exported for `except rosetta.WorkerDied:` and the like
 __all__ += ["RosettaError", "BadInput", "CannotConvert", "VerificationFailed", "WorkerDied"]
+# what the command line's help says (rosetta/cli/)
+__all__ += ["EXPORT_DEFAULTS", "DEFAULT_TIMEOUT_S", "MODEL_FORMATS"]
+
+# `import rosetta.verify.files as files` looks `files` up on rosetta.verify, this function, then falls back to
+# sys.modules[f"{its __name__}.files"]: the qualified name makes that the subpackage's module (rosetta/__init__.py)
+for _function in (verify, convert, bench):
+    _function.__name__ = f"rosetta.{_function.__name__}"
+

@@ -28,8 +28,13 @@ LAYERS = [
     ("verify", ("rosetta.verify",), "verification cells, comparison and tolerance over everything below"),
     ("bench", ("rosetta.bench",), "benchmarks: may reuse verify's pieces, verify never needs bench"),
     ("report", ("rosetta.report",), "tables and charts of verify's and bench's results"),
-    ("cli", ("rosetta.cli",), "the command line, on top of everything"),
+    ("api", ("rosetta.api", "rosetta.testing"),
+     "the public Python surface (verify, convert, bench, result objects) and rosetta.testing's assertion"),
+    ("cli", ("rosetta.cli",), "the command line: parses arguments, calls the API, prints"),
 ]
+# The package's one import of a layer above: `rosetta.verify` and the rest of the public surface, re-exported
+# from rosetta.api on first use (rosetta/__init__.py's __getattr__), so that `import rosetta` stays light.
+PUBLIC_FACE = ("rosetta", "rosetta.api")
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rosetta"
 
@@ -92,7 +97,7 @@ def test_imports_point_down():
     violations = []
     for module, targets in sorted(import_graph().items()):
         for target in sorted(targets):
-            if layer_of(target) > layer_of(module):
+            if layer_of(target) > layer_of(module) and (module, target) != PUBLIC_FACE:
                 violations.append(f"{module} ({LAYERS[layer_of(module)][0]}) imports "
                                   f"{target} ({LAYERS[layer_of(target)][0]})")
     assert not violations, f"{len(violations)} imports point up:\n" + "\n".join(violations)
@@ -144,3 +149,14 @@ def test_the_checks_see_a_violation_and_a_circle():
     assert layer_of("rosetta.verify") < layer_of("rosetta.bench") < layer_of("rosetta.report")
     assert layer_of("rosetta.models.inputs") == layer_of("rosetta.models")
     assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_command_line_reaches_the_library_through_the_api_only():
+    """cli/ parses, calls rosetta.api and prints: no verdict logic, no framework, nothing of the layers between."""
+    foundation = LAYERS[0][1]
+    graph = import_graph()
+    reaches = sorted(f"{module} imports {target}" for module, targets in graph.items() if module.startswith("rosetta.cli")
+                     for target in targets if not target.startswith(("rosetta.cli", "rosetta.api"))
+                     and placement(target)[0] not in foundation)
+    assert not reaches, "the command line must go through rosetta.api:\n" + "\n".join(reaches)
+

@@ -16,7 +16,7 @@ import os
 import sys
 import traceback
 
-from rosetta import __version__
+from rosetta import __version__, api
 from rosetta.cli import bench, conformance, convert, env, models, verify
 from rosetta.cli.options import EPILOG_EXIT, EXIT_ERROR, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Parser
 from rosetta.errors import RosettaError
@@ -41,17 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (models, convert, verify, bench, conformance, env):
         command.add_parser(commands, common)
     return parser
-
-
-def check_settings() -> None:
-    """The environment variables rosetta reads, checked before any work: a malformed one is a usage error."""
-    from rosetta.errors import EnvironmentFailed
-    from rosetta.execution import timeout_seconds
-
-    try:
-        timeout_seconds()
-    except EnvironmentFailed as error:
-        raise RosettaError(str(error)) from None
 
 
 def _error_line(error: Exception) -> tuple[str, int]:
@@ -95,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             logging.disable(logging.WARNING)
         restore_sigterm = raise_on_sigterm()  # SIGTERM as Ctrl-C: the same cleanup runs, then exit 143
         try:
-            check_settings()
+            api.check_settings()
             return COMMANDS[args.command](args)
         except Exception as error:  # one line, never a traceback (-v shows it)
             if args.verbose:

@@ -1,12 +1,13 @@
-"""`rosetta bench`: DLF's workloads timed in each framework (rosetta.bench.plan); a table, JSON, charts."""
+"""`rosetta bench`: DLF's workloads timed in each framework (rosetta.api.bench); a table, JSON, charts."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from rosetta.cli.options import (EXIT_FAIL, EXIT_PASS, add_executor_options, add_threads_option, console, executor,
-                                 positive_int, progress, workload_names)
+from rosetta import api
+from rosetta.cli.options import (EXIT_FAIL, EXIT_PASS, add_executor_options, add_threads_option, console,
+                                 executor_options, positive_int, progress, workload_names)
 
 
 def add_parser(commands, common: argparse.ArgumentParser) -> None:
@@ -92,42 +93,14 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from rosetta.bench.plan import bench_workloads
-    from rosetta.report.plots import bench_chart
-    from rosetta.report.tables import bench_lines, bench_table
-
-    runs_on = executor(args)
-    done = bench_workloads(args.workload, args.targets, device=args.device, steps=args.steps, epochs=args.epochs,
-                           data=args.data, threads=args.threads, overhead=not args.no_overhead,
-                           work_dir=args.work_dir, progress=progress(args), results_file=args.json,
-                           plot_dir=args.plot_dir, executor=runs_on, baseline=args.baseline, rounds=args.rounds,
-                           speed=_speed(args), workers=args.workers, batch=args.batch or 0)
-    out = console()
-    out.print(bench_table(done.results, title=f"rosetta bench ({args.device})"))
-    out.print(f"executor: {runs_on.describe()}", highlight=False)
-    if done.peak:
-        out.print(f"device peak: {done.peak['flops_per_s'] / 1e12:,.1f} TFLOP/s ({done.peak['matmul']} in "
-                  f"{done.peak['dtype']}, {done.peak['precision in force']}) on {done.peak['device']}", highlight=False)
-    for line in bench_lines(done.results, done.overheads) + done.notes:
-        out.print(line, highlight=False)
-    if args.plot_dir is not None:
-        for workload in done.workloads:
-            out.print(f"chart: {bench_chart(workload, done.results, args.plot_dir / f'{workload.name}.png', args.device)}")
+    done = api.bench(args.workload, args.targets, device=args.device, steps=args.steps, epochs=args.epochs,
+                     data=args.data, threads=args.threads, overhead=not args.no_overhead, work_dir=args.work_dir,
+                     progress=progress(args), results_file=args.json, plot_dir=args.plot_dir,
+                     baseline=args.baseline, rounds=args.rounds, workers=args.workers, batch=args.batch,
+                     precision=args.precision, channels_last=args.channels_last, compile=args.compile,
+                     eager=args.eager, cuda_graphs=args.cuda_graphs, resident_data=args.resident_data,
+                     **executor_options(args))
+    done.print(console())
     if args.json:
-        from rosetta import __version__
-        from rosetta.atomic import atomic_write_json
-
-        payload = {"rosetta_version": __version__, "device": args.device, "threads": args.threads,
-                   "workers": args.workers, "batch": args.batch, "speed": _speed(args), "peak": done.peak,
-                   "baseline": args.baseline, "rounds": args.rounds if args.baseline == "native" else None,
-                   "executor": runs_on.describe(),
-                   "workloads": [w.__dict__ for w in done.workloads], "results": [r.to_json() for r in done.results],
-                   "overhead": done.overheads, "notes": done.notes}
-        atomic_write_json(args.json, payload)
-    return EXIT_PASS if all(r.status != "FAIL" for r in done.results) else EXIT_FAIL
-
-
-def _speed(args) -> dict:
-    """The speed variant of the command line (rosetta.frameworks.speed.Speed as JSON)."""
-    return {"precision": args.precision, "channels_last": args.channels_last, "compile": args.compile,
-            "eager": args.eager, "cuda_graphs": args.cuda_graphs, "resident_data": args.resident_data}
+        api.write_json(args.json, done.to_json())
+    return EXIT_PASS if done.passed else EXIT_FAIL

@@ -1,18 +1,15 @@
-"""`rosetta conformance`: ONNX's backend test cases through every ONNX-route target (rosetta.verify.conformance)."""
+"""`rosetta conformance`: ONNX's backend test cases through every ONNX-route target (rosetta.api.conformance)."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shlex
 import sys
-import time
 from pathlib import Path
 
-from rosetta.cli.options import (EPILOG_EXIT, add_executor_options, check_writable_file, console, executor,
-                                 positive_int, progress, target_names)
-from rosetta.errors import RosettaError
+from rosetta import api
+from rosetta.cli.options import (EPILOG_EXIT, add_executor_options, console, executor_options, positive_int,
+                                 progress, target_names)
 
 DEFAULT_TIMEOUT_S = 300  # per job: a converter that hangs on one case is that case's ERROR
 
@@ -61,84 +58,10 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from rosetta.convert.targets import parse_target_list
-    from rosetta.report.conformance import conformance_heatmap, conformance_markdown, conformance_table, summary
-    from rosetta.scratch import scratch_folder
-    from rosetta.atomic import atomic_write_json, atomic_write_text
-    from rosetta.verify.conformance import (EXPECTATIONS, SUITES, check_expectations, collect_cases, expectations,
-                                            expectations_text, pair_key, reusable, run_conformance, version_drift)
-    from rosetta.verify.results import exit_status
-
-    targets = parse_target_list(args.targets)
-    suites = list(SUITES) if args.suite.strip() == "all" else [s.strip() for s in args.suite.split(",") if s.strip()]
-    unknown = [s for s in suites if s not in SUITES]
-    if unknown:
-        raise RosettaError(f"unknown suite {', '.join(unknown)}; choose from: {', '.join(SUITES)}")
-    check_writable_file(args.json)
-    check_writable_file(args.write_expectations)
-    if args.check is True:
-        args.check = EXPECTATIONS
-    expected = _read_json(args.check, "--check") if args.check else None
-    if args.resume and not args.json:
-        raise RosettaError("--resume needs --json FILE: the rows of the earlier run are read from it")
-    done = {}
-    if args.resume and args.json.is_file():
-        done = reusable({pair_key(r["suite"], r["case"], r["target"]): r
-                         for r in _read_json(args.json, "--json").get("rows", [])}, targets)
-    ops = [o.strip() for o in args.ops.split(",")] if args.ops else None
-    names = [c.strip() for c in args.cases.split(",")] if args.cases else None
-    chosen = executor(args)
-
-    def write(results) -> None:
-        if args.json:
-            rows = [r.to_json() for r in results]
-            atomic_write_json(args.json, {"suites": suites, "targets": [t.name for t in targets],
-                                          "executor": chosen.describe(), "summary": summary(rows), "rows": rows},
-                              indent=1)
-
-    started = time.monotonic()
-    with scratch_folder("rosetta-conformance-") as scratch:
-        work = args.work_dir or Path(scratch)
-        cases = collect_cases(work / "cases", suites, ops, names)
-        if not cases:
-            raise RosettaError("no test case matches --ops/--cases in the chosen suites")
-        results = run_conformance(cases, targets, work / "converted", chosen, progress(args), done, write)
-    rows = [r.to_json() for r in results]
-    kept = sum(pair_key(r["suite"], r["case"], r["target"]) in done for r in rows)
-    minutes, seconds = divmod(round(time.monotonic() - started), 60)
-    how = (f"{len(rows) - kept:,} pairs run in {minutes} min {seconds:02d} s" + (f" ({kept:,} kept from an earlier run)"
-           if kept else "") + f", executor {chosen.name}" + (f" ({chosen.jobs} at a time)" if getattr(chosen, "jobs", 0) else "")
-           + f", on {os.cpu_count()} cores")
-    console().print(conformance_table(rows))
     command = "rosetta " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "rosetta conformance"
-    write(results)
-    if done:
-        print(f"resumed: {kept} of {len(rows)} rows kept from {args.json}")
-    if args.write_expectations:
-        atomic_write_text(args.write_expectations, expectations_text(expectations(rows, targets)))
-        print(f"wrote {args.write_expectations}")
-    if args.report:
-        args.report.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.report / "conformance.md",
-                          conformance_markdown(rows, "ONNX backend-test conformance", command, how))
-        conformance_heatmap(rows, args.report / "conformance.png")
-        print(f"wrote {args.report / 'conformance.md'}, {args.report / 'conformance.png'}")
-    status = exit_status([row["verdict"] for row in rows])
-    if expected is not None:
-        differences, unnamed = check_expectations(rows, expected)
-        for line in version_drift(expected, targets) if differences else []:
-            print(f"{args.check} was written with other versions: {line}")
-        for line in differences:
-            print(f"changed: {line}")
-        if unnamed:
-            print(f"{len(unnamed)} pair(s) not in {args.check} (not checked), e.g. {unnamed[0]}")
-        print(f"--check: {len(rows) - len(unnamed) - len(differences)} verdicts as expected, {len(differences)} changed")
-        return 1 if differences else 0  # an expected FAIL or ERROR is what --check was told to expect
-    return status
-
-
-def _read_json(path: Path, flag: str) -> dict:
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise RosettaError(f"{flag} {path}: not a readable JSON file ({type(error).__name__})") from None
+    done = api.conformance(args.targets, args.suite, ops=args.ops, cases=args.cases, results_file=args.json,
+                           resume=args.resume, report_dir=args.report, work_dir=args.work_dir, check=args.check,
+                           write_expectations=args.write_expectations, command=command, progress=progress(args),
+                           **executor_options(args))
+    done.print(console())
+    return done.status

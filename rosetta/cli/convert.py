@@ -1,17 +1,18 @@
-"""`rosetta convert`: a model file to other frameworks, each conversion verified (rosetta.verify.files), or a
-reference model to one target."""
+"""`rosetta convert`: a model file to other frameworks, each conversion verified, or a reference model to one
+target; both through rosetta.api.convert."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from rosetta import api
 from rosetta.cli.options import (EPILOG_EXIT, EXIT_PASS, add_executor_options, add_export_options, add_locate_options,
                                  add_model_options, add_tolerance_options, add_user_model_options,
-                                 check_input_options, check_locate_options, check_writable_file, executor, exit_for,
-                                 export_options, print_results, progress, refuse_unused, target_names, write_locate)
+                                 check_input_options, check_locate_options, executor_options, exit_for,
+                                 export_options, print_report, progress, refuse_unused, target_names, write_locate)
+from rosetta.api import MODEL_FORMATS as FORMATS_HELP
 from rosetta.errors import RosettaError
-from rosetta.sources.files import FORMATS_HELP
 
 
 def add_parser(commands, common: argparse.ArgumentParser) -> None:
@@ -71,43 +72,33 @@ def run(args) -> int:
         return _convert_file(args)
     if not args.model:
         raise RosettaError("give the model to convert: a file (rosetta convert MODEL --to ...) or --model NAME")
-    from dataclasses import asdict
-
-    from rosetta.atomic import atomic_write_json
-    from rosetta.convert.store import convert_reference_model
-
     refuse_unused(args, MODEL_FILE_ONLY, "is for converting a model file; a reference model (--model) is "
                                          "converted without verification (see `rosetta verify --model`)")
-    check_writable_file(args.json)
-    manifest = convert_reference_model(args.model, args.to, args.via, args.output, seed=args.seed,
-                                       export=export_options(args), force=args.force)
-    print(f"{args.model} -> {' -> '.join(manifest.chain[1:])}: {args.output / manifest.artifact} "
-          f"(sha256 {manifest.sha256[:12]})")
+    if args.model not in api.list_models():
+        raise RosettaError(f"unknown model {args.model!r}; choose from: {', '.join(api.list_models())}")
+    api.check_writable(args.json)
+    done = api.convert(args.model, args.to, via=args.via, output_dir=args.output, seed=args.seed, force=args.force,
+                       **export_options(args))
+    manifest = done.manifest
+    print(f"{args.model} -> {' -> '.join(manifest['chain'][1:])}: {args.output / manifest['artifact']} "
+          f"(sha256 {manifest['sha256'][:12]})")
     if args.json:
-        atomic_write_json(args.json, asdict(manifest))
+        api.write_json(args.json, manifest)
     return EXIT_PASS
 
 
 def _convert_file(args) -> int:
     """`rosetta convert MODEL --to ...`: each target converted, verified against MODEL, written to -o."""
-    from rosetta.verify.files import convert_and_verify_file
-
-    done = convert_and_verify_file(args.path, args.to, args.via, args.output, force=args.force,
-                                   export_options=export_options(args), inputs=args.input,
-                                   trust_code=args.trust_code, batch=args.batch, seed=args.seed,
-                                   threads=args.threads, atol=args.atol, rtol=args.rtol,
-                                   tolerance_multiple=args.tolerance_multiple, max_memory=args.max_memory,
-                                   verify=not args.no_verify, progress=progress(args), results_file=args.json,
-                                   executor=executor(args), locate=args.locate)
-    title = f"rosetta convert {done.model_label}" + ("" if args.no_verify else f" ({done.policy.describe()})")
-    print_results(done.results, title, args.verbose)
-    if done.written:
-        print(f"written: {', '.join(str(args.output / name) for name in done.written)}")
+    done = api.convert(args.path, args.to, via=args.via, output_dir=args.output, force=args.force,
+                       inputs=args.input, trust_code=args.trust_code, batch=args.batch, seed=args.seed,
+                       threads=args.threads, tolerance=args.tolerance_multiple, atol=dict(args.atol) or None,
+                       rtol=dict(args.rtol) or None, max_memory=args.max_memory, verify=not args.no_verify,
+                       progress=progress(args), results_file=args.json, locate=args.locate,
+                       **export_options(args), **executor_options(args))
+    print_report(done.report, args.verbose)
+    if done.artifacts:
+        print(f"written: {', '.join(str(path) for path in done.artifacts.values())}")
     if args.json:
-        from rosetta.verify.results import write_results_json
-
-        write_results_json(done.results, args.json, {"model": done.model_file, "output": str(args.output),
-                                                     "tolerance": done.policy.to_json(),
-                                                     "verified": not args.no_verify})
-    write_locate(args, done.results, done.policy)
-    return exit_for(done.results, args)
+        done.report.write_json(args.json)
+    write_locate(args, done.report)
+    return exit_for(done.report, args)

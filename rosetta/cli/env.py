@@ -4,12 +4,10 @@ user with a GPU runs."""
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import sys
 from pathlib import Path
 
-from rosetta.cli.options import EXIT_ERROR, EXIT_PASS, check_writable_file, console
+from rosetta import api
+from rosetta.cli.options import EXIT_ERROR, EXIT_PASS, console
 
 
 def add_parser(commands, common: argparse.ArgumentParser) -> None:
@@ -24,22 +22,9 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from rosetta.convert.registry import list_conversions
-    from rosetta.frameworks import FRAMEWORKS, environments
-    from rosetta.report.tables import environment_table
-
-    check_writable_file(args.json)
-    rows = environments()
-    converters = {}
-    for path in list_conversions():
-        converters.update(path.versions())
-    for framework in FRAMEWORKS:  # its version is its row's
-        converters.pop(framework.name, None)
-    console().print(environment_table(rows))
-    console().print("converters: " + ", ".join(f"{name} {version}" for name, version in sorted(converters.items())))
+    api.check_writable(args.json)
+    listing = api.environment()
+    listing.print(console())
     if args.json:
-        from rosetta.atomic import atomic_write_json
-
-        atomic_write_json(args.json, {"python": sys.version.split()[0], "platform": platform.platform(),
-                                      "cpus": os.cpu_count(), "frameworks": rows, "converters": converters})
-    return EXIT_ERROR if any(row["error"] for row in rows) else EXIT_PASS
+        api.write_json(args.json, listing.to_json())
+    return EXIT_ERROR if listing.failed else EXIT_PASS

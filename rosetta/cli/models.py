@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetta.cli.options import EXIT_PASS, check_writable_file, console
+from rosetta import api
+from rosetta.cli.options import EXIT_PASS, console
 
 
 def add_parser(commands, common: argparse.ArgumentParser) -> None:
@@ -16,14 +17,9 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from rosetta.models import get_model, list_models
-    from rosetta.report.tables import models_table
-
-    check_writable_file(args.json)
-    specs = [get_model(name) for name in list_models()]
-    console().print(models_table(specs))
+    api.check_writable(args.json)
+    listing = api.models()
+    listing.print(console())
     if args.json:
-        from rosetta.atomic import atomic_write_json
-
-        atomic_write_json(args.json, {"models": [spec.to_json() for spec in specs]})
+        api.write_json(args.json, listing.to_json())
     return EXIT_PASS

@@ -6,16 +6,15 @@ import argparse
 import os
 import sys
 
-from rosetta.convert.targets import EXPORT_DEFAULTS
+from rosetta import api
+from rosetta.api import DEFAULT_TIMEOUT_S, EXPORT_DEFAULTS
 from rosetta.errors import RosettaError
-from rosetta.execution import DEFAULT_TIMEOUT_S
-from rosetta.output import check_writable_file
 
 __all__ = ["EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE", "EXIT_ERROR", "EPILOG_EXIT", "exit_for", "Parser", "positive_int",
            "non_negative_int", "seed_list", "add_threads_option", "refuse_unused", "check_input_options",
            "target_names", "workload_names", "add_model_options", "add_user_model_options", "add_tolerance_options",
-           "add_export_options", "export_options", "check_writable_file", "progress", "console", "print_results",
-           "add_locate_options", "check_locate_options", "write_locate"]
+           "add_export_options", "export_options", "progress", "console", "print_report", "add_locate_options",
+           "check_locate_options", "write_locate", "executor_options"]
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
 
@@ -84,10 +83,8 @@ def seed_list(text: str) -> list[int]:
 
 
 def _input_option(text: str):
-    from rosetta.sources.signature import parse_input_option
-
     try:
-        return parse_input_option(text)
+        return api.parse_input(text)
     except RosettaError as error:
         raise argparse.ArgumentTypeError(str(error).removeprefix(f"--input {text!r}: ")) from None
 
@@ -98,15 +95,11 @@ def _tolerance_option(text: str) -> tuple[str, float]:
 
 
 def workload_names() -> list[str]:
-    from rosetta.bench.workloads import WORKLOADS
-
-    return WORKLOADS.keys()
+    return api.list_workloads()
 
 
 def target_names() -> list[str]:
-    from rosetta.convert.targets import list_targets
-
-    return list_targets("onnx")
+    return api.list_targets("onnx")[1:]  # without "onnx", the route's hub
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -169,11 +162,9 @@ def add_tolerance_options(parser: argparse.ArgumentParser) -> None:
                         help="exit 1 unless every row is PASS (CANNOT and INCONCLUSIVE rows included)")
 
 
-def exit_for(results, args) -> int:
-    """The exit status the verdicts of `results` give (rosetta.verify.results.exit_status)."""
-    from rosetta.verify.results import exit_status
-
-    return exit_status([r.verdict for r in results], args.strict)
+def exit_for(report, args) -> int:
+    """The exit status the verdicts of a report's rows give (--strict: anything but PASS is 1)."""
+    return report.exit_status(args.strict)
 
 
 def add_locate_options(parser: argparse.ArgumentParser) -> None:
@@ -194,18 +185,13 @@ def add_locate_options(parser: argparse.ArgumentParser) -> None:
 def check_locate_options(args) -> None:
     if args.locate_dir and not args.locate:
         raise RosettaError("--locate-dir is for --locate: add --locate")
-    if args.locate_dir:
-        from rosetta.output import check_writable_folder
-
-        check_writable_folder(args.locate_dir)
+    api.check_writable(args.locate_dir, folder=True)
 
 
-def write_locate(args, results: list, policy) -> None:
+def write_locate(args, report) -> None:
     """--locate-dir: the PNG and Model Explorer files of the located FAIL rows."""
     if args.locate_dir:
-        from rosetta.report.locate import write_locate_reports
-
-        for path in write_locate_reports(results, args.locate_dir, policy.multiple):
+        for path in report.write_locate(args.locate_dir):
             print(f"wrote {path}")
 
 
@@ -261,13 +247,11 @@ def default_jobs() -> int:
     return max(1, min(os.cpu_count() or 1, MAX_DEFAULT_JOBS))
 
 
-def executor(args):
-    """The executor --executor/--address/--jobs ask for (rosetta.execution.executors)."""
-    from rosetta.execution.executors import get_executor
-
+def executor_options(args) -> dict:
+    """The API's executor, jobs and address from --executor/--jobs/--address."""
     if args.jobs is not None and args.executor != "local":
         raise RosettaError("--jobs is for --executor local; Ray places cells by their CPUs")
-    return get_executor(args.executor, args.address, jobs=args.jobs or default_jobs())
+    return {"executor": args.executor, "jobs": args.jobs or default_jobs(), "address": args.address}
 
 
 def progress(args) -> bool:
@@ -281,17 +265,5 @@ def console():
     return Console(width=None if sys.stdout.isatty() else 200)
 
 
-def print_results(results, title: str, verbose: bool) -> None:
-    from rosetta.report.tables import failure_lines, locate_table, verify_table
-
-    out = console()
-    out.print(verify_table(results, title=title))
-    for line in failure_lines(results):
-        out.print(line, highlight=False)
-    for result in results:
-        if result.locate.get("rows"):
-            out.print(locate_table(result))
-    if verbose:
-        for result in results:
-            if result.detail:
-                out.print(result.detail, highlight=False, markup=False)
+def print_report(report, verbose: bool) -> None:
+    report.print(console(), verbose)

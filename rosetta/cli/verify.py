@@ -1,18 +1,19 @@
-"""`rosetta verify`: model files compared with the first (rosetta.verify.files), or the reference models
-converted to targets and verified against PyTorch (rosetta.verify.matrix)."""
+"""`rosetta verify`: model files compared with the first, or the reference models converted to targets and
+verified against PyTorch; both through rosetta.api.verify."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from rosetta import api
+from rosetta.api import MODEL_FORMATS as FORMATS_HELP
 from rosetta.cli.options import (EPILOG_EXIT, add_executor_options, add_export_options, add_locate_options,
                                  add_threads_option, add_tolerance_options, add_user_model_options,
-                                 check_input_options, check_locate_options, executor, exit_for, export_options,
-                                 positive_int, print_results, progress, refuse_unused, seed_list, target_names,
-                                 write_locate)
+                                 check_input_options, check_locate_options, executor_options, exit_for,
+                                 export_options, positive_int, print_report, progress, refuse_unused, seed_list,
+                                 target_names, write_locate)
 from rosetta.errors import RosettaError
-from rosetta.sources.files import FORMATS_HELP
 
 
 def add_parser(commands, common: argparse.ArgumentParser) -> None:
@@ -91,45 +92,35 @@ def run(args) -> int:
                                                   "is compared with the first")
         if args.seed is not None and len(args.seed) > 1:
             raise RosettaError("--seed: model files take one seed (for the generated inputs); run once per seed")
-        return _verify_files(args)
-    refuse_unused(args, MODEL_FILES_ONLY, "needs model files: rosetta verify MODEL [MODEL ...]")
-
-    from rosetta.verify.matrix import verify_reference_models
-    from rosetta.verify.results import write_results_json
-
-    done = verify_reference_models(args.model or "all", args.targets or "onnxruntime", args.via or "onnx",
-                                   work_dir=args.work_dir, progress=progress(args), seeds=args.seed or [0],
-                                   batch=args.batch, threads=args.threads, device=args.device or "cpu", atol=args.atol, rtol=args.rtol,
-                                   tolerance_multiple=args.tolerance_multiple, export=export_options(args),
-                                   train_steps=args.train_steps, train_batch=args.train_batch or 4,
-                                   locate=args.locate, precision=args.precision or "float32",
-                                   max_memory=args.max_memory, results_file=args.json, executor=executor(args))
-    where = "" if (args.device or "cpu") == "cpu" else f", targets on {args.device}"
-    print_results(done.results, f"rosetta verify ({done.policy.describe()}{where})", args.verbose)
-    if args.json:
-        write_results_json(done.results, args.json, {"tolerance": done.policy.to_json(), "device": args.device})
-    write_locate(args, done.results, done.policy)
-    return exit_for(done.results, args)
-
-
-def _verify_files(args) -> int:
-    """`rosetta verify A B [C ...]`: B, C, ... (or all, with --load-outputs) against A's outputs."""
-    from rosetta.verify.files import verify_files
-
-    done = verify_files(args.paths, inputs=args.input, inputs_file=args.inputs, load_outputs=args.load_outputs,
-                        save_inputs=args.save_inputs, save_outputs=args.save_outputs, trust_code=args.trust_code,
-                        batch=args.batch, seed=(args.seed or [0])[0], threads=args.threads, atol=args.atol,
-                        rtol=args.rtol,
-                        tolerance_multiple=args.tolerance_multiple, max_memory=args.max_memory,
-                        progress=progress(args), results_file=args.json, executor=executor(args), locate=args.locate)
-    if done.results:
-        print_results(done.results, f"rosetta verify: against {done.reference} ({done.policy.describe()})",
-                      args.verbose)
+        report = api.verify(args.paths[0], args.paths[1:], inputs=args.input, inputs_file=args.inputs,
+                            load_outputs=args.load_outputs, save_inputs=args.save_inputs,
+                            save_outputs=args.save_outputs, trust_code=args.trust_code, batch=args.batch,
+                            seed=(args.seed or [0])[0], threads=args.threads, **_shared(args))
     else:
-        print(f"{done.reference}: ran on {done.inputs} input(s); outputs: {', '.join(done.outputs)}")
+        refuse_unused(args, MODEL_FILES_ONLY, "needs model files: rosetta verify MODEL [MODEL ...]")
+        report = api.verify(args.model or "all", targets=args.targets or "onnxruntime", via=args.via or "onnx",
+                            device=args.device or "cpu", work_dir=args.work_dir, seeds=args.seed or [0],
+                            batch=args.batch, threads=args.threads, train_steps=args.train_steps or 0,
+                            train_batch=args.train_batch or 4, precision=args.precision or "float32",
+                            **export_options(args), **_shared(args))
+    if report.rows or not args.paths:
+        print_report(report, args.verbose)
+    else:
+        print(f"{report.info['reference']}: ran on {report.info['inputs']} input(s); outputs: "
+              f"{', '.join(report.info['outputs'])}")
     if args.json:
-        from rosetta.verify.results import write_results_json
+        report.write_json(args.json)
+    write_locate(args, report)
+    return exit_for(report, args)
 
-        write_results_json(done.results, args.json, {"reference": done.reference, "tolerance": done.policy.to_json()})
-    write_locate(args, done.results, done.policy)
-    return exit_for(done.results, args)
+
+def _shared(args) -> dict:
+    """The API's arguments both forms of the command take."""
+    return {"tolerance": args.tolerance_multiple, "atol": _pairs(args.atol), "rtol": _pairs(args.rtol),
+            "locate": args.locate, "max_memory": args.max_memory, "results_file": args.json,
+            "progress": progress(args), **executor_options(args)}
+
+
+def _pairs(given: list[tuple[str, float]]) -> dict | None:
+    """--atol/--rtol [OUTPUT:]VALUE pairs as the API takes them: {output or "": value}, the last one winning."""
+    return dict(given) if given else None

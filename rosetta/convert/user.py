@@ -5,7 +5,7 @@ together (rosetta.output), one sub-folder per target; nothing is written when th
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rosetta.convert.targets import Target, get_target, list_targets
 from rosetta.errors import RosettaError, environment_cause, is_fault, one_line
@@ -29,6 +29,10 @@ class Converted:
     route: str = "onnx"
     threads: int = 0
     trust_code: bool = False
+    # a model compared with a reference it was not converted from (verify.pairing): its inputs' pairs as JSON,
+    # and the --pair options its outputs are paired with; None: rosetta's own conversion, fed as it is
+    pairing: dict | None = None
+    given_pairs: dict = field(default_factory=dict)
 
 
 def parse_user_targets(text: str, route: str = "onnx") -> list[tuple[str, Target]]:

@@ -193,7 +193,9 @@ def device_used(keras, model) -> str:
     """Where the model's weights are, read back from the backend (a JAX array's devices, a TensorFlow variable's
     device, a torch tensor's), with the backend's name."""
     weights = model.weights
-    where = backend_module(keras).device_of(weights[0].value) if weights else "no weights"
+    value = getattr(weights[0], "value", None) if weights else None
+    value = weights[0] if callable(value) else value  # a tf-keras (Keras 2) model's variable: .value is a method
+    where = backend_module(keras).device_of(value) if weights else "no weights"
     return f"{where} ({keras.backend.backend()})"
 
 

@@ -202,13 +202,7 @@ def environment_table(rows: list[dict]):
 
 def results_text(results: list[VerifyResult], title: str, width: int = 160) -> str:
     """The table and the failure lines as plain text (what `rosetta verify` prints, without colour)."""
-    from rich.console import Console
-
-    console = Console(record=True, width=width, file=_Discard(), color_system=None)
-    console.print(verify_table(results, title=title))
-    for line in failure_lines(results):
-        console.print(line, highlight=False)
-    return console.export_text().rstrip()
+    return rendered_text([verify_table(results, title=title), *failure_lines(results)], width)
 
 
 def results_html(results: list[VerifyResult], title: str) -> str:
@@ -235,14 +229,13 @@ def results_html(results: list[VerifyResult], title: str) -> str:
     return "\n".join(lines + ["</table>"])
 
 
-def bench_text(results, overheads: dict, notes: list[str], title: str, executor: str, charts: list) -> str:
-    """What `rosetta bench` prints: the table, the executor, the overhead and ratio lines, notes and charts."""
+def rendered_text(renderables: list, width: int = 200) -> str:
+    """Rich tables and lines as plain text, as a terminal without colour shows them."""
     from rich.console import Console
 
-    console = Console(record=True, width=200, file=_Discard(), color_system=None)
-    console.print(bench_table(results, title=title))
-    for line in [executor, *bench_lines(results, overheads), *notes, *(f"chart: {path}" for path in charts)]:
-        console.print(line, highlight=False)
+    console = Console(record=True, width=width, file=_Discard(), color_system=None)
+    for item in renderables:
+        console.print(item, highlight=False)
     return console.export_text().rstrip()
 
 

@@ -7,6 +7,7 @@ the caller built it, so a Keras Lambda layer or a custom Gluon block are read wi
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -45,6 +46,15 @@ def label_of(model) -> str:
     return f"{type(model).__name__}{f' {name!r}' if name else ''} (in memory)"
 
 
+def open_any(model, inputs: list[TensorSpec], trust_code: bool, scratch: Path):
+    """The UserModel of a path as the command line names it (sources.model.open_model) or of a model object."""
+    from rosetta.sources.model import open_model
+
+    if isinstance(model, (str, Path)):
+        return open_model(str(model), inputs, trust_code, scratch)
+    return open_object(model, inputs, scratch)
+
+
 def open_object(model, inputs: list[TensorSpec], scratch: Path):
     """The UserModel of an in-memory model; `inputs`: the input specs (needed for torch and Gluon, whose
     objects do not say their inputs), from the caller's spec strings or arrays."""
@@ -64,7 +74,8 @@ def open_object(model, inputs: list[TensorSpec], scratch: Path):
         path = folder / "model.keras"
         model.save(str(path))
     else:
-        path = _export_gluon(model, inputs, folder)
+        path, names = _export_gluon(model, inputs, folder)
+        inputs = [replace(spec, name=name) for spec, name in zip(inputs, names)]  # the symbol's own names
     opened = open_model(str(path), inputs, kind in ("keras", "gluon"), Path(scratch))
     return replace(opened, display=label)
 
@@ -102,7 +113,10 @@ def _export_gluon(block, inputs: list[TensorSpec], folder: Path) -> Path:
     path = folder / "model-symbol.json"
     if not path.is_file():
         raise RosettaError(f"{label_of(block)}: HybridBlock.export wrote no model-symbol.json")
-    return path
+    parameters = {name.split(":", 1)[-1] for name in mx.nd.load(str(folder / "model-0000.params"))}
+    graph = json.loads(path.read_text())
+    names = [graph["nodes"][i]["name"] for i in graph["arg_nodes"] if graph["nodes"][i]["name"] not in parameters]
+    return path, names
 
 
 def specs_from_arrays(arrays: dict[str, np.ndarray]) -> list[TensorSpec]:
@@ -130,5 +144,5 @@ def as_artifact(model, feeds: dict[str, np.ndarray], scratch: Path):
         raise RosettaError(f"{model.label}: torch.export cannot trace it to run it as a candidate "
                            f"({one_line(error)}); give it as the reference (first), or as a .pt2") from None
     torch.export.save(program, str(folder / "model.pt2"))
-    opened = open_model(str(folder / "model.pt2"), list(model.inputs), True, Path(scratch))
+    opened = open_model(str(folder / "model.pt2"), [], True, Path(scratch))  # its inputs: the run's, as exported
     return replace(opened, display=model.label)

@@ -105,15 +105,11 @@ def with_embedding_range(spec: TensorSpec, module) -> TensorSpec:
     return spec
 
 
-def open_model(text, overrides: list[TensorSpec], trust_code: bool, scratch: Path) -> UserModel:
-    """Identify and read a user's model (into `scratch` where it must be copied), resolving its inputs. `text`: a
-    path or factory as the command line names it, or a model object (sources.memory: the Python API)."""
+def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch: Path) -> UserModel:
+    """Identify and read a user's model (into `scratch` where it must be copied), resolving its inputs.
+    (A model object of the Python API: sources.memory.open_any.)"""
     from rosetta.manifest import Manifest
 
-    if not isinstance(text, (str, Path)):
-        from rosetta.sources.memory import open_object
-
-        return open_object(text, overrides, scratch)
     text = str(text)
     model_file = identify(text)
     if model_file.format == "torch-factory":

@@ -64,11 +64,25 @@ def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: T
     if cell.failure:
         return result
     folder = Path(cell.folder)
-    load = lambda: load_verify_runner(runner_for_format(Manifest.read(folder).format), folder, cell.threads,  # noqa: E731
-                                      cell.trust_code)
+    paired: list = []
+
+    def load():
+        runner = load_verify_runner(runner_for_format(Manifest.read(folder).format), folder, cell.threads,
+                                    cell.trust_code)
+        if cell.pairing is None:  # rosetta's own conversion: its outputs in the reference's order
+            return runner
+        from rosetta.verify.pairing import PairedRunner, Pairing
+
+        paired.append(PairedRunner(runner, Pairing.from_json(cell.pairing).inputs, reference.float32,
+                                   {k: (v[0], tuple(v[1]) if v[1] else None) for k, v in cell.given_pairs.items()},
+                                   cell.target))
+        return paired[0]
+
     reference64 = reference.float64 if reference.float64 is not None else reference.float32
     result = check_artifact(result, folder, load, reference.feeds, reference.float32, reference64, policy,
-                            by_position=True, second=reference.second)
+                            by_position=cell.pairing is None, second=reference.second)
+    if paired and paired[0].outputs:
+        result.pairing = paired[0].pairing.to_json()
     if "check" in reference.about and reference.about.get("float64_doubt"):  # a float64 run was made, not believed
         result.reason = "; ".join(filter(None, [result.reason, f"note: {reference.about['float64_doubt']}"]))
     return result

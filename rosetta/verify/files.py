@@ -57,7 +57,7 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
     from rosetta.convert.user import convert_user_model, parse_user_targets, write_converted
     from rosetta.models.inputs import check_memory, generate_inputs
     from rosetta.output import OutputFolder
-    from rosetta.sources.model import open_model
+    from rosetta.sources.memory import open_any
     from rosetta.verify.artifacts import reference_outputs, run_artifact_cells
 
     inputs = inputs if inputs is not None else []
@@ -68,7 +68,7 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
     check_memory(inputs, [], batch, max_memory)  # the --input shapes alone may not fit
     with OutputFolder(output, force, sources, [name for name, _ in chosen]) as out, \
             scratch_folder("rosetta-") as scratch:
-        model = open_model(path, inputs, trust_code, Path(scratch))
+        model = open_any(path, inputs, trust_code, Path(scratch))
         check_output_names([o.name for o in model.outputs], atol, rtol)
         check_memory(model.inputs, model.outputs, batch, max_memory, model.has_float64)
         cells = convert_user_model(model, chosen, ArtifactStore(Path(scratch) / "store"), dict(export_options or {}),
@@ -161,7 +161,8 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
                  trust_code: bool = False, batch: int = 8, seed: int = 0, threads: int = 0,
                  atol: Sequence[tuple[str, float]] = (), rtol: Sequence[tuple[str, float]] = (),
                  tolerance_multiple: float | None = None, max_memory: float | None = None, progress: bool = False,
-                 executor=None, results_file: Path | None = None, locate: bool = False) -> VerifiedFiles:
+                 executor=None, results_file: Path | None = None, locate: bool = False,
+                 pairs: Sequence[str] = ()) -> VerifiedFiles:
     """Run the models at `paths` on the same inputs and compare paths[1:] with paths[0]'s outputs, or every
     one with the outputs in `load_outputs` (from an earlier `save_outputs`; then `inputs_file` is needed).
 
@@ -170,14 +171,19 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
     run as arrays, a dict by name or a sequence in the reference's input order (the Python API); `save_inputs`, `save_outputs`: .npz files to write the inputs and the reference's outputs to;
     `results_file`: where the caller will write the results, checked writable before any work. A model that
     cannot be read is its row's ERROR; a path that names nothing readable is a RosettaError, before any work.
-    `locate`: where both the reference and a failing model are ONNX, the first node at which it diverges
+    `pairs`: --pair options (verify.pairing: how each model's inputs and outputs pair with the reference's where
+    names, layouts or integer widths differ and the pairing is not unique). `locate`: where both the reference and
+    a failing model are ONNX, the first node at which it diverges
     (verify.locate.locate_in_export: tensors matched by name), in the row's `locate`."""
     from rosetta.execution import save_npz
     from rosetta.frameworks.base import check_feeds
     from rosetta.models.inputs import check_memory, generate_inputs
     from rosetta.models.registry import signature_of
-    from rosetta.sources.memory import as_artifact, label_of
-    from rosetta.sources.model import open_model
+    from dataclasses import asdict
+
+    from rosetta.manifest import Manifest
+    from rosetta.sources.memory import as_artifact, label_of, open_any
+    from rosetta.verify.pairing import arrays_signature, pair_tensors, parse_pairs, signature
     from rosetta.verify.artifacts import ArtifactCell, ReferenceOutputs, reference_outputs, run_artifact_cells
 
     inputs = inputs if inputs is not None else []
@@ -192,17 +198,18 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
     for path in (results_file, save_inputs, save_outputs):
         check_writable_file(path, read)
     policy = policy_from_options(atol, rtol, tolerance_multiple)
-    given = read_npz(inputs_file, "--inputs") if inputs_file is not None else feeds
+    given = parse_pairs(pairs)
+    arrays = read_npz(inputs_file, "--inputs") if inputs_file is not None else feeds
     saved = read_npz(load_outputs, "--load-outputs") if load_outputs is not None else None
-    if given is None:
+    if arrays is None:
         check_memory(inputs, [], batch, max_memory)
     with scratch_folder("rosetta-") as scratch:
-        first = open_model(paths[0], inputs, trust_code, Path(scratch))
-        if given is None:
+        first = open_any(paths[0], inputs, trust_code, Path(scratch))
+        if arrays is None:
             check_memory(first.inputs, first.outputs, batch, max_memory, first.has_float64)
             feeds = generate_inputs(first.inputs, batch, seed)
         else:
-            feeds = given if isinstance(given, dict) else dict(zip([spec.name for spec in first.inputs], given))
+            feeds = arrays if isinstance(arrays, dict) else dict(zip([spec.name for spec in first.inputs], arrays))
             check_feeds(feeds, signature_of(first.inputs))
         if saved is not None:
             check_output_names(list(saved), atol, rtol)
@@ -222,14 +229,19 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
         for path in compared:  # a model that cannot be read (or crashes its worker) is its row's ERROR
             name = path if isinstance(path, (str, Path)) else label_of(path)
             try:
-                model = first if path is paths[0] else open_model(path, inputs, trust_code, Path(scratch))
+                model = first if path is paths[0] else _open_candidate(path, inputs, first, trust_code, Path(scratch))
                 if model.folder is None:  # a torch module (a factory, an in-memory one): run as its export
                     model = as_artifact(model, feeds, Path(scratch))
                 failure, folder = "", str(model.folder)
             except RosettaError as error:
                 failure, folder = f"reading failed: {error}", ""
+            # its inputs paired with the reference's (names, layouts, integer widths): refused here, before any
+            # run, where no pairing or more than one fits
+            pairing = None if not folder else {"inputs": [asdict(p) for p in pair_tensors(
+                arrays_signature(feeds), signature(Manifest.read(Path(folder)).inputs), given, "input", str(name))]}
             cells.append(ArtifactCell(label, str(name), folder, failure, failed_stage="reading", threads=threads,
-                                      trust_code=trust_code, route=_route_of(folder)))
+                                      trust_code=trust_code, route=_route_of(folder), pairing=pairing,
+                                      given_pairs={k: [o, list(p) if p else None] for k, (o, p) in given.items()}))
         results = run_artifact_cells(cells, reference, policy, progress, executor)
         if locate:
             _locate_files(first, cells, results, feeds, policy, Path(scratch) / "locate")
@@ -326,3 +338,23 @@ def _reference_ir(first, chain: tuple, feeds: dict, folder: Path):
                                             first.trust_code)
     except RosettaError as error:
         return f"its IR could not be made again: {error}"
+
+
+def _open_candidate(path, inputs: list, first, trust_code: bool, scratch: Path):
+    """A model to compare with `first`. The --input options describe the reference; a port may name its inputs
+    otherwise (verify.pairing pairs them), so they apply to it only where its names take them. A torch module,
+    a factory or a Gluon block says not its inputs: the reference's, unless given."""
+    from rosetta.errors import BadInput
+    from rosetta.sources.files import identify
+    from rosetta.sources.memory import kind_of, open_any
+
+    kind = kind_of(path) or ("torch" if identify(str(path)).format == "torch-factory" else "")
+    if kind in ("torch", "gluon"):
+        return open_any(path, inputs or list(first.inputs), trust_code, scratch)
+    try:
+        return open_any(path, inputs, trust_code, scratch)
+    except BadInput:
+        if not inputs:
+            raise
+        return open_any(path, [], trust_code, scratch)  # its own signature, paired afterwards
+

@@ -97,6 +97,9 @@ class VerifyResult:
     # the reference it was compared with: how the float64 run was checked (frameworks.reference_check), or why
     # it was not used ("float64_doubt")
     reference: dict = field(default_factory=dict)
+    # how its inputs and outputs were paired with the reference's (verify.pairing), where it is not the reference's
+    # own conversion: names, layout permutations, integer widths
+    pairing: dict = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:

@@ -78,7 +78,9 @@ def test_a_bad_option_or_file_is_one_line_before_any_work(models, tmp_path, argv
 def test_an_error_nobody_foresaw_is_one_line_and_its_traceback_is_for_v(models, monkeypatch):
     def broken(*args, **kwargs):
         raise TypeError("an unforeseen bug")
-    monkeypatch.setattr("rosetta.verify.files.second_batch_outputs", broken)
+    import rosetta.verify.files as files  # the module: rosetta.verify is the API function
+
+    monkeypatch.setattr(files, "second_batch_outputs", broken)
     quiet = run_here("verify", models / "relu.onnx", models / "relu.onnx", "--no-progress")
     assert quiet.returncode == 3 and quiet.stderr == ("rosetta: error: rosetta failed: TypeError: an unforeseen bug (a "
                                                       "bug: run with -v for the traceback, and report it)\n")

@@ -30,7 +30,9 @@ def test_a_failing_conversion_is_error_for_the_machine_and_cannot_for_the_conver
                                                                                      error, verdict, reason, status):
     def converter(*args, **kwargs):
         raise error
-    monkeypatch.setattr("rosetta.convert.onnx.to_torch.convert", converter)
+    import rosetta.convert.onnx.to_torch as to_torch  # the module: rosetta.convert is the API function
+
+    monkeypatch.setattr(to_torch, "convert", converter)
     code, err = run("convert", models / "relu.onnx", "--to", "onnx,torch", "-o", tmp_path / "out", "--json",
                     tmp_path / "r.json")
     assert code == status and err == ""

@@ -1,0 +1,224 @@
+"""rosetta as a library (rosetta.api): the same results as the command line, models in memory, result objects,
+errors a caller can catch, and rosetta.testing's assertion; the README's Python examples run here too."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+import rosetta
+import rosetta.testing
+from tests.test_cli import run_here
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def small_net(seed: int = 0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                               torch.nn.Linear(8 * 8 * 8, 10)).eval()
+
+
+def exported(module: torch.nn.Module) -> onnx.ModelProto:
+    buffer = io.BytesIO()
+    torch.onnx.export(module, torch.rand(2, 3, 8, 8), buffer, input_names=["image"], output_names=["logits"],
+                      dynamic_axes={"image": {0: "N"}, "logits": {0: "N"}}, dynamo=False)
+    return onnx.load_from_string(buffer.getvalue())
+
+
+def off_by(model: onnx.ModelProto, factor: float) -> onnx.ModelProto:
+    """A copy with its first weight tensor scaled: a port that got one layer slightly wrong."""
+    from onnx import numpy_helper
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    weight = copy.graph.initializer[0]
+    weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * np.float32(factor), weight.name))
+    return copy
+
+
+@pytest.fixture(scope="module")
+def onnx_files(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("api")
+    model = exported(small_net())
+    onnx.save(model, str(folder / "model.onnx"))
+    onnx.save(off_by(model, 1.01), str(folder / "wrong.onnx"))
+    return folder
+
+
+def comparable(payload: dict) -> dict:
+    """A --json payload without what differs run to run: timings, temporary paths, tracebacks."""
+    def clean(row: dict) -> dict:
+        return {k: v for k, v in row.items() if k not in ("seconds", "artifact", "detail")}
+    return {**payload, "results": [clean(row) for row in payload["results"]]}
+
+
+@pytest.mark.parametrize("case", ["reference-model", "files", "fail", "cannot"])
+def test_the_api_and_the_command_line_give_the_same_json(case, onnx_files, tmp_path):
+    if case == "reference-model":
+        argv, report = ["--model", "cnn", "--targets", "onnxruntime", "--batch", "2"], \
+            rosetta.verify("cnn", targets="onnxruntime", batch=2)
+    elif case == "cannot":
+        from tests.sources.test_user_models import _single_op_model
+
+        det = _single_op_model(tmp_path / "det.onnx", "Det")
+        out = run_here("convert", det, "--to", "torch", "-o", tmp_path / "cli", "--json", tmp_path / "cli.json")
+        conversion = rosetta.convert(str(det), "torch", output_dir=tmp_path / "api")
+        assert conversion.report.verdict == "CANNOT" and not conversion.artifacts and out.returncode == 0
+        cli = json.loads((tmp_path / "cli.json").read_text())
+        assert comparable(cli)["results"] == comparable(conversion.report.to_json())["results"]
+        return
+    else:
+        candidate = "model.onnx" if case == "files" else "wrong.onnx"
+        argv = [onnx_files / "model.onnx", onnx_files / candidate]
+        report = rosetta.verify(str(onnx_files / "model.onnx"), str(onnx_files / candidate))
+    out = run_here("verify", *argv, "--no-progress", "--json", tmp_path / "cli.json")
+    assert out.returncode == report.exit_status() == (1 if case == "fail" else 0)
+    assert comparable(json.loads((tmp_path / "cli.json").read_text())) == comparable(report.to_json())
+
+
+def test_in_memory_torch_and_onnx_models_verify_and_report():
+    net = small_net()
+    report = rosetta.verify(net, exported(net), inputs=["image:Nx3x8x8:float32"])
+    assert report.passed and report.verdict == "PASS" and len(report) == 1
+    row = next(iter(report))
+    assert row.outputs[0].error_ratio < 10 and "(in memory)" in row.model
+    assert "PASS" in str(report) and "<table>" in report._repr_html_()
+    report.raise_for_verdict()
+
+
+def test_arrays_as_inputs_and_several_candidates():
+    net, arrays = small_net(), {"image": np.random.default_rng(0).random((3, 3, 8, 8), np.float32)}
+    report = rosetta.verify(net, [exported(net), off_by(exported(net), 1.01)], inputs=arrays)
+    assert [row.verdict for row in report] == ["PASS", "FAIL"] and report.verdict == "FAIL" and not report.passed
+    assert report.rows[0].batch == 3
+    with pytest.raises(rosetta.VerificationFailed) as failed:
+        report.raise_for_verdict()
+    assert failed.value.report is report and failed.value.args[0].startswith("FAIL: ")
+
+
+def test_a_torch_module_can_be_the_candidate_too():
+    """A port to PyTorch is compared as itself: exported by torch.export and run as a .pt2."""
+    net = small_net()
+    report = rosetta.verify(exported(net), net)
+    assert report.passed, report.message()
+    wrong = small_net(seed=1)
+    assert rosetta.verify(exported(net), wrong).verdict == "FAIL"
+
+
+def test_assert_same_function_passes_and_fails_with_the_layer_it_diverges_at():
+    model = exported(small_net())
+    rosetta.testing.assert_same_function(model, off_by(model, 1.0))
+    with pytest.raises(AssertionError) as failed:
+        rosetta.testing.assert_same_function(model, off_by(model, 1.01))
+    message = str(failed.value)
+    assert re.match(r"FAIL: .*output logits: max \|err\| \S+ > tolerance \S+ \(10 x noise floor\); diverges first at "
+                    r"\S+ \(introduced\)", message), message
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda: rosetta.verify(small_net(), small_net()), rosetta.BadInput),  # a module says not its inputs
+    (lambda: rosetta.verify(object(), object()), rosetta.BadInput),
+    (lambda: rosetta.verify("model.pt", "model.onnx"), rosetta.RosettaError),
+    (lambda: rosetta.verify(small_net(), exported(small_net()), inputs=["image:Nx3x8x8:float7"]), rosetta.BadInput),
+    (lambda: rosetta.verify(exported(small_net()), exported(small_net()), tolerance=-1), rosetta.BadInput),
+    (lambda: rosetta.verify(exported(small_net()), exported(small_net()), nosuch=1), rosetta.BadInput),
+])
+def test_bad_input_raises_a_kind_of_rosetta_error_in_one_line(call, error, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(error) as raised:
+        call()
+    assert "\n" not in str(raised.value)
+    assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+def test_an_untrusted_factory_is_untrusted_model(tmp_path):
+    (tmp_path / "net.py").write_text("import torch\ndef build():\n    return torch.nn.Linear(4, 2)\n")
+    onnx.save(exported(small_net()), str(tmp_path / "other.onnx"))
+    with pytest.raises(rosetta.UntrustedModel):
+        rosetta.verify(f"{tmp_path / 'net.py'}:build", str(tmp_path / "other.onnx"), inputs=["x:Nx4:float32"])
+
+
+def test_the_api_never_prints(capsys, onnx_files):
+    rosetta.verify(str(onnx_files / "model.onnx"), str(onnx_files / "wrong.onnx"), locate=True)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+
+
+def test_help_documents_the_calls():
+    for name in ("verify", "convert", "bench"):
+        doc = getattr(rosetta, name).__doc__
+        assert doc and len(doc.splitlines()) > 5
+    assert set(rosetta.__all__) <= set(dir(rosetta))
+    import rosetta.verify.results as results  # the subpackage is there, under the function's name
+
+    assert callable(rosetta.verify) and results.PASS == "PASS"
+
+
+KERAS_AND_GLUON = r'''
+import sys
+import numpy as np
+kind = sys.argv[1]
+import torch
+import rosetta, rosetta.testing
+torch.manual_seed(0)
+reference = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3)).eval()
+weights = [p.detach().numpy() for p in reference.parameters()]
+if kind == "keras":
+    import keras
+    x = keras.Input((6,), name="x")
+    h = keras.layers.Dense(5, activation="tanh", name="hidden")(x)
+    port = keras.Model(x, keras.layers.Dense(3, name="out")(h))
+    port.set_weights([weights[0].T, weights[1], weights[2].T, weights[3]])
+    wrong = keras.models.clone_model(port)
+    wrong.set_weights([weights[0].T, weights[1] * 1.01, weights[2].T, weights[3]])
+else:
+    from rosetta.frameworks.mxnet import import_mxnet
+    mx = import_mxnet()  # MXNet 1.9 beside numpy 1.26 needs numpy's old aliases back (rosetta puts them back)
+    def gluon(bias_factor):
+        net = mx.gluon.nn.HybridSequential()
+        net.add(mx.gluon.nn.Dense(5, activation="tanh", in_units=6), mx.gluon.nn.Dense(3, in_units=5))
+        net.initialize()
+        for parameter, value in zip(net.collect_params().values(), [weights[0], weights[1] * bias_factor, weights[2], weights[3]]):
+            parameter.set_data(mx.nd.array(value))
+        return net
+    port, wrong = gluon(1.0), gluon(1.01)
+rosetta.testing.assert_same_function(reference, port, inputs=["x:Nx6:float32"])
+try:
+    rosetta.testing.assert_same_function(reference, wrong, inputs=["x:Nx6:float32"], locate=False)
+except AssertionError as error:
+    print("FAILED AS IT SHOULD:", error)
+'''
+
+
+@pytest.mark.parametrize("kind", ["keras", "gluon"])
+def test_in_memory_keras_and_gluon_models_verify(kind, tmp_path):
+    """In a process of their own: TensorFlow and MXNet do not share a process with the tests."""
+    script = tmp_path / "port.py"
+    script.write_text(KERAS_AND_GLUON)
+    done = subprocess.run([sys.executable, str(script), kind], capture_output=True, text=True, timeout=600,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "FAILED AS IT SHOULD: FAIL:" in done.stdout, done.stdout
+
+
+def readme_python_examples() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+
+
+@pytest.mark.parametrize("number", range(len(readme_python_examples())))
+def test_the_readmes_python_examples_run(number, tmp_path):
+    """Each in a process of its own, in an empty folder, as a reader would paste it: they cannot rot."""
+    script = tmp_path / f"example{number + 1}.py"
+    script.write_text(readme_python_examples()[number])
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
