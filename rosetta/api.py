@@ -319,8 +319,10 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
         atol, rtol: a number, or {output name: number}.
     locate: for each FAIL, the first node or layer where it diverges (Report.located).
     trust_code: let model files run their code (factories, Lambda layers); in-memory models always may.
-    options: save_inputs, save_outputs, load_outputs, inputs_file (paths), max_memory (GiB), work_dir, opset,
-        exporter, training, precision, train_batch, seeds, address (Ray).
+    options: pair ({"image": "input_1"} or {"image": ("input_1", (0, 2, 3, 1))}: inputs and outputs paired by
+        hand where names, position and shape up to a layout permutation leave more than one pairing), layer_map
+        (a file pairing layers for locate), save_inputs, save_outputs, load_outputs, inputs_file (paths),
+        max_memory (GiB), work_dir, opset, exporter, training, precision, train_batch, seeds, address (Ray).
     Returns a Report; raises rosetta.RosettaError (one line) for bad input, before any work."""
     atol_pairs, rtol_pairs, multiple = _tolerance(tolerance, atol, rtol)
     export = {key: options.pop(key) for key in ("opset", "exporter", "training") if key in options}
@@ -357,7 +359,9 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
                             batch=batch, seed=seed, threads=threads, atol=atol_pairs, rtol=rtol_pairs,
                             tolerance_multiple=multiple, max_memory=options.pop("max_memory", None),
                             progress=progress, executor=_executor(executor, jobs, address),
-                            results_file=_path(options.pop("results_file", None)), locate=locate)
+                            results_file=_path(options.pop("results_file", None)), locate=locate,
+                            pairs=_pair_texts(options.pop("pair", None)),
+                            layer_map=_path(options.pop("layer_map", None)))
         _refuse_unused(options)
     return Report(done.results, f"rosetta verify: against {done.reference} ({done.policy.describe()})",
                   {"reference": done.reference, "tolerance": done.policy.to_json()},
@@ -669,6 +673,19 @@ def list_targets(route: str = "onnx") -> list[str]:
     from rosetta.convert.targets import list_targets as registered
 
     return ["onnx"] + registered(route) if route == "onnx" else registered(route)
+
+
+def _pair_texts(pair) -> list[str]:
+    """pair= as --pair texts: {"image": "input_1"} or {"image": ("input_1", (0, 2, 3, 1))}, or "REF=OTHER[:P]"s."""
+    if pair is None:
+        return []
+    if isinstance(pair, Mapping):
+        texts = []
+        for reference, other in pair.items():
+            name, permutation = (other, None) if isinstance(other, str) else other
+            texts.append(f"{reference}={name}" + (f":{','.join(map(str, permutation))}" if permutation else ""))
+        return texts
+    return [pair] if isinstance(pair, str) else list(pair)
 
 
 def _path(value) -> Path | None:

@@ -59,6 +59,20 @@ def _error_line(error: Exception) -> tuple[str, int]:
     return f"rosetta failed: {one_line(error)} (a bug: run with -v for the traceback, and report it)", EXIT_ERROR
 
 
+def parse_anywhere(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The command line with options anywhere after the command, as people type them (`rosetta verify ref.py:net
+    --trust-code --input ... ported.keras`): the command's own parser reads the rest intermixed (argparse's
+    parse_intermixed_args), the global options (-v) before it as usual."""
+    commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    at = next((n for n, token in enumerate(argv) if token in commands.choices), None)
+    if at is None or any(token not in ("-v", "--verbose") for token in argv[:at]):
+        return parser.parse_args(argv)
+    args = commands.choices[argv[at]].parse_intermixed_args(argv[at + 1:])
+    args.command = argv[at]
+    args.verbose = getattr(args, "verbose", False) or bool(argv[:at])
+    return args
+
+
 # what main sets in os.environ for its workers, and puts back when it returns: a program (or a test) that calls
 # main twice sees its own environment again, and its warm workers, fingerprinted by it, stay warm
 _SET_BY_MAIN = ("ROSETTA_WORKER_TIMEOUT", "TF_CPP_MIN_LOG_LEVEL")
@@ -66,7 +80,7 @@ _SET_BY_MAIN = ("ROSETTA_WORKER_TIMEOUT", "TF_CPP_MIN_LOG_LEVEL")
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_anywhere(parser, sys.argv[1:] if argv is None else [str(a) for a in argv])
     if not args.command:
         parser.print_help()
         return EXIT_USAGE

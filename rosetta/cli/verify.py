@@ -68,6 +68,14 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     verify.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
     verify.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_user_model_options(verify)
+    verify.add_argument("--pair", action="append", default=[], metavar="REF=OTHER[:PERMUTATION]",
+                        help="pair an input or output of the reference with one of the other models' where rosetta "
+                             "cannot tell which by name, position and shape up to a layout permutation (it refuses "
+                             "then, listing the candidates), e.g. --pair image=input_1:0,2,3,1; repeatable")
+    verify.add_argument("--layer-map", metavar="FILE", type=Path,
+                        help="with --locate between two independently written models: the layer pairing to use, "
+                             "one `REFERENCE_LAYER = PORT_LAYER` per line (or a JSON object), instead of the "
+                             "alignment in execution order")
     verify.add_argument("--inputs", metavar="FILE.npz", type=Path, help="inputs to run (default: generated)")
     verify.add_argument("--save-inputs", metavar="FILE.npz", type=Path, help="write the inputs used")
     verify.add_argument("--save-outputs", metavar="FILE.npz", type=Path, help="write the reference's outputs")
@@ -81,7 +89,8 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 REFERENCE_MODEL_ONLY = {"model": "--model", "targets": "--targets", "via": "--via", "train_steps": "--train-steps",
                         "precision": "--precision", "train_batch": "--train-batch", "work_dir": "--work-dir"}
 MODEL_FILES_ONLY = {"inputs": "--inputs", "save_inputs": "--save-inputs", "save_outputs": "--save-outputs",
-                    "load_outputs": "--load-outputs", "input": "--input", "trust_code": "--trust-code"}
+                    "load_outputs": "--load-outputs", "input": "--input", "trust_code": "--trust-code",
+                    "pair": "--pair", "layer_map": "--layer-map"}
 
 
 def run(args) -> int:
@@ -95,6 +104,7 @@ def run(args) -> int:
         report = api.verify(args.paths[0], args.paths[1:], inputs=args.input, inputs_file=args.inputs,
                             load_outputs=args.load_outputs, save_inputs=args.save_inputs,
                             save_outputs=args.save_outputs, trust_code=args.trust_code, batch=args.batch,
+                            pair=args.pair, layer_map=args.layer_map,
                             seed=(args.seed or [0])[0], threads=args.threads, **_shared(args))
     else:
         refuse_unused(args, MODEL_FILES_ONLY, "needs model files: rosetta verify MODEL [MODEL ...]")

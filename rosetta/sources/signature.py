@@ -10,6 +10,10 @@ import numpy as np
 from rosetta.errors import BadInput
 from rosetta.models.registry import TensorSpec
 
+class UnknownInput(BadInput):
+    """An --input names no input of the model (it may be another model's, as a port's are)."""
+
+
 INPUT_HELP = "name:SHAPE:DTYPE[:LOW:HIGH], e.g. image:Nx3x32x32:float32 or tokens:Nx100:int64:0:20000 (N: batch)"
 BATCH_SYMBOLS = ("n", "?", "-1", "batch", "b")
 DTYPES = ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
@@ -68,7 +72,7 @@ def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: st
     given = {spec.name: spec for spec in overrides}
     unknown = sorted(set(given) - {entry["name"] for entry in signature})
     if unknown:
-        raise BadInput(f"--input {unknown[0]!r}: {label} has no input of that name; its inputs are "
+        raise UnknownInput(f"--input {unknown[0]!r}: {label} has no input of that name; its inputs are "
                            f"{', '.join(entry['name'] for entry in signature)}")
     resolved = []
     for entry in signature:

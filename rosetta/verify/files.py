@@ -71,8 +71,8 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
         model = open_any(path, inputs, trust_code, Path(scratch))
         check_output_names([o.name for o in model.outputs], atol, rtol)
         check_memory(model.inputs, model.outputs, batch, max_memory, model.has_float64)
-        cells = convert_user_model(model, chosen, ArtifactStore(Path(scratch) / "store"), dict(export_options or {}),
-                                   threads, progress)
+        store = ArtifactStore(Path(scratch) / "store")
+        cells = convert_user_model(model, chosen, store, dict(export_options or {}), threads, progress)
         if not verify:
             results = [conversion_row(cell) for cell in cells]
         else:
@@ -82,7 +82,8 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
             policy = reference.policy(policy, tolerance_multiple is not None)
             results = run_artifact_cells(cells, reference, policy, progress, executor)
             if locate:
-                _locate_files(model, cells, results, feeds, policy, Path(scratch) / "locate")
+                _locate_files(model, cells, results, feeds, policy, Path(scratch) / "locate",
+                              {"store": store, "targets": dict(chosen), "options": dict(export_options or {})})
         written = write_converted(cells, out)
     return ConvertedFile(results, written, model.label, model.file.to_json(), policy)
 
@@ -162,19 +163,19 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
                  atol: Sequence[tuple[str, float]] = (), rtol: Sequence[tuple[str, float]] = (),
                  tolerance_multiple: float | None = None, max_memory: float | None = None, progress: bool = False,
                  executor=None, results_file: Path | None = None, locate: bool = False,
-                 pairs: Sequence[str] = ()) -> VerifiedFiles:
+                 pairs: Sequence[str] = (), layer_map: Path | None = None) -> VerifiedFiles:
     """Run the models at `paths` on the same inputs and compare paths[1:] with paths[0]'s outputs, or every
     one with the outputs in `load_outputs` (from an earlier `save_outputs`; then `inputs_file` is needed).
 
     `paths`: paths as the command line names models, or model objects (sources.memory); `inputs`: parsed --input
     options; `inputs_file`: inputs to run (.npz; default: generated from `batch` and `seed`); `feeds`: inputs to
-    run as arrays, a dict by name or a sequence in the reference's input order (the Python API); `save_inputs`, `save_outputs`: .npz files to write the inputs and the reference's outputs to;
+    run as arrays, a dict by name or a sequence in the reference's input order (the Python API); `save_inputs`, `save_outputs`: .npz files to write the inputs and the
+    reference's outputs to;
     `results_file`: where the caller will write the results, checked writable before any work. A model that
     cannot be read is its row's ERROR; a path that names nothing readable is a RosettaError, before any work.
     `pairs`: --pair options (verify.pairing: how each model's inputs and outputs pair with the reference's where
-    names, layouts or integer widths differ and the pairing is not unique). `locate`: where both the reference and
-    a failing model are ONNX, the first node at which it diverges
-    (verify.locate.locate_in_export: tensors matched by name), in the row's `locate`."""
+    names, layouts or integer widths differ and the pairing is not unique). `locate`: where each failing model
+    first diverges, in the row's `locate` (_locate_files; `layer_map`: a --layer-map file pairing layers)."""
     from rosetta.execution import save_npz
     from rosetta.frameworks.base import check_feeds
     from rosetta.models.inputs import check_memory, generate_inputs
@@ -182,7 +183,7 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
     from dataclasses import asdict
 
     from rosetta.manifest import Manifest
-    from rosetta.sources.memory import as_artifact, label_of, open_any
+    from rosetta.sources.memory import as_artifact, label_of
     from rosetta.verify.pairing import arrays_signature, pair_tensors, parse_pairs, signature
     from rosetta.verify.artifacts import ArtifactCell, ReferenceOutputs, reference_outputs, run_artifact_cells
 
@@ -204,7 +205,7 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
     if arrays is None:
         check_memory(inputs, [], batch, max_memory)
     with scratch_folder("rosetta-") as scratch:
-        first = open_any(paths[0], inputs, trust_code, Path(scratch))
+        first = _open_candidate(paths[0], inputs, None, trust_code, Path(scratch))
         if arrays is None:
             check_memory(first.inputs, first.outputs, batch, max_memory, first.has_float64)
             feeds = generate_inputs(first.inputs, batch, seed)
@@ -225,13 +226,19 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
         if save_outputs:
             save_npz(save_outputs, reference.float32)
         policy = reference.policy(policy, tolerance_multiple is not None)
-        cells = []
+        cells, modules, opened = [], {}, [first]
         for path in compared:  # a model that cannot be read (or crashes its worker) is its row's ERROR
             name = path if isinstance(path, (str, Path)) else label_of(path)
             try:
                 model = first if path is paths[0] else _open_candidate(path, inputs, first, trust_code, Path(scratch))
-                if model.folder is None:  # a torch module (a factory, an in-memory one): run as its export
-                    model = as_artifact(model, feeds, Path(scratch))
+                opened.append(model)
+                if model.folder is None:  # a torch module (a factory, an in-memory one): run as its export, on
+                    # the reference's inputs as it takes them (verify.pairing)
+                    own = pair_tensors(arrays_signature(feeds), [(s.name, s.shape, s.dtype) for s in model.inputs],
+                                       given, "input", str(name))
+                    module, model = model.module, as_artifact(model, {p.other: p.to_other(feeds[p.reference])
+                                                                       for p in own}, Path(scratch))
+                    modules[str(model.folder)] = module  # its layers, for --locate
                 failure, folder = "", str(model.folder)
             except RosettaError as error:
                 failure, folder = f"reading failed: {error}", ""
@@ -242,9 +249,11 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
             cells.append(ArtifactCell(label, str(name), folder, failure, failed_stage="reading", threads=threads,
                                       trust_code=trust_code, route=_route_of(folder), pairing=pairing,
                                       given_pairs={k: [o, list(p) if p else None] for k, (o, p) in given.items()}))
+        check_inputs_used(inputs, opened)
         results = run_artifact_cells(cells, reference, policy, progress, executor)
         if locate:
-            _locate_files(first, cells, results, feeds, policy, Path(scratch) / "locate")
+            _locate_files(first, cells, results, feeds, policy, Path(scratch) / "locate", modules=modules,
+                          layer_map=layer_map)
     return VerifiedFiles(results, label, len(feeds), list(reference.float32), policy)
 
 
@@ -266,11 +275,18 @@ def _route_of(folder: str) -> str:
     return "mmdnn" if folder and "mmdnn" in (Manifest.read(Path(folder)).chain or []) else "onnx"
 
 
-def _locate_files(first, cells: list, results: list, feeds: dict, policy: TolerancePolicy, work: Path) -> None:
-    """`--locate` for model files: each FAIL row gets its report. An ONNX model against an ONNX reference:
-    tensors matched by name (verify.locate.locate_in_export); an artifact of the MMdnn route: bisection of the
-    IR the reference parses into (verify.locate_mmdnn), made once for the rows that share it; any other FAIL
-    row says why it has none."""
+def _locate_files(first, cells: list, results: list, feeds: dict, policy: TolerancePolicy, work: Path,
+                  conversions: dict | None = None, modules: dict | None = None, layer_map: Path | None = None) -> None:
+    """`--locate` for model files: each FAIL row gets its report.
+    - an artifact of the MMdnn route: bisection of the IR the reference parses into (verify.locate_mmdnn), made
+      once for the rows that share it;
+    - a conversion of the ONNX route (`conversions`: {"store", "targets": {row name: Target}, "options"}) beyond
+      its ONNX export: the export's nodes, cut and converted along the target's chain (verify.locate);
+    - an ONNX model against an ONNX reference: tensors matched by name (verify.locate.locate_in_export);
+    - any other pair, a port written by hand and the ONNX export itself included: their layers, paired
+      (verify.port_locate; `modules`: {artifact folder: the torch module it was exported from}, whose layers
+      are read instead; `layer_map`: a --layer-map file)."""
+    from rosetta.errors import RosettaError, one_line
     from rosetta.manifest import Manifest
     from rosetta.verify.locate import LocateReport, locate_in_export
     from rosetta.verify.results import FAIL
@@ -280,21 +296,68 @@ def _locate_files(first, cells: list, results: list, feeds: dict, policy: Tolera
     tensor_policy = policy if not policy.calibrated else TolerancePolicy()
     reference_is_onnx = bool(first.folder) and Manifest.read(Path(first.folder)).format == "onnx"
     irs: dict = {}  # IR chain -> (IR folder, the reference's values of its nodes), or the reason there is none
+    reference_side: list = []  # the reference's layers, read once for every row that needs them
     for n, (cell, result) in enumerate(zip(cells, results)):
         if result.verdict != FAIL:
             continue
         candidate = Manifest.read(Path(cell.folder)) if cell.folder else None
-        if candidate is not None and cell.route == "mmdnn":
-            result.locate = _locate_mmdnn_file(first, Path(cell.folder), candidate, feeds,
-                                               tensor_policy if first.module is not None else policy,
-                                               work / str(n), result.target, irs).to_json()
-        elif candidate is not None and reference_is_onnx and candidate.format == "onnx":
-            result.locate = locate_in_export(Path(first.folder), Path(cell.folder), feeds, tensor_policy,
-                                             work / str(n), result.target).to_json()
-        else:
-            result.locate = LocateReport(result.target, "not located",
-                                         reason="--locate compares two ONNX models (tensors by name), or a model "
-                                                "with its MMdnn conversion").to_json()
+        target = (conversions or {}).get("targets", {}).get(result.target)
+        try:
+            if candidate is not None and cell.route == "mmdnn":
+                report = _locate_mmdnn_file(first, Path(cell.folder), candidate, feeds,
+                                            tensor_policy if first.module is not None else policy,
+                                            work / str(n), result.target, irs)
+            elif candidate is not None and target is not None and "onnx" in first.chain_for(target)[:-1]:
+                report = _locate_conversion(first, target, cell, feeds, tensor_policy, conversions, work / str(n))
+            elif candidate is not None and reference_is_onnx and candidate.format == "onnx":
+                report = locate_in_export(Path(first.folder), Path(cell.folder), feeds, tensor_policy,
+                                          work / str(n), result.target)
+            elif candidate is not None:
+                report = _locate_port(first, cell, feeds, policy, reference_side, (modules or {}).get(cell.folder),
+                                      layer_map)
+            else:
+                report = LocateReport(result.target, "not located", reason="it has no artifact to read")
+        except RosettaError as error:
+            report = LocateReport(result.target, "not located", reason=one_line(error))
+        result.locate = report.to_json()
+
+
+def _locate_conversion(first, target, cell, feeds: dict, policy: TolerancePolicy, conversions: dict, work: Path):
+    """Where a conversion of the user's model along the ONNX route diverges: the nodes of its ONNX export (the
+    one the target was made from), cut and converted along the rest of the target's chain (verify.locate)."""
+    from rosetta.convert.store import along
+    from rosetta.convert.targets import load_verify_runner
+    from rosetta.frameworks import runner_for_format
+    from rosetta.manifest import Manifest
+    from rosetta.verify.locate import locate
+
+    chain = first.chain_for(target)
+    hub = chain.index("onnx")
+    options = target.export_options(conversions.get("options") or {})
+    source = conversions["store"].get_from(first.key, first.conversion_source, chain[: hub + 1], options)
+    load = lambda folder: load_verify_runner(runner_for_format(Manifest.read(folder).format), folder,  # noqa: E731
+                                             cell.threads, cell.trust_code)
+    modules = {name for name, _ in first.module.named_modules() if name} if first.module is not None else None
+    return locate(Path(source), along(chain[hub:], options), load, feeds, policy, work, cell.target, modules,
+                  artifact=Path(cell.folder))
+
+
+def _locate_port(first, cell, feeds: dict, policy: TolerancePolicy, reference_side: list, module,
+                 layer_map: Path | None):
+    """Where a model that is not the reference's own conversion diverges from it, layer by layer."""
+    from rosetta.manifest import Manifest
+    from rosetta.verify.pairing import Pairing
+    from rosetta.verify.port_locate import locate_port, read_layer_map, side_of
+
+    if not reference_side:
+        reference_side.append(side_of(first.label, first.folder, first.module, feeds, [s.name for s in first.inputs],
+                                      True, first.trust_code))
+    pairs = Pairing.from_json(cell.pairing).inputs if cell.pairing else []
+    port_feeds = {pair.other: pair.to_other(feeds[pair.reference]) for pair in pairs} if pairs else dict(feeds)
+    names = [entry["name"] for entry in Manifest.read(Path(cell.folder)).inputs]
+    port = side_of(cell.target, Path(cell.folder), module, port_feeds,
+                   [pair.other for pair in pairs] if module is not None and pairs else names, False, cell.trust_code)
+    return locate_port(reference_side[0], port, policy, cell.target, read_layer_map(layer_map))
 
 
 def _locate_mmdnn_file(first, artifact: Path, manifest, feeds: dict, policy: TolerancePolicy, work: Path,
@@ -341,20 +404,27 @@ def _reference_ir(first, chain: tuple, feeds: dict, folder: Path):
 
 
 def _open_candidate(path, inputs: list, first, trust_code: bool, scratch: Path):
-    """A model to compare with `first`. The --input options describe the reference; a port may name its inputs
-    otherwise (verify.pairing pairs them), so they apply to it only where its names take them. A torch module,
-    a factory or a Gluon block says not its inputs: the reference's, unless given."""
-    from rosetta.errors import BadInput
+    """A model to compare with `first` (None: the reference itself). The --input options describe whichever
+    models take them: a port may name its inputs otherwise (verify.pairing pairs them), and a Keras reference
+    needs none where its PyTorch port does, so a model that has none of their names is read with its own. A
+    torch module, a factory or a Gluon block says not its inputs: the reference's, unless given."""
     from rosetta.sources.files import identify
     from rosetta.sources.memory import kind_of, open_any
+    from rosetta.sources.signature import UnknownInput
 
     kind = kind_of(path) or ("torch" if identify(str(path)).format == "torch-factory" else "")
     if kind in ("torch", "gluon"):
-        return open_any(path, inputs or list(first.inputs), trust_code, scratch)
+        return open_any(path, inputs or (list(first.inputs) if first is not None else []), trust_code, scratch)
     try:
         return open_any(path, inputs, trust_code, scratch)
-    except BadInput:
-        if not inputs:
-            raise
+    except UnknownInput:
         return open_any(path, [], trust_code, scratch)  # its own signature, paired afterwards
 
+
+def check_inputs_used(inputs: list, models: list) -> None:
+    """Refuse an --input that names an input of no model compared (it would be silently ignored)."""
+    names = {spec.name for model in models for spec in model.inputs}
+    unused = [spec.name for spec in inputs if spec.name not in names]
+    if unused:
+        raise RosettaError(f"--input {unused[0]!r}: no model compared has an input of that name; their inputs: "
+                           f"{', '.join(sorted(names))}")

@@ -73,18 +73,20 @@ class LocateReport:
     mechanism: str = ""  # which mechanisms gave the figures
     conversions: int = 0
     reason: str = ""
+    diagnosis: str = ""  # the porting bug named at `first` (verify.diagnoses), where one is recognised
 
     def summary(self) -> str:
         """One line: where the target diverges, or why that is not known."""
         if self.verdict != "located" or self.first is None:
             return f"{self.target}: {self.verdict}" + (f": {self.reason}" if self.reason else "")
         first = self.first
-        # an MMdnn IR node's source layer is a torch module, a Keras layer or an MXNet node
-        named = "source layer" if self.graph == "mmdnn" else "torch module"
+        # an MMdnn IR node's source layer is a torch module, a Keras layer or an MXNet node; two models' layers
+        # paired: the reference's layer and the port's
+        named = {"mmdnn": "source layer", "layers": "the port's"}.get(self.graph, "torch module")
         layer = f" ({named} {first.source_layer})" if first.source_layer else ""
         where = {"export": " of the ONNX model it was made from",
                  "artifact": " of the artifact itself"}.get(self.stage, "")
-        kind = "MMdnn IR node" if self.graph == "mmdnn" else "node"
+        kind = {"mmdnn": "MMdnn IR node", "layers": "layer"}.get(self.graph, "node")
         text = (f"{self.target}: first diverges at {kind} {first.node} ({first.op}){layer}{where}: "
                 f"{_ratio(first.error_ratio)} its noise floor")
         if self.unread:
@@ -99,6 +101,8 @@ class LocateReport:
                     "converter joined it with the nodes before it"
         elif self.reason:
             text += f"; whether it was introduced there is unknown: {self.reason}"
+        if self.diagnosis:
+            text += f"; {self.diagnosis}"
         return text
 
     def to_json(self) -> dict:

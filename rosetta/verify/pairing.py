@@ -121,6 +121,8 @@ def pair_tensors(reference: list[tuple[str, tuple, str]], other: list[tuple[str,
     for name, shape, dtype in reference:
         if name not in pairs and name in others and name not in {p.other for p in pairs.values()}:
             found = _candidates(shape, dtype, name, others[name])
+            if any(permutation is None for permutation, _ in found):  # the same name, and it fits as it is
+                found = [(None, cast) for permutation, cast in found if permutation is None]
             if len(found) == 1:
                 pairs[name] = Pair(name, name, found[0][0], found[0][1], "name")
             elif len(found) > 1:

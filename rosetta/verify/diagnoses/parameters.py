@@ -1,0 +1,29 @@
+"""No bug class recognised: which parameter tensor or setting differs, with its figures."""
+
+import math
+
+import numpy as np
+
+from rosetta.verify.diagnoses import close, diagnosis
+
+
+@diagnosis("parameters")
+def parameters(reference, port, context):
+    differing = []
+    for name in sorted(set(reference.params) & set(port.params)):
+        a, b = reference.params[name], port.params[name]
+        if a is None or b is None:
+            continue
+        if np.shape(a) != np.shape(b):
+            differing.append(f"{name} shape {np.shape(b)} here, {np.shape(a)} in the reference")
+        elif not close(a, b):
+            difference = float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
+            scale = float(np.max(np.abs(a), initial=0.0)) or 1.0
+            differing.append(f"{name} differs by up to {difference:.3g} ({difference / scale:.2g} of its scale)")
+    for name in sorted(set(reference.config) & set(port.config)):
+        a, b = reference.config[name], port.config[name]
+        if a != b and not (isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, rel_tol=1e-6)):
+            differing.append(f"{name} {b} here, {a} in the reference")
+    if not differing:
+        return None
+    return "no known porting bug recognised; " + "; ".join(differing)
