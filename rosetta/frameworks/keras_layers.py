@@ -41,6 +41,9 @@ def trace_job(argument: dict) -> dict:
     arrays = [np.asarray(argument["feeds"][entry["name"]]) for entry in manifest.inputs]
     arrays = [a.astype(argument["precision"]) if a.dtype.kind == "f" else a for a in arrays]
     values = {id(x): keras.ops.convert_to_tensor(a) for x, a in zip(graph.inputs, arrays)}
+    # a tensor is channels-last where the layer that made it says so (data_format), or where its input was: a
+    # BatchNormalization after a Conv2D; a sequence (N, T, F) from an Embedding or a GRU is not a feature map
+    last = {id(x): False for x in graph.inputs}
     layers = []
     for depth in sorted(graph._nodes_by_depth, reverse=True):
         for node in graph._nodes_by_depth[depth]:
@@ -48,14 +51,17 @@ def trace_job(argument: dict) -> dict:
                 continue
             args, kwargs = node.arguments.fill_in(values)
             outputs = keras.tree.flatten(node.operation(*args, **kwargs))
+            data_format = getattr(node.operation, "data_format", None)
+            channels_last = data_format != "channels_first" if data_format else \
+                any(last.get(id(x), False) for x in node.input_tensors)
             for x, y in zip(node.outputs, outputs):
                 values[id(x)] = y
+                last[id(x)] = channels_last
             inputs = [np.asarray(keras.ops.convert_to_numpy(values[id(x)])) for x in node.input_tensors]
             kind, params, config = describe(node.operation, inputs)
             layers.append(Layer(node.operation.name, kind, type(node.operation).__name__,
                                 np.asarray(keras.ops.convert_to_numpy(outputs[0])), inputs, params, config,
-                                channels_last=getattr(node.operation, "data_format", "channels_last") != "channels_first"
-                                ).to_json())
+                                channels_last=channels_last).to_json())
     return {"layers": layers}
 
 

@@ -25,6 +25,14 @@ def _tuple(text, default=()) -> list:
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
+def _upstream_variables(nodes: list, index: int) -> list[str]:
+    """The variables a node reads through reshapes and concatenations, in order."""
+    node = nodes[index]
+    if node["op"] == "null":
+        return [node["name"]]
+    return [name for source, _, _ in node["inputs"] for name in _upstream_variables(nodes, source)]
+
+
 def trace_job(argument: dict) -> dict:
     """Job: {"layers": [Layer as JSON]} of every operator node of the MXNet artifact in argument["folder"], run
     once with every node's output, on argument["feeds"] in argument["precision"]."""
@@ -63,6 +71,9 @@ def trace_job(argument: dict) -> dict:
         sources = [entries.get((source, output), "") for source, output, _ in node["inputs"]]
         data = [values[name] for name in sources if name in values]
         params = {name: saved[name] for name in sources if name in saved}
+        if node["op"] == "RNN":  # Gluon's fused RNN reads its weights through a concatenation of reshapes
+            params = {name: saved[name] for name in _upstream_variables(graph["nodes"], node["inputs"][1][0])
+                      if name in saved}
         kind, canonical, config = describe(node, sources, params)
         layers.append(Layer(node["name"], kind, node["op"], values[entries[(index, 0)]], data[:1], canonical,
                             config).to_json())
@@ -96,6 +107,20 @@ def describe(node: dict, sources: list[str], params: dict) -> tuple[str, dict, d
                           "type": "max" if attrs.get("pool_type", "max") == "max" else "average"}
     if kind == "embedding":
         return kind, {"weight": named.get("weight")}, {}
+    if op == "RNN":  # MXNet's gates are PyTorch's: GRU r, z, n; LSTM i, f, g, o; two biases
+        mode = attrs.get("mode", "")
+        canonical = {}
+        for name, value in params.items():
+            layer, part = name.split("_l", 1)[-1].split("_", 1) if "_l" in name else ("0", name)
+            which = {"i2h_weight": "weight_ih", "h2h_weight": "weight_hh", "i2h_bias": "bias_ih",
+                     "h2h_bias": "bias_hh"}.get(part)
+            if which:
+                canonical[f"{which}_l{layer}"] = value
+        if mode == "lstm":
+            for key in [k for k in canonical if k.startswith("bias_ih")]:
+                canonical[key.replace("bias_ih", "bias")] = canonical[key] + canonical[key.replace("bias_ih", "bias_hh")]
+        return {"gru": "gru", "lstm": "lstm"}.get(mode, "other"), canonical, \
+            {"reset_after": True, "hidden": int(attrs.get("state_size", 0))} if mode == "gru" else {}
     if kind == "activation":
         return kind, {}, {"activation": attrs.get("act_type", op)}
     return kind, {}, {}

@@ -66,12 +66,11 @@ def check_float64_symbol(mx, symbol_file: Path, params_file: Path, input_names: 
 
 
 def _outputs_of(node: dict, outputs: list[str], position: int) -> int:
-    """How many outputs an operator node has in the internals list: NAME_output, or NAME_output0, 1, ..."""
-    name = node["name"]
-    if position < len(outputs) and outputs[position] == f"{name}_output":
-        return 1
-    count = 0
-    while position + count < len(outputs) and outputs[position + count] == f"{name}_output{count}":
+    """How many outputs an operator node has in the internals list: NAME_output, NAME_output0, 1, ..., or named
+    outputs such as an RNN's NAME_output and NAME_state_output."""
+    name, count = node["name"], 0
+    while position + count < len(outputs) and outputs[position + count].startswith(f"{name}_") \
+            and outputs[position + count].endswith(("output", *(f"output{k}" for k in range(count + 1)))):
         count += 1
     return max(count, 1)
 

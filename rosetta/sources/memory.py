@@ -46,12 +46,12 @@ def label_of(model) -> str:
     return f"{type(model).__name__}{f' {name!r}' if name else ''} (in memory)"
 
 
-def open_any(model, inputs: list[TensorSpec], trust_code: bool, scratch: Path):
+def open_any(model, inputs: list[TensorSpec], trust_code: bool, scratch: Path, like: tuple = ()):
     """The UserModel of a path as the command line names it (sources.model.open_model) or of a model object."""
     from rosetta.sources.model import open_model
 
     if isinstance(model, (str, Path)):
-        return open_model(str(model), inputs, trust_code, scratch)
+        return open_model(str(model), inputs, trust_code, scratch, like)
     return open_object(model, inputs, scratch)
 
 

@@ -105,8 +105,9 @@ def with_embedding_range(spec: TensorSpec, module) -> TensorSpec:
     return spec
 
 
-def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch: Path) -> UserModel:
-    """Identify and read a user's model (into `scratch` where it must be copied), resolving its inputs.
+def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch: Path, like: tuple = ()) -> UserModel:
+    """Identify and read a user's model (into `scratch` where it must be copied), resolving its inputs; `like`:
+    the inputs of the model it is compared with, for a format that carries no shapes (MXNet).
     (A model object of the Python API: sources.memory.open_any.)"""
     from rosetta.manifest import Manifest
 
@@ -131,7 +132,7 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
         from rosetta.sources.readers import read_model_file
 
         folder = Path(tempfile.mkdtemp(prefix=f"read-{model_file.format}-", dir=scratch))
-        manifest = read_model_file(model_file, folder, overrides, trust_code)
+        manifest = read_model_file(model_file, folder, overrides, trust_code, list(like))
     from rosetta.frameworks import runner_for_format
 
     inputs = resolve_inputs(manifest.inputs, overrides, model_file.label)

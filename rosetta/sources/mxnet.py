@@ -32,6 +32,9 @@ def read(argument: dict) -> dict:
     stored = {name.split(":", 1)[-1] for name in params}
     data = [name for name in symbol.list_arguments() + symbol.list_auxiliary_states() if name not in stored]
     given = {spec["name"]: spec for spec in argument["inputs"]}
+    like = argument.get("like") or []
+    if like and len(like) == len(data) and not set(data) & set(given):  # a port of a model whose inputs are known
+        given = {name: {**spec, "name": name} for name, spec in zip(data, like)}
     missing = [name for name in data if name not in given]
     if missing:
         raise RosettaError(f"MXNet symbols carry no input shapes; give --input {missing[0]}:Nx...:float32 for "

@@ -32,12 +32,13 @@ for _reader in (
     READERS.register(_reader)
 
 
-def read_model_file(model_file, staging: Path, inputs: list, trust_code: bool) -> Manifest:
+def read_model_file(model_file, staging: Path, inputs: list, trust_code: bool, like: list = ()) -> Manifest:
     """Read `model_file` (a sources.files.ModelFile) into the empty folder `staging`; returns its manifest.
-    `inputs`: the user's --input TensorSpecs (MXNet symbols need them: they carry no shapes)."""
+    `inputs`: the user's --input TensorSpecs (MXNet symbols need them: they carry no shapes); `like`: the specs of
+    the model it is compared with, taken by position where none of `inputs` names one of its inputs."""
     reader = READERS.get(model_file.format)
     argument = {"model": model_file.to_json(), "staging": str(staging), "trust_code": trust_code,
-                "inputs": [spec.to_json() for spec in inputs]}
+                "inputs": [spec.to_json() for spec in inputs], "like": [spec.to_json() for spec in like]}
     run_job(reader.entry, argument, reader.isolation, f"reading {model_file.label} ({model_file.format})")
     return Manifest.read(staging)
 

@@ -11,7 +11,8 @@ from rosetta.errors import BadInput
 from rosetta.models.registry import TensorSpec
 
 class UnknownInput(BadInput):
-    """An --input names no input of the model (it may be another model's, as a port's are)."""
+    """An --input names no input of the model, or one of another shape or dtype (it may be another model's, as a
+    port's are)."""
 
 
 INPUT_HELP = "name:SHAPE:DTYPE[:LOW:HIGH], e.g. image:Nx3x32x32:float32 or tokens:Nx100:int64:0:20000 (N: batch)"
@@ -83,10 +84,10 @@ def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: st
             clash = len(override.shape) != len(dims) or any(
                 m is not None and o != m for o, m in zip(override.shape, fixed) if not (o is None and m is None))
             if clash:
-                raise BadInput(f"--input {name}: shape {_shape_text(override.shape)} does not match the model, "
+                raise UnknownInput(f"--input {name}: shape {_shape_text(override.shape)} does not match the model, "
                                    f"which expects {_shape_text(fixed)}")
             if np.dtype(override.dtype) != np.dtype(dtype):
-                raise BadInput(f"--input {name}: dtype {override.dtype} does not match the model, which "
+                raise UnknownInput(f"--input {name}: dtype {override.dtype} does not match the model, which "
                                    f"expects {dtype}")
             if override.low is None and override.high is None and entry.get("high"):
                 override = replace(override, high=entry["high"])  # the model's index range, where it has one

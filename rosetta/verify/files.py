@@ -205,7 +205,8 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
     if arrays is None:
         check_memory(inputs, [], batch, max_memory)
     with scratch_folder("rosetta-") as scratch:
-        first = _open_candidate(paths[0], inputs, None, trust_code, Path(scratch))
+        applied: list = []  # the models that took the --input options
+        first = _open_candidate(paths[0], inputs, None, trust_code, Path(scratch), applied)
         if arrays is None:
             check_memory(first.inputs, first.outputs, batch, max_memory, first.has_float64)
             feeds = generate_inputs(first.inputs, batch, seed)
@@ -226,12 +227,12 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
         if save_outputs:
             save_npz(save_outputs, reference.float32)
         policy = reference.policy(policy, tolerance_multiple is not None)
-        cells, modules, opened = [], {}, [first]
+        cells, modules = [], {}
         for path in compared:  # a model that cannot be read (or crashes its worker) is its row's ERROR
             name = path if isinstance(path, (str, Path)) else label_of(path)
             try:
-                model = first if path is paths[0] else _open_candidate(path, inputs, first, trust_code, Path(scratch))
-                opened.append(model)
+                model = first if path is paths[0] else _open_candidate(path, inputs, first, trust_code,
+                                                                        Path(scratch), applied)
                 if model.folder is None:  # a torch module (a factory, an in-memory one): run as its export, on
                     # the reference's inputs as it takes them (verify.pairing)
                     own = pair_tensors(arrays_signature(feeds), [(s.name, s.shape, s.dtype) for s in model.inputs],
@@ -249,7 +250,7 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
             cells.append(ArtifactCell(label, str(name), folder, failure, failed_stage="reading", threads=threads,
                                       trust_code=trust_code, route=_route_of(folder), pairing=pairing,
                                       given_pairs={k: [o, list(p) if p else None] for k, (o, p) in given.items()}))
-        check_inputs_used(inputs, opened)
+        check_inputs_used(inputs, applied)
         results = run_artifact_cells(cells, reference, policy, progress, executor)
         if locate:
             _locate_files(first, cells, results, feeds, policy, Path(scratch) / "locate", modules=modules,
@@ -403,28 +404,34 @@ def _reference_ir(first, chain: tuple, feeds: dict, folder: Path):
         return f"its IR could not be made again: {error}"
 
 
-def _open_candidate(path, inputs: list, first, trust_code: bool, scratch: Path):
+def _open_candidate(path, inputs: list, first, trust_code: bool, scratch: Path, applied: list):
     """A model to compare with `first` (None: the reference itself). The --input options describe whichever
-    models take them: a port may name its inputs otherwise (verify.pairing pairs them), and a Keras reference
-    needs none where its PyTorch port does, so a model that has none of their names is read with its own. A
-    torch module, a factory or a Gluon block says not its inputs: the reference's, unless given."""
+    models take them: a port may name or lay out its inputs otherwise (verify.pairing pairs them), and a Keras
+    reference needs none where its PyTorch port does, so a model that does not take them is read with its own
+    signature (and an MXNet symbol, which has none, with `first`'s by position). A torch module, a factory or
+    a Gluon block says not its inputs: the reference's, unless given. `applied` gets the models that took them."""
     from rosetta.sources.files import identify
     from rosetta.sources.memory import kind_of, open_any
     from rosetta.sources.signature import UnknownInput
 
+    like = tuple(first.inputs) if first is not None else ()
     kind = kind_of(path) or ("torch" if identify(str(path)).format == "torch-factory" else "")
     if kind in ("torch", "gluon"):
-        return open_any(path, inputs or (list(first.inputs) if first is not None else []), trust_code, scratch)
-    try:
-        return open_any(path, inputs, trust_code, scratch)
-    except UnknownInput:
-        return open_any(path, [], trust_code, scratch)  # its own signature, paired afterwards
+        model = open_any(path, inputs or list(like), trust_code, scratch)
+    else:
+        try:
+            model = open_any(path, inputs, trust_code, scratch, like)
+        except UnknownInput:
+            return open_any(path, [], trust_code, scratch, like)  # its own signature, paired afterwards
+    if inputs:
+        applied.append(model)
+    return model
 
 
 def check_inputs_used(inputs: list, models: list) -> None:
-    """Refuse an --input that names an input of no model compared (it would be silently ignored)."""
+    """Refuse an --input that no model compared took (it would be silently ignored), saying what they take."""
     names = {spec.name for model in models for spec in model.inputs}
-    unused = [spec.name for spec in inputs if spec.name not in names]
+    unused = [spec for spec in inputs if spec.name not in names]
     if unused:
-        raise RosettaError(f"--input {unused[0]!r}: no model compared has an input of that name; their inputs: "
-                           f"{', '.join(sorted(names))}")
+        raise RosettaError(f"--input {unused[0].name!r}: no model compared takes it (as named, shaped and typed); "
+                           "give the inputs of one of them")

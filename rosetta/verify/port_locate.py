@@ -59,6 +59,16 @@ def _feature_map(layers: list[Layer], before: int):
     return None
 
 
+def last_step(reference: np.ndarray, value: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """A recurrent layer's output that one side gives for every step (N, T, H) and the other for the last only
+    (N, H) (PyTorch's GRU and a Keras GRU without return_sequences): both at the last step."""
+    if kind in ("gru", "lstm") and np.ndim(reference) == 3 and np.ndim(value) == 2:
+        return np.asarray(reference)[:, -1], value
+    if kind in ("gru", "lstm") and np.ndim(reference) == 2 and np.ndim(value) == 3:
+        return reference, np.asarray(value)[:, -1]
+    return reference, value
+
+
 def mapped_output(reference: list[Layer], i: int, port: list[Layer], j: int) -> np.ndarray:
     """The port layer j's output in the reference layer i's layout: feature maps moved between channels-first
     and -last, and a flattened feature map (a 2-D output right after feature maps laid out otherwise) put in the
@@ -131,7 +141,8 @@ def pair_layers(reference: Side, port: Side, policy: TolerancePolicy, layer_map:
             if abs((i + 0.5) / n - (j + 0.5) / m) > BAND:
                 continue
             mapped = mapped_output(reference.layers, i, port.layers, j)
-            if mapped.shape != np.shape(ref.output):
+            if np.shape(last_step(ref.output, mapped, ref.kind)[0]) != np.shape(last_step(ref.output, mapped,
+                                                                                       ref.kind)[1]):
                 continue
             agrees = _compare(ref, reference.layers64[i] if reference.layers64 else None, mapped, policy).passed
             score[i, j] = 1 + 2 * agrees + (ref.name == other.name) + (ref.kind == other.kind != "other")
@@ -154,8 +165,9 @@ def pair_layers(reference: Side, port: Side, policy: TolerancePolicy, layer_map:
 def _compare(ref: Layer, ref64: Layer | None, value: np.ndarray, policy: TolerancePolicy):
     from rosetta.verify.compare import compare_output
 
-    reference32 = np.asarray(ref.output)
-    reference64 = np.asarray(ref64.output) if ref64 is not None else reference32.astype(np.float64)
+    reference32, value = last_step(ref.output, value, ref.kind)
+    reference64, _ = last_step(ref64.output, value, ref.kind) if ref64 is not None else \
+        (reference32.astype(np.float64), value)
     if reference32.dtype.kind != "f":
         reference32, reference64 = reference32.astype(np.float32), reference64.astype(np.float64)
     return compare_output(ref.name, np.asarray(value, dtype=np.float64) if np.asarray(value).dtype.kind in "fiu"
@@ -196,6 +208,12 @@ def locate_port(reference: Side, port: Side, policy: TolerancePolicy, target: st
     report = LocateReport(target, "located", first, rows=rows, graph="layers", mechanism=mechanism)
     ref, other = reference.layers[i], port.layers[j]
     report.alone, report.origin, report.reason = _alone(reference, port, i, j, policy, first)
+    # the port's layer of the reference layer's kind, where the pair's output comes from a layer after it (MXNet's
+    # fused RNN in time-major layout, then a SwapAxis): the one whose parameters tell the porting bug
+    before = max((b for a, b in pairs if b < j), default=-1)
+    same_kind = [k for k in range(before + 1, j + 1) if port.layers[k].kind == ref.kind]
+    if other.kind != ref.kind and same_kind:
+        j, other = same_kind[-1], port.layers[same_kind[-1]]
     context = {"reference": reference.layers, "port": port.layers, "pairs": pairs, "at": (i, j)}
     report.diagnosis = diagnose(ref, other, context) or ("no known porting bug recognised: compare its parameters "
                                                          "and configuration (figures above)")

@@ -217,3 +217,26 @@ def test_a_correct_mmdnn_conversion_is_not_blamed(target, store, tmp_path):
                                           "work": str(tmp_path)}))
     assert report.verdict == "not reproduced" and report.conversions == 1, report.summary()
     assert report.graph == "mmdnn"
+
+
+def test_convert_locate_names_the_node_for_a_users_model(tmp_path):
+    """A user's ONNX model along the ONNX route: onnx2tf computes a reversed CumSum wrongly (docs/conformance.md),
+    and --locate names that node, cut from the user's own graph and converted along the target's chain."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tests.test_cli import run_here
+
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("CumSum", ["r", "axis"], ["s"], reverse=1), helper.make_node("Relu", ["s"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 8, 8])],
+                              [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w"),
+                               numpy_helper.from_array(np.array(2, np.int64), "axis")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8),
+              str(tmp_path / "cumsum.onnx"))
+    out = run_here("convert", tmp_path / "cumsum.onnx", "--to", "tensorflow", "-o", tmp_path / "out", "--locate",
+                   "--no-progress", "--json", tmp_path / "r.json")
+    row = json.loads((tmp_path / "r.json").read_text())["results"][0]
+    assert out.returncode == 1 and row["verdict"] == "FAIL", out.stdout + out.stderr
+    assert row["locate"]["verdict"] == "located" and row["locate"]["first"]["op"] == "CumSum", row["locate"]

@@ -1,0 +1,162 @@
+"""Ports written by hand (tests/verify/ports/make_ports.py), in three directions: PyTorch -> Keras (renamed
+inputs, NHWC, int32 tokens), PyTorch -> MXNet Gluon, Keras -> PyTorch; a CNN with BatchNorm and recurrent text
+models. Each correct port PASSes with no mapping flag; each classic porting bug FAILs, is located at its layer
+(introduced there) and named by its class; an ambiguous pairing is refused with its candidates."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from tests.shared import shared_folder
+from tests.test_cli import run_here
+
+HERE = Path(__file__).parent / "ports"
+
+
+def _build(folder: Path) -> None:
+    shutil.copyfile(HERE / "torch_nets.py", folder / "torch_nets.py")
+    for part in ("keras", "gluon"):
+        subprocess.run([sys.executable, str(HERE / "make_ports.py"), str(folder), part], check=True,
+                       capture_output=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def ports(tmp_path_factory) -> Path:
+    return shared_folder(tmp_path_factory, "hand-ports", _build)
+
+
+IMAGE, TOKENS = ["--input", "image:Nx3x16x16:float32"], ["--input", "tokens:Nx10:int64:0:100"]
+# (reference, its --input, {port: (verdict, the reference layer it diverges at, what the diagnosis says)})
+DIRECTIONS = {
+    "pytorch-to-keras-cnn": ("torch_nets.py:cnn", IMAGE, {
+        "keras-cnn.keras": ("PASS", "", ""),
+        "keras-cnn-flatten.keras": ("FAIL", "fc", "flatten order: the port flattens NHWC"),
+        "keras-cnn-padding.keras": ("FAIL", "conv2", "padding: 'same' at stride 2 pads (0,1), (0,1) here"),
+        "keras-cnn-epsilon.keras": ("FAIL", "bn1", "epsilon 0.001 here, 1e-05 in the reference"),
+        "keras-cnn-kernel.keras": ("FAIL", "conv1", "kernel transposed in H and W")}),
+    "pytorch-to-keras-gru": ("torch_nets.py:gru", TOKENS, {
+        "keras-gru.keras": ("PASS", "", ""),
+        "keras-gru-gates.keras": ("FAIL", "rnn", "GRU gates r and z swapped"),
+        "keras-gru-reset.keras": ("FAIL", "rnn", "reset_after=False here, True in the reference")}),
+    "pytorch-to-keras-lstm": ("torch_nets.py:lstm", TOKENS, {
+        "keras-lstm.keras": ("PASS", "", ""),
+        "keras-lstm-bias.keras": ("FAIL", "rnn", "LSTM bias: the port's bias is PyTorch's bias_ih_l0 alone")}),
+    "pytorch-to-gluon-cnn": ("torch_nets.py:cnn", IMAGE, {
+        "gluon-cnn-symbol.json": ("PASS", "", ""),
+        "gluon-cnn-epsilon-symbol.json": ("FAIL", "bn1", "epsilon 0.001 here, 1e-05 in the reference"),
+        "gluon-cnn-kernel-symbol.json": ("FAIL", "conv1", "kernel transposed in H and W")}),
+    "pytorch-to-gluon-gru": ("torch_nets.py:gru", TOKENS, {
+        "gluon-gru-symbol.json": ("PASS", "", ""),
+        "gluon-gru-gates-symbol.json": ("FAIL", "rnn", "GRU gates r and z swapped")}),
+    "keras-to-pytorch-cnn": ("keras-reference.keras", IMAGE, {
+        "torch_nets.py:torch_port": ("PASS", "", ""),
+        "torch_nets.py:torch_port_flatten": ("FAIL", "fc", "flatten order: the port flattens NCHW"),
+        "torch_nets.py:torch_port_epsilon": ("FAIL", "bn1", "epsilon 1e-05 here, 0.001 in the reference")}),
+}
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+def test_hand_ports_verify_and_every_bug_is_located_and_named(direction, ports, tmp_path, monkeypatch):
+    monkeypatch.chdir(ports)  # the factories are named as a user in that folder names them
+    reference, inputs, expected = DIRECTIONS[direction]
+    out = run_here("verify", reference, "--trust-code", *inputs, *expected, "--locate", "--no-progress",
+                   "--json", tmp_path / "r.json")
+    assert out.returncode == 1, out.stdout + out.stderr
+    rows = {row["target"]: row for row in json.loads((tmp_path / "r.json").read_text())["results"]}
+    for port, (verdict, layer, named) in expected.items():
+        row = rows[port]
+        assert row["verdict"] == verdict, (port, row["reason"])
+        if verdict == "PASS":
+            assert row["pairing"]["inputs"], port  # the pairing it used is said
+            continue
+        located = row["locate"]
+        assert located["verdict"] == "located" and located["first"]["node"] == layer, (port, located)
+        assert named in located["diagnosis"], (port, located["diagnosis"])
+        if not port.startswith("gluon-gru"):  # MXNet's fused RNN takes another layout alone
+            assert located["origin"] == "introduced", (port, located)
+
+
+def test_the_pairing_is_said(ports, tmp_path, monkeypatch):
+    monkeypatch.chdir(ports)
+    out = run_here("verify", "torch_nets.py:cnn", "keras-cnn.keras", "--input", "image:Nx3x16x16:float32",
+                   "--trust-code", "--no-progress", "--json", tmp_path / "r.json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    row = json.loads((tmp_path / "r.json").read_text())["results"][0]
+    assert "image (N,3,16,16) -> input_1" not in row["pairing"]["description"]  # shapes are not in the summary
+    assert "image -> input_1, transposed 0,2,3,1" in row["pairing"]["description"]
+
+
+def _square(path: Path, name: str) -> Path:
+    """Identity + Relu on an (N, 4, 4, 4) input: every layout fits its shape."""
+    graph = helper.make_graph([helper.make_node("Relu", [name], ["y"])], "square",
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["N", 4, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 4, 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    return path
+
+
+def test_an_ambiguous_pairing_is_refused_with_its_candidates_and_given_by_pair(tmp_path):
+    reference, port = _square(tmp_path / "a.onnx", "x"), _square(tmp_path / "b.onnx", "renamed")
+    out = run_here("verify", reference, port, "--no-progress")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "x -> renamed, transposed 0,2,3,1" in out.stderr and "--pair" in out.stderr
+    out = run_here("verify", reference, port, "--pair", "x=renamed", "--no-progress")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_options_anywhere_on_the_line(ports, monkeypatch):
+    """As people type them: an option between the two models."""
+    monkeypatch.chdir(ports)
+    out = run_here("verify", "torch_nets.py:cnn", "--trust-code", "--input", "image:Nx3x16x16:float32",
+                   "keras-cnn.keras", "--no-progress")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_layer_map_gives_the_pairing(ports, tmp_path, monkeypatch):
+    monkeypatch.chdir(ports)
+    (tmp_path / "map.txt").write_text("# reference = port\nconv1 = conv1\nbn1 = bn1\n")
+    out = run_here("verify", "torch_nets.py:cnn", "keras-cnn-epsilon.keras", "--input", "image:Nx3x16x16:float32",
+                   "--trust-code", "--locate", "--layer-map", tmp_path / "map.txt", "--no-progress", "--json",
+                   tmp_path / "r.json")
+    located = json.loads((tmp_path / "r.json").read_text())["results"][0]["locate"]
+    assert out.returncode == 1 and located["first"]["node"] == "bn1" and len(located["rows"]) == 2, located
+
+
+def test_the_diagnoses_each_recognise_their_class_and_nothing_else():
+    """Each diagnosis on a pair of layers built with its bug, and on a correct pair (it must say nothing)."""
+    from rosetta.frameworks.layers import Layer, gate_blocks
+    from rosetta.verify.diagnoses import diagnose
+
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((8, 3, 3, 5))
+
+    def conv(w, pads=((1, 1), (1, 1))):
+        return Layer("conv", "conv", "Conv", np.zeros((1, 8, 4, 4)), params={"weight": w},
+                     config={"pads": [list(p) for p in pads], "strides": [2, 2]})
+
+    context = {"reference": [], "port": [], "pairs": [], "at": (0, 0)}
+    assert diagnose(conv(weight), conv(weight), context) == ""
+    assert "transposed in H and W" in diagnose(conv(weight[:, :, :3, :3]), conv(np.swapaxes(weight[:, :, :3, :3], 2, 3)),
+                                               context)
+    assert "padding" in diagnose(conv(weight), conv(weight, ((0, 1), (0, 1))), context)
+    bn = lambda eps: Layer("bn", "batchnorm", "BN", np.zeros(1), config={"epsilon": eps})  # noqa: E731
+    assert diagnose(bn(1e-5), bn(1e-5), context) == "" and "epsilon" in diagnose(bn(1e-5), bn(1e-3), context)
+    w_ih, w_hh = rng.standard_normal((36, 8)), rng.standard_normal((36, 12))
+    gru = lambda a, b, after=True: Layer("g", "gru", "GRU", np.zeros(1), params={"weight_ih_l0": a, "weight_hh_l0": b},  # noqa: E731
+                                         config={"reset_after": after})
+    assert diagnose(gru(w_ih, w_hh), gru(w_ih, w_hh), context) == ""
+    assert "gates r and z" in diagnose(gru(w_ih, w_hh), gru(gate_blocks(w_ih, (1, 0, 2)), gate_blocks(w_hh, (1, 0, 2))),
+                                       context)
+    assert "reset_after" in diagnose(gru(w_ih, w_hh), gru(w_ih, w_hh, False), context)
+    dense = lambda w: Layer("d", "dense", "Dense", np.zeros(1), params={"weight": w})  # noqa: E731
+    found = diagnose(dense(w_ih), dense(w_ih * 1.5), context)
+    assert found.startswith("no known porting bug recognised; weight differs by up to")
