@@ -222,3 +222,12 @@ def test_the_readmes_python_examples_run(number, tmp_path):
     script.write_text(readme_python_examples()[number])
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+
+
+def test_docs_api_md_is_the_codes():
+    """docs/api.md is written from the code (scripts/write_api_docs.py): a changed signature changes it."""
+    sys.path.insert(0, str(README.parent / "scripts"))
+    from write_api_docs import api_page
+
+    assert (README.parent / "docs" / "api.md").read_text() == api_page()
+    assert all(f"`rosetta.{name}" in api_page() for name in ("verify", "convert", "bench", "Report", "RosettaError"))

@@ -68,7 +68,8 @@ def locate_table(result: VerifyResult, after: int = 2):
 
     report = report_from_json(result.locate)
     table = Table(title=f"where {result.model} -> {result.target} diverges ({report.mechanism})", title_justify="left")
-    node, layer = ("MMdnn IR node", "source layer") if report.graph == "mmdnn" else ("ONNX node", "torch module")
+    node, layer = {"mmdnn": ("MMdnn IR node", "source layer"), "layers": ("reference layer", "the port's layer")
+                   }.get(report.graph, ("ONNX node", "torch module"))
     for column in ("#", node, "op", layer, "error / floor", "", "origin"):
         table.add_column(column)
     failing = [n for n, row in enumerate(report.rows) if row.passed is False]

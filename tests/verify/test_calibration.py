@@ -3,7 +3,7 @@ the error / noise-floor ratio of every correct conversion of every reference mod
 every route, and of every registered wrong model or artifact, at 20 seeds and two batch sizes, in both modes
 (a float64 reference; float32 only). These tests fail when the measurement no longer covers what rosetta
 verifies, when the multiples in the code are not the ones measured, or when a multiple stops separating correct
-from wrong by at least 2x on either side; and when the README's table is not the measurement's."""
+from wrong by at least 2x on either side; and when docs/verdicts.md's table is not the measurement's."""
 
 from __future__ import annotations
 
@@ -77,6 +77,6 @@ def test_no_correct_conversion_fails():
 
 
 def test_the_readme_shows_the_measured_table():
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "verdicts.md").read_text()
     table = [line for line in (ROOT / "docs" / "calibration.md").read_text().splitlines() if line.startswith("|")]
     assert table and all(line in readme for line in table)
