@@ -29,6 +29,7 @@ from rosetta.errors import BadInput, CannotConvert, RosettaError, VerificationFa
 from rosetta.execution import DEFAULT_TIMEOUT_S
 from rosetta.sources.files import FORMATS_HELP as MODEL_FORMATS
 from rosetta.verify.results import CANNOT, ERROR, FAIL, INCONCLUSIVE, PASS, VerifyResult
+from rosetta.verify.tolerance import DEFAULT_MULTIPLE
 
 __all__ = ["verify", "convert", "bench", "models", "environment", "Report", "Row", "Conversion", "BenchReport",
            "Listing", "ConformanceRun", "conformance", "list_models", "list_targets", "list_workloads",
@@ -113,7 +114,7 @@ class Report:
         node data per row, in `folder`; the files written."""
         from rosetta.report.locate import write_locate_reports
 
-        multiple = (self.extra.get("tolerance") or {}).get("multiple", 10.0)
+        multiple = (self.extra.get("tolerance") or {}).get("multiple", DEFAULT_MULTIPLE)
         return write_locate_reports(self.rows, Path(folder), multiple)
 
     def print(self, console=None, verbose: bool = False) -> None:
@@ -148,7 +149,7 @@ class Report:
 
 
 def verdict_message(row: VerifyResult) -> str:
-    """'FAIL: keras: output logits: max |err| 3.1e-02 > tolerance 4.0e-06 (10 x noise floor); diverges first at
+    """'FAIL: keras: output logits: max |err| 3.1e-02 > tolerance 4.0e-06 (10.5 x noise floor); diverges first at
     conv2 (introduced)': the row's verdict, its worst output's figures against its tolerance, where it diverges."""
     failing = [o for o in row.outputs if not o.passed and math.isfinite(o.max_abs_error)]
     if not failing:
@@ -157,7 +158,7 @@ def verdict_message(row: VerifyResult) -> str:
         worst = max(failing, key=lambda o: o.error_ratio if math.isfinite(o.error_ratio) else math.inf)
         tolerance = row.tolerance or {}
         if tolerance.get("atol") is None and tolerance.get("rtol") is None:
-            multiple = tolerance.get("multiple", 10.0)
+            multiple = tolerance.get("multiple", DEFAULT_MULTIPLE)
             unit = "noise floor" if tolerance.get("float64_reference", True) else "float32 ulp at scale"
             limit = f"{multiple * worst.noise_floor:.2g} ({multiple:g} x {unit})"
         else:
@@ -315,7 +316,7 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
         on the CPU; `train_steps` then adds training.
     inputs: arrays (dict by input name, or a list in input order) to run, or specs ("name:SHAPE:DTYPE[:LOW:HIGH]")
         of generated ones (`batch`, `seed`); a torch module or Gluon block needs them.
-    tolerance: None (calibrated, K = 10), a multiple of the noise floor, or {"atol": ..., "rtol": ...};
+    tolerance: None (calibrated, K = 10.5), a multiple of the noise floor, or {"atol": ..., "rtol": ...};
         atol, rtol: a number, or {output name: number}.
     locate: for each FAIL, the first node or layer where it diverges (Report.located).
     trust_code: let model files run their code (factories, Lambda layers); in-memory models always may.

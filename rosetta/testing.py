@@ -19,7 +19,7 @@ def assert_same_function(reference, candidate, **verify_options) -> None:
     """AssertionError unless `candidate` computes the same function as `reference` (rosetta.verify, which takes
     `verify_options`; `locate` defaults to True here). The message is the verdict, the worst output's error
     against its tolerance and, where located, the layer where the candidate first diverges:
-    'FAIL: output logits: max |err| 3.1e-02 > tolerance 4.0e-06 (10 x noise floor); diverges first at conv2
+    'FAIL: output logits: max |err| 3.1e-02 > tolerance 4.0e-06 (10.5 x noise floor); diverges first at conv2
     (introduced)'."""
     __tracebackhide__ = True  # pytest shows the caller's line, not this one
     verify_options.setdefault("locate", True)

@@ -121,7 +121,7 @@ def test_assert_same_function_passes_and_fails_with_the_layer_it_diverges_at():
     with pytest.raises(AssertionError) as failed:
         rosetta.testing.assert_same_function(model, off_by(model, 1.01))
     message = str(failed.value)
-    assert re.match(r"FAIL: .*output logits: max \|err\| \S+ > tolerance \S+ \(10 x noise floor\); diverges first at "
+    assert re.match(r"FAIL: .*output logits: max \|err\| \S+ > tolerance \S+ \(10.5 x noise floor\); diverges first at "
                     r"\S+ \(introduced\)", message), message
 
 

@@ -14,8 +14,9 @@ expected to stray by a few noise floors, not by hundreds. It PASSes when
 
 DEFAULT_MULTIPLE was chosen from measurements (`python scripts/calibrate_tolerance.py`, docs/calibration.md,
 tests/verify/test_calibration.py): every correct conversion of every reference model through every target of
-both routes, at 20 seeds and two batch sizes, stays at or below 4.1 (2.4x under it), and every wrong model is
-at least 21 (2.1x over it). A user can instead give --atol/--rtol (numpy.isclose semantics against the float64
+both routes, at 20 seeds and two batch sizes, stays at or below 5.1 (the GRU through the TensorFlow round trip:
+2.06x under it; 3.4 on the machine of an earlier calibration, which is why 10 became 10.5), and every wrong model
+is at least 21.3 (2.03x over it). A user can instead give --atol/--rtol (numpy.isclose semantics against the float64
 reference): |t - r64| <= atol + rtol * |r64|.
 """
 
@@ -29,7 +30,7 @@ from rosetta.errors import RosettaError
 
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 ABSOLUTE_FLOOR = 1e-9
-DEFAULT_MULTIPLE = 10.0
+DEFAULT_MULTIPLE = 10.5
 # Without a float64 reference (a SavedModel; a model whose float64 run fails) the floor is one float32 ulp at the
 # output's scale, eps * max|ref32|, and the target is compared with the float32 reference. Correct conversions
 # reach 10.8 ulps at scale (docs/calibration.md) and 18 for a real EfficientNet-B0 SavedModel, so the multiple
