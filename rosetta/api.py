@@ -167,8 +167,14 @@ def verdict_message(row: VerifyResult) -> str:
     located = row.locate or {}
     first = located.get("first") or {}
     if located.get("verdict") == "located" and first:
-        where = first.get("source_layer") or first.get("node")
-        text += f"; diverges first at {where}" + (f" ({located['origin']})" if located.get("origin") else "")
+        notes = [located["origin"]] if located.get("origin") else []
+        if located.get("graph") == "layers":  # two models' layers: the reference's, and the port's beside it
+            where = first.get("node")
+            if first.get("source_layer") and first.get("source_layer") != where:
+                notes.append(f"the port's {first['source_layer']}")
+        else:  # an ONNX node or MMdnn IR node: the source model's layer it came from, where known
+            where = first.get("source_layer") or first.get("node")
+        text += f"; diverges first at {where}" + (f" ({'; '.join(notes)})" if notes else "")
     return text
 
 

@@ -17,6 +17,7 @@ import torch
 
 import rosetta
 import rosetta.testing
+from tests.sources.test_user_models import files  # noqa: F401 - the users' model files, built once per run
 from tests.test_cli import run_here
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -194,7 +195,7 @@ else:
     port, wrong = gluon(1.0), gluon(1.01)
 rosetta.testing.assert_same_function(reference, port, inputs=["x:Nx6:float32"])
 try:
-    rosetta.testing.assert_same_function(reference, wrong, inputs=["x:Nx6:float32"], locate=False)
+    rosetta.testing.assert_same_function(reference, wrong, inputs=["x:Nx6:float32"])
 except AssertionError as error:
     print("FAILED AS IT SHOULD:", error)
 '''
@@ -209,6 +210,10 @@ def test_in_memory_keras_and_gluon_models_verify(kind, tmp_path):
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr[-3000:]
     assert "FAILED AS IT SHOULD: FAIL:" in done.stdout, done.stdout
+    # the first Linear, whose bias is off, and the port's layer beside it where its name is another
+    assert "diverges first at 0 (introduced" in done.stdout, done.stdout
+    if kind == "keras":
+        assert "diverges first at 0 (introduced; the port's hidden)" in done.stdout, done.stdout
 
 
 def readme_python_examples() -> list[str]:
@@ -231,3 +236,17 @@ def test_docs_api_md_is_the_codes():
 
     assert (README.parent / "docs" / "api.md").read_text() == api_page()
     assert all(f"`rosetta.{name}" in api_page() for name in ("verify", "convert", "bench", "Report", "RosettaError"))
+
+
+def test_a_hang_is_worker_timed_out_and_a_refusal_cannot_convert(tmp_path):
+    from tests.sources.test_user_models import _single_op_model
+
+    det = _single_op_model(tmp_path / "det.onnx", "Det")
+    conversion = rosetta.convert(str(det), "torch", output_dir=tmp_path / "out")
+    with pytest.raises(rosetta.CannotConvert) as refused:
+        conversion.report.raise_for_verdict()
+    assert "onnx2torch has no converter" in str(refused.value)
+
+def test_a_model_that_hangs_is_worker_timed_out(files):  # noqa: F811
+    with pytest.raises(rosetta.WorkerTimedOut):
+        rosetta.verify(str(files / "hang.keras"), str(files / "hang.keras"), trust_code=True, timeout=5)

@@ -257,6 +257,8 @@ def _check_container(path: Path) -> None:
     """A .keras file is a zip archive and a .h5 file an HDF5 file: say so before Keras gives a stranger error."""
     import zipfile
 
+    if not path.is_file():
+        raise RosettaError(f"no such file: {path}")
     if path.suffix.lower() == ".keras":
         if not zipfile.is_zipfile(path):
             raise RosettaError(f"{path.name} is not a Keras file: a .keras file is the zip archive model.save() "

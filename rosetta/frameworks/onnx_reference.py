@@ -38,6 +38,7 @@ def spec_ops() -> list:
     (https://onnx.ai/onnx/operators/) and tested against ONNX Runtime and numpy in tests/frameworks."""
     from onnx.reference.op_run import OpRun
     from onnx.reference.ops.op_batch_normalization import _batchnorm_test_mode, _batchnorm_training_mode
+    from onnx.reference.ops.op_conv import Conv as EvaluatorConv
     from onnx.reference.ops.op_max_pool import MaxPool as EvaluatorMaxPool
 
     class LRN(OpRun):
@@ -113,7 +114,21 @@ def spec_ops() -> list:
 
         return type(name, (OpRun,), {"op_domain": "", "_run": _run, "__doc__": over_axis.__doc__})
 
-    return [LRN, BatchNormalization, MaxPool, LpNormalization, over_axis("Softmax", _softmax),
+    class Conv(EvaluatorConv):
+        """The evaluator's convolution is an im2col in numpy (half of ResNet-50's float64 run with MaxPool's
+        loops); PyTorch's float64 convolution computes the same (checked node by node like every op here).
+        auto_pad SAME_*, and a machine without torch, are left to the evaluator."""
+
+        op_domain = ""
+
+        def _run(self, x, w, b=None, auto_pad=None, dilations=None, group=None, kernel_shape=None, pads=None,
+                 strides=None):
+            if auto_pad not in (None, "NOTSET", "VALID") or not 1 <= x.ndim - 2 <= 3:
+                return super()._run(x, w, b, auto_pad=auto_pad, dilations=dilations, group=group,
+                                    kernel_shape=kernel_shape, pads=pads, strides=strides)
+            return (torch_conv(x, w, b, dilations, group or 1, pads if auto_pad != "VALID" else None, strides),)
+
+    return [LRN, BatchNormalization, MaxPool, Conv, LpNormalization, over_axis("Softmax", _softmax),
             over_axis("LogSoftmax", _log_softmax), over_axis("Hardmax", _hardmax)]
 
 
@@ -139,6 +154,24 @@ def _hardmax(x: np.ndarray, axis: int) -> np.ndarray:
     result = np.zeros_like(x)
     np.put_along_axis(result, np.expand_dims(np.argmax(x, axis=axis), axis), 1, axis=axis)
     return result
+
+
+def torch_conv(x: np.ndarray, w: np.ndarray, b, dilations, group: int, pads, strides) -> np.ndarray:
+    """ONNX's Conv by PyTorch in the inputs' dtype: explicit (begin..., end...) pads applied first."""
+    import torch
+    import torch.nn.functional as F
+
+    spatial = x.ndim - 2
+    pads = list(pads or [0] * (2 * spatial))
+    writable = lambda a: torch.from_numpy(np.require(a, x.dtype, ["C", "W"]))  # noqa: E731 - initializers are read-only
+    tensor = writable(x)
+    # F.pad takes (last axis begin, end, the one before begin, end, ...)
+    tensor = F.pad(tensor, [p for axis in reversed(range(spatial)) for p in (pads[axis], pads[axis + spatial])])
+    convolve = (F.conv1d, F.conv2d, F.conv3d)[spatial - 1]
+    with torch.no_grad():
+        out = convolve(tensor, writable(w), None if b is None else writable(b),
+                       stride=list(strides or [1] * spatial), dilation=list(dilations or [1] * spatial), groups=group)
+    return out.numpy()
 
 
 def strided_max_pool(x: np.ndarray, kernel: list, strides: list | None, pads: list | None,

@@ -46,12 +46,13 @@ class ModelFile:
 
 
 def identify(text: str) -> ModelFile:
-    """The ModelFile that `text` names; a RosettaError saying what is wrong and what to give instead."""
-    path = Path(text).expanduser()
+    """The ModelFile that `text` names; a RosettaError saying what is wrong and what to give instead. Its paths
+    are absolute: the workers that read it keep the folder they started in, not the caller's current one."""
+    path = Path(text).expanduser().absolute()
     location, colon, function = text.rpartition(":")
     if colon and not path.exists() and _IDENTIFIER.match(function):
         if location.endswith(".py"):
-            file = Path(location).expanduser()
+            file = Path(location).expanduser().absolute()
             if not file.is_file():
                 raise RosettaError(f"no such file: {location} (in {text}); give path/to/file.py:function")
             return ModelFile(text, "torch-factory", file, function)

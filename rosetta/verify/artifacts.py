@@ -132,7 +132,8 @@ def reference_outputs(model, feeds: dict[str, np.ndarray], threads: int = 0) -> 
         float32 = model.predict(feeds, "float32", threads)
     except Exception as error:
         message = str(error) if isinstance(error, RosettaError) else one_line(error)
-        raise RosettaError(f"the reference {model.label} cannot run: {message}") from None
+        kind = type(error) if isinstance(error, RosettaError) else RosettaError  # a hang stays WorkerTimedOut
+        raise kind(f"the reference {model.label} cannot run: {message}") from None
     about = {"float32": f"{model.label} in float32"}
     if not model.has_float64:
         return ReferenceOutputs(feeds, float32, None, about={**about, "float64_doubt": f"{model.format} models run "
