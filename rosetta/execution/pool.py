@@ -6,7 +6,10 @@ is imported once per run instead of once per call. It is reused only while every
 with still holds: the same interpreter, the same environment (a test or a user that sets KERAS_BACKEND gets a
 new one) and the same process-wide settings (threads: TensorFlow and MXNet fix them when they start). It is
 replaced after a crash, a timeout, MAX_JOBS jobs, when it grows past MAX_RSS_MB, or when a job said its state
-cannot be reset (rosetta.execution.retire_this_worker). Every worker dies with this process (PR_SET_PDEATHSIG).
+cannot be reset (rosetta.execution.retire_this_worker). The idle workers of a process together stay under
+IDLE_BUDGET_MB (the largest idle one stopped first): memory a finished job's framework keeps is not free for
+the next job of another family, and several runs may share the machine (`make test`'s two processes each hold
+a run's workers). Every worker dies with this process (PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -32,6 +35,19 @@ from rosetta.scratch import scratch_folder
 MAX_JOBS = 1000  # then a fresh worker: frameworks keep caches that only grow (a restart re-imports TensorFlow: seconds)
 MAX_RSS_MB = 4096.0  # a worker resident above this after a job is replaced (a run holds up to six: two slots x three
 # families; MMdnn's TensorFlow emitter's worker lives for one job)
+
+
+def _idle_budget_mb() -> float:
+    """An eighth of the machine's memory (3 GiB on 24 GiB), at least 1.5 GiB: TensorFlow's worker after a
+    ResNet-50 conversion holds 1.6 GB, MXNet's 0.9 GB; tf2onnx's holds 5.3 GB, and is replaced (MAX_RSS_MB)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
+    except (ValueError, OSError, AttributeError):
+        total = 16384.0
+    return max(1536.0, total / 8)
+
+
+IDLE_BUDGET_MB = _idle_budget_mb()
 # Variables that change while a run lives but do not shape a worker: reusing one across them is safe.
 # TF_CPP_MIN_LOG_LEVEL: how much TensorFlow logs, not what it computes (rosetta.cli.main sets it while it runs)
 _TRANSIENT_VARIABLES = {"PYTEST_CURRENT_TEST", "ROSETTA_WORKER_TIMEOUT", "COLUMNS", "LINES", "TF_CPP_MIN_LOG_LEVEL"}
@@ -49,6 +65,7 @@ class Worker:
 
     def __init__(self, family: str, fingerprint: str, jobs: int = 0) -> None:
         self.family, self.fingerprint, self.jobs_done = family, fingerprint, 0
+        self.rss_mb = 0.0  # resident after its last job, as it replied
         # its own temporary folder, removed with it: what a framework leaves in TMPDIR (a SavedModel's tmp*/assets
         # when the disk fills, a session file) goes with the worker, and with a killed run's next run
         self._temporary = contextlib.ExitStack()
@@ -176,9 +193,11 @@ class Pools:
                     worker.kill()
                     self.workers.pop(job.isolation, None)
                     raise
-                if fresh or reply.get("retire") or worker.jobs_done >= MAX_JOBS or reply.get("rss_mb", 0) > MAX_RSS_MB:
+                worker.rss_mb = reply.get("rss_mb", 0.0)
+                if fresh or reply.get("retire") or worker.jobs_done >= MAX_JOBS or worker.rss_mb > MAX_RSS_MB:
                     self.workers.pop(job.isolation, None)
                     worker.stop()
+            self._trim()
             if not reply["ok"]:
                 kind = EnvironmentFailed if reply.get("environment") else _error_class(reply.get("kind", ""))
                 failed = kind(f"{job.what or job.entry} failed: {reply['error']}")
@@ -187,6 +206,31 @@ class Pools:
             out = execution.load_npz(Path(request["out"])) if reply.get("arrays") else {}
             result = execution.unpack(reply["result"], out)
         return execution.Outcome(result, "fresh worker" if fresh else "worker", reply["seconds"], reply["peak_rss_mb"])
+
+    def _trim(self, budget_mb: float | None = None) -> None:
+        """Stop idle warm workers, the largest first, until the idle ones hold under `budget_mb` together
+        (IDLE_BUDGET_MB); a worker running a job (its family's lock held by another thread) is left alone."""
+        budget_mb = IDLE_BUDGET_MB if budget_mb is None else budget_mb
+        idle = []
+        with self.lock:
+            candidates = sorted(self.workers.items(), key=lambda item: -item[1].rss_mb)
+        for family, worker in candidates:
+            lock = self._family_lock(family)
+            if lock.acquire(blocking=False):
+                idle.append((family, worker, lock))
+        try:
+            held = sum(worker.rss_mb for _, worker, _ in idle)
+            for family, worker, _ in idle:
+                if held <= budget_mb:
+                    break
+                with self.lock:
+                    if self.workers.get(family) is worker:
+                        self.workers.pop(family)
+                worker.stop()
+                held -= worker.rss_mb
+        finally:
+            for _, _, lock in idle:
+                lock.release()
 
     def _worker(self, job: execution.Job) -> Worker:
         fingerprint = _fingerprint(job.settings)

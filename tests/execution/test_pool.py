@@ -183,3 +183,18 @@ def test_a_jax_worker_leaves_the_gpu_to_the_timed_cell(monkeypatch):
     assert any(device.startswith("gpu:") for device in row["devices"])
     free, total = torch.cuda.mem_get_info()
     assert free > 0.5 * total
+
+
+def test_idle_workers_stay_under_the_budget_the_largest_stopped_first(monkeypatch):
+    """Two warm families; with a budget under their sum, the larger idle one is stopped after the next job and
+    the one that just ran (smaller) kept: the idle workers of a process stay under IDLE_BUDGET_MB together."""
+    import rosetta.execution.pool as pool
+
+    big = run_job(STATE, {}, "tensorflow")
+    small = run_job(STATE, {}, "mxnet")
+    POOLS.workers["tensorflow"].rss_mb, POOLS.workers["mxnet"].rss_mb = 900.0, 100.0
+    monkeypatch.setattr(pool, "IDLE_BUDGET_MB", 500.0)
+    POOLS._trim()
+    assert "tensorflow" not in POOLS.workers and "mxnet" in POOLS.workers
+    assert run_job(STATE, {}, "mxnet")["pid"] == small["pid"] != big["pid"]
+    assert run_job(STATE, {}, "tensorflow")["pid"] != big["pid"]
