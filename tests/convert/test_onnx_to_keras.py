@@ -18,7 +18,7 @@ def test_unsupported_op_is_a_clear_error_naming_it():
     node = helper.make_node("Sin", ["x"], ["y"], name="the_sine")
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
-    with pytest.raises(RosettaError, match="ONNX op Sin cannot be converted to keras: rosetta's Keras mapper"):
+    with pytest.raises(RosettaError, match=r"ONNX op Sin \(opset \d+\) cannot be converted to keras: rosetta.s Keras mapper"):
         onnx_to_keras_model(helper.make_model(graph), import_keras())
 
 

@@ -1,54 +1,17 @@
 """Semantics-preserving ONNX graph rewrites that let older or partial importers read rosetta's exports.
 
 Each rewrite takes and returns a ModelProto, changes nothing the ONNX spec would compute differently, and
-says which importer needs it. Paths pick the rewrites they need (`rewrite_for_mxnet`, ...), and tests run
-the rewritten graph in ONNX Runtime to show it still computes the same function.
+says which importer needs it. Each target lists the rewrites it needs, in order, as a pipeline (REWRITES in
+to_mxnet, to_tensorflow, to_keras) that `apply` runs and its manifest records by `names`; tests run the
+rewritten graph in ONNX Runtime to show it still computes the same function.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-
-def _constants(model) -> dict[str, np.ndarray]:
-    from onnx import numpy_helper
-
-    values = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
-    for node in model.graph.node:
-        if node.op_type == "Constant":
-            attribute = node.attribute[0]
-            if attribute.name == "value":
-                values[node.output[0]] = numpy_helper.to_array(attribute.t)
-    return values
-
-
-def _static_shapes(model, data_prop: bool = False) -> dict[str, list]:
-    """Each tensor's shape after ONNX shape inference, None for an axis of unknown size; tensors of unknown
-    rank are absent. `data_prop` also follows small shape tensors (Shape -> Gather -> Concat ...)."""
-    from onnx import shape_inference
-
-    inferred = shape_inference.infer_shapes(model, data_prop=data_prop)
-    shapes = {}
-    for value in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
-        if value.type.tensor_type.HasField("shape"):
-            shapes[value.name] = [d.dim_value if d.HasField("dim_value") else None
-                                  for d in value.type.tensor_type.shape.dim]
-    return shapes
-
-
-def _elem_types(model) -> dict[str, int]:
-    """Each tensor's onnx.TensorProto element type, where shape inference knows it."""
-    from onnx import shape_inference
-
-    inferred = shape_inference.infer_shapes(model)
-    values = list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output)
-    types = {value.name: value.type.tensor_type.elem_type for value in values if value.type.tensor_type.elem_type}
-    types.update({init.name: init.data_type for init in model.graph.initializer})
-    return types
-
-
-def _opset(model) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+from rosetta.frameworks.onnx_graph import (constant_values, default_opset, element_types, fold_constants,
+                                           node_attributes, onnx_slice, shape_tracer, static_shapes)
 
 
 def remove_dead_nodes(model):
@@ -146,7 +109,7 @@ def axes_inputs_to_attributes(model):
     older opsets (MXNet's) read only the attribute. Moves constant axes back into the attribute."""
     import onnx
 
-    constants = _constants(model)
+    constants = constant_values(model)
     for node in model.graph.node:
         if node.op_type in ("Squeeze", "Unsqueeze") or node.op_type.startswith("Reduce"):
             if len(node.input) > 1 and node.input[1] in constants:
@@ -161,8 +124,8 @@ def positive_gather_indices(model):
     Gather to `take`, whose default mode clips -1 to 0: silently the first time step instead of the last."""
     from onnx import numpy_helper
 
-    shapes = _static_shapes(model)
-    constants = _constants(model)
+    shapes = static_shapes(model)
+    constants = constant_values(model)
     for node in model.graph.node:
         if node.op_type != "Gather" or node.input[1] not in constants:
             continue
@@ -190,79 +153,17 @@ def initializers_as_inputs(model):
     return model
 
 
-_SAME_SHAPE_OPS = ("Relu", "Identity", "Cast", "BatchNormalization", "Sigmoid", "Tanh", "Dropout", "LeakyRelu")
-
-
-def _shape_tracer(model, follow_equal_sizes: bool = False):
-    """(elements, dim) for following shape arithmetic back to what it is made of. `dim(tensor, axis)`: the
-    size of that axis, an int when known, else the (tensor, axis) pair it is provably equal to (through
-    Transpose and _SAME_SHAPE_OPS when `follow_equal_sizes`, else that very pair). `elements(tensor)`: the
-    elements of a small 1-D integer tensor (a shape), as ints and such pairs, traced through Shape, Cast,
-    Squeeze/Unsqueeze, Identity, Gather, Slice and Concat of constants; None where one is neither."""
-    from onnx import helper
-
-    static, constants = _static_shapes(model), _constants(model)
-    producers = {output: node for node in model.graph.node for output in node.output}
-
-    def attributes(node) -> dict:
-        return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-    def dim(tensor: str, axis: int):
-        shape = static.get(tensor)
-        if shape and axis < len(shape) and shape[axis]:
-            return shape[axis]
-        node = producers.get(tensor) if follow_equal_sizes else None
-        if node is not None and node.op_type == "Transpose":
-            return dim(node.input[0], attributes(node)["perm"][axis])
-        if node is not None and node.op_type in _SAME_SHAPE_OPS:
-            return dim(node.input[0], axis)
-        return (tensor, axis)
-
-    def elements(tensor: str):
-        if tensor in constants:
-            array = constants[tensor]
-            return [int(v) for v in array.ravel()] if array.ndim <= 1 else None
-        node = producers.get(tensor)
-        if node is None:
-            return None
-        given = attributes(node)
-        if node.op_type == "Shape" and static.get(node.input[0]) is not None:
-            dims = [dim(node.input[0], axis) for axis in range(len(static[node.input[0]]))]
-            return dims[given.get("start", 0): given.get("end", len(dims))]
-        if node.op_type in ("Cast", "Squeeze", "Unsqueeze", "Identity"):
-            return elements(node.input[0])
-        if node.op_type == "Gather" and node.input[1] in constants and not given.get("axis", 0):
-            data = elements(node.input[0])
-            indices = constants[node.input[1]].ravel()
-            if data is None or any(not -len(data) <= int(i) < len(data) for i in indices):
-                return None
-            return [data[int(i)] for i in indices]
-        if node.op_type == "Slice" and len(node.input) >= 3 and all(n in constants for n in node.input[1:] if n):
-            parameters = [constants[n].ravel() if n else None for n in list(node.input[1:]) + [""] * (5 - len(node.input))]
-            if len(parameters[0]) != 1 or (parameters[2] is not None and int(parameters[2][0]) not in (0, -1)):
-                return None
-            data = elements(node.input[0])
-            step = int(parameters[3][0]) if parameters[3] is not None else 1
-            return None if data is None else data[slice(int(parameters[0][0]), int(parameters[1][0]), step)]
-        if node.op_type == "Concat":
-            parts = [elements(name) for name in node.input]
-            return None if any(p is None for p in parts) else [e for p in parts for e in p]
-        return None
-
-    return elements, dim
-
-
 def constant_reshape_shapes(model):
     """MXNet and the Keras mapper: a Reshape whose target shape is computed at run time from the shape of its
     own input (how tf2onnx writes Keras' Flatten: Shape -> Gather -> Slice -> Concat -> Reshape) gets that
     shape as a constant, with 0 where it keeps an input axis of unknown size (ONNX Reshape copies the input's
     size for 0). Only rewritten when every element is a known size or provably that same input axis."""
-    from onnx import helper, numpy_helper
+    from onnx import numpy_helper
 
-    constants = _constants(model)
-    elements, dim = _shape_tracer(model, follow_equal_sizes=True)
+    constants = constant_values(model)
+    elements, dim = shape_tracer(model, follow_equal_sizes=True)
     for node in model.graph.node:
-        allowzero = any(a.name == "allowzero" and helper.get_attribute_value(a) for a in node.attribute)
+        allowzero = node_attributes(node).get("allowzero", 0)
         if node.op_type != "Reshape" or node.input[1] in constants or allowzero:
             continue
         shape = elements(node.input[1])
@@ -291,20 +192,20 @@ def decompose_layer_normalization(model):
     kept. Left as it is where `axis` >= 0 and the rank of X is unknown."""
     from onnx import TensorProto, helper
 
-    shapes, types = _static_shapes(model), _elem_types(model)
+    shapes, types = static_shapes(model), element_types(model)
     nodes = []
     for node in model.graph.node:
         if node.op_type != "LayerNormalization":
             nodes.append(node)
             continue
-        axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), -1)
+        axis = node_attributes(node).get("axis", -1)
         rank = len(shapes[node.input[0]]) if node.input[0] in shapes else None
         if axis >= 0 and rank is None:
             nodes.append(node)
             continue
         axes = list(range(axis, 0)) if axis < 0 else list(range(axis, rank))
         primitives, initializers = _layer_normalization_primitives(
-            node, axes, types.get(node.input[0], TensorProto.FLOAT), axes_as_input=_opset(model) >= 18)
+            node, axes, types.get(node.input[0], TensorProto.FLOAT), axes_as_input=default_opset(model) >= 18)
         nodes.extend(primitives)
         model.graph.initializer.extend(initializers)
     del model.graph.node[:]
@@ -318,7 +219,7 @@ def _layer_normalization_primitives(node, axes: list[int], x_type: int, axes_as_
     MXNet's default is 0. `axes_as_input`: ReduceMean takes its axes as an input from opset 18."""
     from onnx import TensorProto, helper, numpy_helper
 
-    attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    attributes = node_attributes(node)
     x, scale, bias = (list(node.input) + [""])[:3]
     y, mean_output, inverse_deviation_output = (list(node.output) + ["", ""])[:3]
     stash_type = attributes.get("stash_type", TensorProto.FLOAT)
@@ -360,7 +261,7 @@ def constant_of_shape_as_initializers(model):
     drop_zero_initial_states, which removes the zero initial states it builds with the batch size."""
     from onnx import numpy_helper
 
-    shapes = _static_shapes(model, data_prop=True)
+    shapes = static_shapes(model, data_prop=True)
     kept = []
     for node in model.graph.node:
         shape = shapes.get(node.output[0])
@@ -379,13 +280,12 @@ SLICE_BOUND = 2**30  # beyond any real axis; an int32 (MXNet's slice) that float
 
 
 def _clamped_slice_index(value: int, size: int, step: int, is_end: bool) -> int:
-    """The index ONNX's Slice clamps a start or end to on an axis of `size`; -size-1 (which ONNX clamps to
-    -1) for the end of a backward slice that runs through the first element."""
-    value = value + size if value < 0 else value
-    if step > 0:
-        return min(max(value, 0), size)
-    value = min(max(value, -1 if is_end else 0), size - 1)
-    return -size - 1 if value == -1 else value
+    """The index ONNX's Slice clamps a start or end to on an axis of `size` (onnx_slice); -size-1 (which ONNX
+    clamps to -1) for the end of a backward slice that runs through the first element."""
+    picked = onnx_slice(0, value, step, size) if is_end else onnx_slice(value, 0, step, size)
+    if not is_end:
+        return picked.start
+    return -size - 1 if picked.stop is None else picked.stop
 
 
 def _bounded_slice_index(value: int, step: int, is_end: bool) -> int:
@@ -402,7 +302,7 @@ def bounded_slices(model):
     become positive where the rank is known. Every parameter is written out, steps included."""
     from onnx import numpy_helper
 
-    shapes, constants = _static_shapes(model), _constants(model)
+    shapes, constants = static_shapes(model), constant_values(model)
     for node in model.graph.node:
         parameters = list(node.input) + [""] * (5 - len(node.input))
         if node.op_type != "Slice" or len(node.input) < 3:  # before opset 10 its parameters were attributes
@@ -439,32 +339,18 @@ def fold_constant_subgraphs(model):
     implementation), where the result is integer (shape arithmetic, e.g. nn.MultiheadAttention's
     Mod -> Reshape of head counts) or the operator rounds as ONNX Runtime does (_EXACT_FOLD_OPS). onnx2tf
     leans on onnxsim for this, which is not installed, and symbolic_reshape_shapes needs it to infer shapes."""
-    from onnx import AttributeProto, helper, numpy_helper
-    from onnx.reference import ReferenceEvaluator
+    from onnx import numpy_helper
 
-    constants = _constants(model)
-    kept = []
-    for node in model.graph.node:
-        inputs = [name for name in node.input if name]
-        if (node.op_type == "Constant" or not inputs or node.domain not in ("", "ai.onnx")
-                or any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute)
-                or not all(name in constants for name in inputs)):
-            kept.append(node)
-            continue
-        signature = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(constants[name].dtype),
-                                                   constants[name].shape) for name in inputs]
-        graph = helper.make_graph([node], "fold", signature, [helper.make_tensor_value_info(o, 0, None) for o in node.output])
-        try:
-            evaluator = ReferenceEvaluator(helper.make_model(graph, opset_imports=list(model.opset_import)))
-            results = [np.asarray(r) for r in evaluator.run(None, {name: constants[name] for name in inputs})]
-        except Exception:  # an operator the reference lacks: leave it to the importer
-            kept.append(node)
-            continue
-        if not (all(r.dtype.kind in "iub" for r in results) or node.op_type in _EXACT_FOLD_OPS):
-            kept.append(node)
-            continue
-        for name, value in zip(node.output, results):
-            constants[name] = value
+    constants = constant_values(model)
+    before = dict(constants)
+
+    def keep(node, results) -> bool:  # Constant nodes stay (dead ones are removed below); inexact floats too
+        return node.op_type == "Constant" or not (
+            all(r.dtype.kind in "iub" for r in results) or node.op_type in _EXACT_FOLD_OPS)
+
+    kept = fold_constants(list(model.graph.node), constants, model.opset_import, keep)
+    for name, value in constants.items():
+        if name not in before:
             model.graph.initializer.append(numpy_helper.from_array(value, name))
     del model.graph.node[:]
     model.graph.node.extend(kept)
@@ -500,7 +386,7 @@ def static_shape_parts(model):
     onnx2tf otherwise broadcasts the size vector it builds at run time onto the wrong axis."""
     from onnx import numpy_helper
 
-    shapes, constants = _symbolic_shapes(model), _constants(model)
+    shapes, constants = _symbolic_shapes(model), constant_values(model)
     if shapes is None:
         return model
     producers = {output: node for node in model.graph.node for output in node.output}
@@ -552,7 +438,7 @@ def constant_operands_second(model):
     """onnx2tf: Add and Mul whose first operand is a constant and second a computed tensor get their operands
     swapped (both commute, bit for bit). torch.onnx writes a Linear's bias first, Add(bias, MatMul); onnx2tf
     swaps the TF tensors but broadcasts by the unswapped ONNX shapes, and puts the bias on the wrong axis."""
-    constants = _constants(model)
+    constants = constant_values(model)
     for node in model.graph.node:
         if node.op_type in ("Add", "Mul") and node.input[0] in constants and node.input[1] not in constants:
             node.input[0], node.input[1] = node.input[1], node.input[0]
@@ -569,7 +455,7 @@ def conv_transpose_as_depth_to_space(model):
     constants = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
     nodes = []
     for node in model.graph.node:
-        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attributes = node_attributes(node)
         weight = constants.get(node.input[1]) if node.op_type == "ConvTranspose" else None
         has_bias = len(node.input) > 2 and bool(node.input[2])
         bias = constants.get(node.input[2]) if has_bias else None
@@ -594,3 +480,16 @@ def conv_transpose_as_depth_to_space(model):
     del model.graph.node[:]
     model.graph.node.extend(nodes)
     return remove_dead_nodes(model)
+
+
+# ---- pipelines: each target's rewrites, a list of named functions run in order -------------------------------
+def apply(pipeline, model):
+    """The model after each rewrite of `pipeline` in turn."""
+    for rewrite in pipeline:
+        model = rewrite(model)
+    return model
+
+
+def names(pipeline) -> list[str]:
+    """A pipeline as its manifest records it: the rewrites' names, in order."""
+    return [rewrite.__name__ for rewrite in pipeline]

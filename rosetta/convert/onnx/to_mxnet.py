@@ -57,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rosetta.convert.onnx import rewrites as rw
 from rosetta.errors import RosettaError
 from rosetta.manifest import Manifest, sha256_of
 
@@ -336,14 +337,14 @@ def name_omitted_inputs(model):
 
 
 def shapes_as_references(model):
-    """Expand and ConstantOfShape whose shape is traced (rewrites._shape_tracer) to constants and axes of graph
+    """Expand and ConstantOfShape whose shape is traced (onnx_graph.shape_tracer) to constants and axes of graph
     tensors become RosettaExpand(x, tensors...) with attributes sizes (-1 for a traced axis), references and
     axes; ConstantOfShape's x is its value. MXNet-only: the importer's `_expand_to_references` reads it."""
     from onnx import helper, numpy_helper
 
-    from rosetta.convert.onnx.rewrites import _shape_tracer
+    from rosetta.frameworks.onnx_graph import shape_tracer
 
-    elements, _ = _shape_tracer(model)
+    elements, _ = shape_tracer(model)
     nodes = []
     for node in model.graph.node:
         shape = elements(node.input[0] if node.op_type == "ConstantOfShape" else node.input[-1]) \
@@ -365,8 +366,6 @@ def shapes_as_references(model):
             axes=[-1 if isinstance(e, int) else e[1] for e in shape]))
     del model.graph.node[:]
     model.graph.node.extend(nodes)
-    from rosetta.convert.onnx import rewrites as rw
-
     return rw.remove_dead_nodes(model)
 
 
@@ -375,9 +374,9 @@ def scalar_gather_indices(model):
     importer loads a scalar initializer as shape (1,), so `take` kept the gathered axis (torch's h_n[-1])."""
     from onnx import helper, numpy_helper
 
-    from rosetta.convert.onnx import rewrites as rw
+    from rosetta.frameworks.onnx_graph import constant_values, default_opset
 
-    constants, opset = rw._constants(model), rw._opset(model)
+    constants, opset = constant_values(model), default_opset(model)
     nodes = []
     for node in model.graph.node:
         nodes.append(node)
@@ -409,19 +408,34 @@ def _refuse_omitted_inputs(model) -> None:
 FLOAT_TYPES = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 
-def rewrite_for_mxnet(model):
-    from rosetta.convert.onnx import rewrites as rw
+# The rewrites MXNet's importer needs, in order: ConstantOfShape after the zero initial states (built with it)
+# are dropped; LayerNormalization before the axes move to attributes (its ReduceMeans take them as inputs from
+# opset 18); shapes_as_references before too, as it infers shapes (an opset-17 Unsqueeze with its axes as an
+# attribute fails inference).
+REWRITES = (rw.constant_reshape_shapes, rw.drop_zero_initial_states, rw.constant_of_shape_as_initializers,
+            rw.decompose_layer_normalization, rw.positive_gather_indices, rw.bounded_slices, same_shape_adds,
+            shapes_as_references, scalar_gather_indices, rw.axes_inputs_to_attributes, rw.drop_default_training_mode,
+            rw.bypass_identity_of_initializers, name_omitted_inputs, rw.constants_to_initializers,
+            rw.initializers_as_inputs)
 
-    # ConstantOfShape after the zero initial states (built with it) are dropped; LayerNormalization before
-    # the axes move to attributes (its ReduceMeans take them as inputs from opset 18); shapes_as_references
-    # before too, as it infers shapes (an opset-17 Unsqueeze with its axes as an attribute fails inference)
-    for rewrite in (rw.constant_reshape_shapes, rw.drop_zero_initial_states, rw.constant_of_shape_as_initializers,
-                    rw.decompose_layer_normalization, rw.positive_gather_indices, rw.bounded_slices, same_shape_adds,
-                    shapes_as_references,
-                    scalar_gather_indices, rw.axes_inputs_to_attributes, rw.drop_default_training_mode, rw.bypass_identity_of_initializers,
-                    name_omitted_inputs, rw.constants_to_initializers, rw.initializers_as_inputs):
-        model = rewrite(model)
-    return model
+
+def rewrite_for_mxnet(model):
+    return rw.apply(REWRITES, model)
+
+
+# rosetta's entries in MXNet's importer's operator table (module docstring): ONNX ops it lacks, ops it gets
+# wrong and replaced ones, and the ops rosetta's rewrites write (Rosetta*)
+CONVERTERS = {"GRU": _gru, "Erf": _erf, "LSTM": _lstm, "Mod": _mod, "RosettaExpand": _expand_to_references,
+              "Cast": _cast, "GlobalMaxPool": _global_max_pool, "MatMul": _matmul, "Slice": _slice, "Relu": _relu,
+              "MaxPool": _max_pool, "RosettaSameShapeAdd": _same_shape_add}
+
+
+def install_converters() -> None:
+    """The one place rosetta changes MXNet: its importer's operator table (`_import_helper._convert_map`, which
+    the importer reads per node and which has no public API to extend), given CONVERTERS' entries."""
+    from mxnet.contrib.onnx.onnx2mx import _import_helper
+
+    _import_helper._convert_map.update(CONVERTERS)
 
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
@@ -431,20 +445,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
 
     mx = import_mxnet()
     install_onnx_mapping()
-    from mxnet.contrib.onnx.onnx2mx import _import_helper
-
-    _import_helper._convert_map.setdefault("GRU", _gru)
-    _import_helper._convert_map.setdefault("Erf", _erf)
-    _import_helper._convert_map.setdefault("LSTM", _lstm)
-    _import_helper._convert_map.setdefault("Mod", _mod)
-    _import_helper._convert_map["RosettaExpand"] = _expand_to_references  # shapes_as_references writes it
-    _import_helper._convert_map["Cast"] = _cast  # replaces MXNet's own, see _cast
-    _import_helper._convert_map["GlobalMaxPool"] = _global_max_pool  # replaces MXNet's own, see _global_max_pool
-    _import_helper._convert_map["MatMul"] = _matmul  # wraps MXNet's own, see _matmul
-    _import_helper._convert_map["Slice"] = _slice  # replaces MXNet's own, see _slice
-    _import_helper._convert_map["Relu"] = _relu  # replaces MXNet's own: oneDNN's Activation, see _relu
-    _import_helper._convert_map["MaxPool"] = _max_pool  # padding inside Pooling where it can, see _max_pool
-    _import_helper._convert_map["RosettaSameShapeAdd"] = _same_shape_add  # same_shape_adds writes it
+    install_converters()
     previous = Manifest.read(source)
     model = onnx.load(str(previous.artifact_path(source)))
     weights = {i.name for i in model.graph.initializer if i.data_type in FLOAT_TYPES}
@@ -474,8 +475,8 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     return Manifest(
         artifact=ARTIFACT, format="mxnet", source=previous.source,
         converter={"name": "mxnet.contrib.onnx.import_model", "version": mx.__version__, "framework_version": mx.__version__,
-                   "options": {"rewrites": "rosetta.convert.onnx.to_mxnet.rewrite_for_mxnet", "gru": "rosetta",
-                               "slice": "rosetta", "lstm": "rosetta", "cast": "rosetta"},
+                   "options": {"rewrites": rw.names(REWRITES),
+                               "converters": {op: f"{__name__}.{function.__name__}" for op, function in CONVERTERS.items()}},
                    "constant_parameters": constants},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(artifact), opset=previous.opset,
     )

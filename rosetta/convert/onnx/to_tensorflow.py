@@ -16,6 +16,7 @@ import contextlib
 import io
 from pathlib import Path
 
+from rosetta.convert.onnx import rewrites as rw
 from rosetta.errors import RosettaError, cause_line
 from rosetta.manifest import Manifest, sha256_of
 
@@ -35,17 +36,16 @@ def _layout(onnx_shape: list, tf_shape: list) -> str:
     raise RosettaError(f"onnx2tf changed a tensor's shape from {onnx_shape} to {tf_shape}")
 
 
-def rewrite_for_onnx2tf(model):
-    """The rewrites onnx2tf needs, in order: constant shape arithmetic folded (as onnxsim, absent here, would),
-    so that symbolic shape inference can follow the Reshapes; their shapes made static; a Linear's bias moved
-    to the second operand; non-overlapping ConvTranspose as Conv + DepthToSpace."""
-    from rosetta.convert.onnx import rewrites as rw
+# The rewrites onnx2tf needs, in order: constant shape arithmetic folded (as onnxsim, absent here, would), then
+# the parts of Shape that are static, folded again, so that symbolic shape inference can follow the Reshapes;
+# their shapes made static; a Linear's bias moved to the second operand; non-overlapping ConvTranspose as Conv +
+# DepthToSpace.
+REWRITES = (rw.fold_constant_subgraphs, rw.static_shape_parts, rw.fold_constant_subgraphs, rw.symbolic_reshape_shapes,
+            rw.constant_operands_second, rw.conv_transpose_as_depth_to_space)
 
-    model = rw.fold_constant_subgraphs(model)
-    model = rw.fold_constant_subgraphs(rw.static_shape_parts(model))
-    model = rw.symbolic_reshape_shapes(model)
-    model = rw.constant_operands_second(model)
-    return rw.conv_transpose_as_depth_to_space(model)
+
+def rewrite_for_onnx2tf(model):
+    return rw.apply(REWRITES, model)
 
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
@@ -94,7 +94,8 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     return Manifest(
         artifact=ARTIFACT, format="tensorflow", source=previous.source,
         converter={"name": "onnx2tf", "version": version("onnx2tf"), "framework_version": tf.__version__,
-                   "options": {"keep_ncw_or_nchw_or_ncdhw_input_names": keep_nchw}, "layouts": layouts},
+                   "options": {"keep_ncw_or_nchw_or_ncdhw_input_names": keep_nchw, "rewrites": rw.names(REWRITES)},
+                   "layouts": layouts},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(target), opset=previous.opset,
     )
 

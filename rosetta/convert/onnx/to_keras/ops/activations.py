@@ -1,0 +1,129 @@
+"""Elementwise activations as Keras' built-in layers (ReLU, Activation, Rescaling), and Softmax."""
+
+from __future__ import annotations
+
+from rosetta.convert.onnx.to_keras.context import Mapped
+from rosetta.convert.onnx.to_keras.layout import realize
+from rosetta.convert.onnx.to_keras.registry import FUSED, add_converter
+from rosetta.errors import RosettaError
+from rosetta.frameworks.onnx_graph import text
+
+
+def activation(context, node, function: str) -> list:
+    """keras.layers.Activation(function) of the node's one input."""
+    x = context.values[node.input[0]]
+    layer = context.keras.layers.Activation(function, name=context.name(function))
+    return [Mapped(layer(x.tensor), x.axes, x.feature_order)]
+
+
+@add_converter("Relu", 1)
+def relu(context, node, attrs):
+    x = context.values[node.input[0]]
+    return [Mapped(context.keras.layers.ReLU(name=context.name("relu"))(x.tensor), x.axes, x.feature_order, True)]
+
+
+def _clip(context, node, low, high) -> list:
+    x = context.values[node.input[0]]
+    if low is None and high is None:
+        return [x]
+    if low == 0 and (high is None or high >= 0):  # ReLU, ReLU6
+        tensor = context.keras.layers.ReLU(max_value=high, name=context.name("relu"))(x.tensor)
+        return [Mapped(tensor, x.axes, x.feature_order, True)]
+    if (low, high) == (-1, 1):
+        tensor = context.keras.layers.Activation("hard_tanh", name=context.name("hard_tanh"))(x.tensor)
+        return [Mapped(tensor, x.axes, x.feature_order)]
+    raise RosettaError(f"keras mapper: Clip(min={low}, max={high}) is not supported: only Clip(0, max) "
+                       f"(ReLU, ReLU6) and Clip(-1, 1) are built-in Keras layers")
+
+
+@add_converter("Clip", 1)
+def clip_attributes(context, node, attrs):
+    """Clip before opset 11: its bounds are attributes."""
+    return _clip(context, node, attrs.get("min"), attrs.get("max"))
+
+
+@add_converter("Clip", 11)
+def clip_inputs(context, node, attrs):
+    """Clip from opset 11: its bounds are optional inputs, constants here."""
+    bounds = [context.optional_constant(node, index, f"Clip {what}") for index, what in ((1, "min"), (2, "max"))]
+    return _clip(context, node, *(None if bound is None else float(bound) for bound in bounds))
+
+
+@add_converter("Sigmoid", 1)
+def sigmoid(context, node, attrs):
+    return activation(context, node, "sigmoid")
+
+
+@add_converter("Tanh", 1)
+def tanh(context, node, attrs):
+    return activation(context, node, "tanh")
+
+
+@add_converter("HardSigmoid", 1)
+def hard_sigmoid(context, node, attrs):
+    # ONNX: max(0, min(1, alpha * x + beta)), computed in that order by a Rescaling and a ReLU capped at 1
+    x = context.values[node.input[0]]
+    scaled = context.keras.layers.Rescaling(attrs.get("alpha", 0.2), attrs.get("beta", 0.5),
+                                            name=context.name("rescale"))(x.tensor)
+    tensor = context.keras.layers.ReLU(max_value=1.0, name=context.name("relu"))(scaled)
+    return [Mapped(tensor, x.axes, x.feature_order, True)]
+
+
+@add_converter("HardSwish", 14)
+def hard_swish(context, node, attrs):
+    return activation(context, node, "hard_silu")  # x * relu6(x + 3) / 6, ONNX's x * HardSigmoid(1/6, 0.5)(x)
+
+
+@add_converter("Gelu", 20)
+@add_converter("Gelu", 1, domain=FUSED)
+def gelu(context, node, attrs):
+    if text(attrs.get("approximate", "none")) != "none":
+        raise RosettaError("keras mapper: Gelu with approximate='tanh' is not supported (Keras' 'gelu' "
+                           "activation is the exact one)")
+    return activation(context, node, "gelu")
+
+
+@add_converter("Erf", 9)
+def erf(context, node, attrs):
+    raise RosettaError("keras mapper: Erf is supported only inside GELU, x * 0.5 * (1 + erf(x / sqrt(2))): "
+                       "Keras has no built-in erf layer")
+
+
+@add_converter("Sqrt", 1)
+def sqrt(context, node, attrs):
+    raise RosettaError("keras mapper: Sqrt is supported only inside a LayerNorm pattern "
+                       "((x - mean) / sqrt(variance + eps)): Keras has no built-in sqrt layer")
+
+
+def _softmax_axis(context, x: Mapped, axis: int) -> tuple[Mapped, int]:
+    """The Keras axis holding ONNX `axis` (a virtual size-1 axis given one of its own)."""
+    axis %= len(x.axes)
+    if x.axes[axis] is None:
+        x = realize(context, x, [axis])
+    if x.feature_order is not None:
+        raise RosettaError("keras mapper: Softmax of a channels-last flattened tensor is not supported")
+    return x, x.axes[axis]
+
+
+@add_converter("Softmax", 13)
+def softmax(context, node, attrs):
+    """Softmax along one axis (-1 unless given)."""
+    x, axis = _softmax_axis(context, context.values[node.input[0]], attrs.get("axis", -1))
+    return [Mapped(context.keras.layers.Softmax(axis=axis, name=context.name("softmax"))(x.tensor), x.axes)]
+
+
+@add_converter("Softmax", 1)
+def softmax_flattened(context, node, attrs):
+    """Softmax before opset 13: over all the axes from `axis` (default 1) on, as if they were flattened into
+    one. Over one real axis it is Softmax along it; over several, exp(x - logsumexp(x)) over those axes."""
+    x = context.values[node.input[0]]
+    rank = len(x.axes)
+    axes = list(range(attrs.get("axis", 1) % rank, rank))
+    real = [axis for axis in axes if x.axes[axis] is not None]
+    if len(real) <= 1:
+        return softmax(context, node, {"axis": (real or axes)[-1]})
+    if x.feature_order is not None:
+        raise RosettaError("keras mapper: Softmax of a channels-last flattened tensor is not supported")
+    ops = context.keras.ops
+    normalizer = ops.logsumexp(x.tensor, axis=tuple(x.axes[axis] for axis in real), keepdims=True)
+    return [Mapped(ops.exp(ops.subtract(x.tensor, normalizer)), x.axes)]
