@@ -37,6 +37,10 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                              help=f"targets, comma-separated, or all (default): {', '.join(target_names())}")
     conformance.add_argument("--suite", default="node",
                              help="suites, comma-separated: node (default), pytorch-converted, pytorch-operator, simple; or all")
+    conformance.add_argument("--modes", default="all",
+                             help="plain (every input a graph input, as the suite writes it), initializers (the "
+                                  "inputs real models hold as constants, weights, shapes, pads, axes, bound as "
+                                  "initializers), or all (default): comma-separated")
     conformance.add_argument("--ops", help="only the cases whose graph uses one of these ONNX ops, comma-separated")
     conformance.add_argument("--cases", help="only these cases, by name, comma-separated (e.g. test_relu)")
     conformance.add_argument("--work-dir", type=Path, help="write the cases and conversions here (default: a temporary folder)")
@@ -62,11 +66,13 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from rosetta.convert.targets import parse_target_list
-    from rosetta.report.conformance import conformance_heatmap, conformance_markdown, conformance_table, summary
+    from rosetta.report.conformance import (conformance_heatmap, conformance_markdown, conformance_table,
+                                            coverage_table, summary)
     from rosetta.scratch import scratch_folder
     from rosetta.output import atomic_write_text
-    from rosetta.verify.conformance import (EXPECTATIONS, SUITES, check_expectations, collect_cases, expectations,
-                                            expectations_text, pair_key, reusable, run_conformance, version_drift)
+    from rosetta.verify.conformance import (EXPECTATIONS, MODES, SUITES, check_expectations, collect_cases,
+                                            expectations, expectations_text, reusable, row_key, run_conformance,
+                                            version_drift)
     from rosetta.verify.results import exit_status
 
     targets = parse_target_list(args.targets)
@@ -74,6 +80,9 @@ def run(args) -> int:
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
         raise RosettaError(f"unknown suite {', '.join(unknown)}; choose from: {', '.join(SUITES)}")
+    modes = list(MODES) if args.modes.strip() == "all" else [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or set(modes) - set(MODES):
+        raise RosettaError(f"unknown mode {args.modes!r}; choose from: {', '.join(MODES)}, all")
     check_writable_file(args.json)
     check_writable_file(args.write_expectations)
     if args.check is True:
@@ -83,8 +92,7 @@ def run(args) -> int:
         raise RosettaError("--resume needs --json FILE: the rows of the earlier run are read from it")
     done = {}
     if args.resume and args.json.is_file():
-        done = reusable({pair_key(r["suite"], r["case"], r["target"]): r
-                         for r in _read_json(args.json, "--json").get("rows", [])}, targets)
+        done = reusable({row_key(r): r for r in _read_json(args.json, "--json").get("rows", [])}, targets)
     ops = [o.strip() for o in args.ops.split(",")] if args.ops else None
     names = [c.strip() for c in args.cases.split(",")] if args.cases else None
     chosen = executor(args)
@@ -92,24 +100,25 @@ def run(args) -> int:
     def write(results) -> None:
         if args.json:
             rows = [r.to_json() for r in results]
-            atomic_write_text(args.json, json.dumps({"suites": suites, "targets": [t.name for t in targets],
+            atomic_write_text(args.json, json.dumps({"suites": suites, "modes": modes, "targets": [t.name for t in targets],
                                                      "executor": chosen.describe(), "summary": summary(rows),
                                                      "rows": rows}, indent=1) + "\n")
 
     started = time.monotonic()
     with scratch_folder("rosetta-conformance-") as scratch:
         work = args.work_dir or Path(scratch)
-        cases = collect_cases(work / "cases", suites, ops, names)
+        cases = collect_cases(work / "cases", suites, ops, names, modes)
         if not cases:
             raise RosettaError("no test case matches --ops/--cases in the chosen suites")
         results = run_conformance(cases, targets, work / "converted", chosen, progress(args), done, write)
     rows = [r.to_json() for r in results]
-    kept = sum(pair_key(r["suite"], r["case"], r["target"]) in done for r in rows)
+    kept = sum(row_key(r) in done for r in rows)
     minutes, seconds = divmod(round(time.monotonic() - started), 60)
     how = (f"{len(rows) - kept:,} pairs run in {minutes} min {seconds:02d} s" + (f" ({kept:,} kept from an earlier run)"
            if kept else "") + f", executor {chosen.name}" + (f" ({chosen.jobs} at a time)" if getattr(chosen, "jobs", 0) else "")
            + f", on {os.cpu_count()} cores")
     console().print(conformance_table(rows))
+    console().print(coverage_table(rows))
     command = "rosetta " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "rosetta conformance"
     write(results)
     if done:

@@ -175,10 +175,10 @@ def test_a_fixed_subset_of_the_suite_has_the_verdicts_rosetta_expects(tmp_path, 
 def test_the_expectations_name_every_pair_of_the_whole_suite():
     """A new onnx release adds cases: rosetta's expectations must be written again (the whole run), not left to
     check part of the suite."""
-    from rosetta.verify.conformance import EXPECTATIONS, SUITES, _raw_cases
+    from rosetta.verify.conformance import EXPECTATIONS, MODES, SUITES, _raw_cases, case_modes
 
-    names = {pair_key(suite, name, target) for name, suite, *_ in _raw_cases(SUITES, None)
-             for target in target_names()}
+    names = {pair_key(suite, name, target, mode) for name, suite, model, *_ in _raw_cases(SUITES, None)
+             for mode, _ in case_modes(model, MODES) for target in target_names()}
     expected = json.loads(EXPECTATIONS.read_text())
     assert set(expected["pairs"]) == names
     assert set(expected["versions"]) == set(target_names())
