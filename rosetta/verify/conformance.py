@@ -376,12 +376,6 @@ def _compare(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float)
     return suite_ok, worst <= FLOAT32_ONLY_MULTIPLE * floor, worst, worst / floor, where
 
 
-def _last_sentence(message: str) -> str:
-    """ONNX Runtime ends a refusal with what it supports ("... is till opset 26."), after C++ source paths."""
-    sentences = [s.strip() for s in message.replace("\n", " ").split(". ") if s.strip()]
-    return (sentences[-1] if sentences else message).rstrip(".")[:300]
-
-
 def runner_versions(target) -> dict[str, str]:
     """What decides a (case, target) verdict besides the case: rosetta's version, every converter's on the
     target's chain from ONNX, and the runtime's (read from package metadata, nothing imported)."""
@@ -409,16 +403,12 @@ def _runner_versions(name: str) -> tuple:
     return tuple(versions.items())
 
 
-def artifact_is_source(target) -> bool:
-    """Whether the target runs the case's own ONNX model (ONNX Runtime: nothing converts it)."""
-    return target.chain.index("onnx") == len(target.chain) - 1
-
-
 def case_job(argument: dict) -> dict:
     """Job: one case converted to one target and run; its CaseResult as JSON. argument: {"case": Case as a dict,
     "target": name, "work": folder for the converted artifact (removed after)}."""
+    from rosetta.convert.runs import run_converted
     from rosetta.convert.store import from_onnx
-    from rosetta.convert.targets import get_target, load_verify_runner
+    from rosetta.convert.targets import get_target
     from rosetta.errors import Unsupported, WorkerDied, one_line
     from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
 
@@ -436,20 +426,12 @@ def case_job(argument: dict) -> dict:
     stage = "conversion"
     try:
         artifact = from_onnx(target)(folder, staging)
-        stage = "loading"
-        runner = load_verify_runner(target.runner, artifact)
-        stage = "run"
+        stage = "run"  # a runtime that rejects the artifact raises RuntimeRejected: the converter's CANNOT
         with np.load(folder / "inputs.npz") as inputs:
-            outputs = runner.predict({name: inputs[name] for name in inputs.files})
+            outputs = run_converted(target.runner, artifact, {name: inputs[name] for name in inputs.files})
     except Exception as error:  # noqa: BLE001 - every failure is this cell's row
-        # a runtime that refuses the case's own model (ONNX Runtime on an opset newer than it knows) is a
-        # converter's refusal, not a crash: CANNOT
-        refused = stage == "loading" and artifact_is_source(target) and not isinstance(error, WorkerDied)
-        # a framework that says it does not implement the op for this dtype (torch's add on uint16) refuses
-        refused = refused or isinstance(error, NotImplementedError)
-        result.verdict = CANNOT if isinstance(error, Unsupported) or refused else \
-            failure_verdict(stage, isinstance(error, WorkerDied))
-        message = f"{target.runner} refused the model: {_last_sentence(str(error))}" if refused else one_line(error)
+        result.verdict = CANNOT if isinstance(error, Unsupported) else failure_verdict(stage, isinstance(error, WorkerDied))
+        message = one_line(error)
         result.reason = message if message.startswith(stage) else f"{stage} failed: {message}"
         result.seconds = round(time.perf_counter() - started, 3)
         return result.to_json()

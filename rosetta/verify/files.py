@@ -80,12 +80,12 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
     with scratch_folder("rosetta-") as scratch:
         model = open_model(path, inputs, trust_code, Path(scratch))
         check_memory(model.inputs, model.outputs, batch, max_memory, model.has_float64)
+        feeds = generate_inputs(model.inputs, batch, seed)
         cells = convert_user_model(model, chosen, ArtifactStore(Path(scratch) / "store"), dict(export_options or {}),
-                                   threads, progress)
+                                   feeds, threads, progress)
         if not verify:
             results = [conversion_row(cell) for cell in cells]
         else:
-            feeds = generate_inputs(model.inputs, batch, seed)
             reference = reference_outputs(model, feeds, threads)
             policy = reference.policy(policy, tolerance_multiple is not None)
             results = run_artifact_cells(cells, reference, policy, progress, executor)

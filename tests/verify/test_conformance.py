@@ -16,6 +16,7 @@ from rosetta.report.conformance import conformance_markdown, op_table, summary
 from rosetta.verify import conformance
 from rosetta.cli.options import target_names
 from rosetta.verify.conformance import case_job, collect_cases, pair_key
+from rosetta.errors import WorkerDied
 from rosetta.verify.results import FAIL
 
 # measured on the pinned converters: cases every target gets right (onnx2tf makes test_relu's rank-3 output and
@@ -199,14 +200,18 @@ class _Runner:
     (lambda feeds: {"y": np.maximum(feeds["x"], 0) * 1.01}, "FAIL", "y: max abs error"),
     (lambda feeds: {"y": np.maximum(feeds["x"], 0)[:, :2]}, "FAIL", "y: shape (3, 2, 5), the suite expects (3, 4, 5)"),
     (lambda feeds: {}, "FAIL", "y: shape None"),
-    (RuntimeError("segfault-ish"), "ERROR", "run failed: RuntimeError: segfault-ish"),
+    (WorkerDied("onnxruntime inference: the worker died (signal 11)"), "ERROR",
+     "run failed: onnxruntime inference: the worker died"),
+    (RuntimeError("expects padding on the first two axes to be zero"), "CANNOT",
+     "run failed: onnxruntime refused the converted model: expects padding on the first two axes to be zero"),
     (NotImplementedError("\"add_stub\" not implemented for 'UInt16'"), "CANNOT",
-     "run failed: onnxruntime refused the model: \"add_stub\" not implemented for 'UInt16'"),
+     "run failed: onnxruntime refused the converted model: \"add_stub\" not implemented for 'UInt16'"),
 ])
-def test_a_wrong_result_is_fail_and_a_crash_is_error(relu, tmp_path, monkeypatch, outputs, verdict, reason):
+def test_a_wrong_result_is_fail_a_rejection_cannot_and_a_crash_error(relu, tmp_path, monkeypatch, outputs, verdict,
+                                                                      reason):
     from rosetta.convert import targets
 
-    monkeypatch.setattr(targets, "load_verify_runner", lambda framework, folder: _Runner(outputs))
+    monkeypatch.setattr(targets, "load_verify_runner", lambda *_args, **_kwargs: _Runner(outputs))
     row = case_job({"case": asdict(relu), "target": "onnxruntime", "work": str(tmp_path)})
     assert row["verdict"] == verdict and row["reason"].startswith(reason), row
     if verdict == "PASS":
