@@ -453,3 +453,95 @@ def shape_tracer(model, follow_equal_sizes: bool = False):
         return None
 
     return elements, dim
+
+
+# ---- Resize as per-axis gathers and matrix products ------------------------------------------------------------
+@dataclass(frozen=True)
+class AxisResize:
+    """How one axis of a Resize maps n input positions to m output ones: `indices` (m,) where every output
+    copies one input (nearest), else y = x . `matrix` (n, m) + `offset` (m,) along the axis (linear, cubic,
+    antialias; the offset is tf_crop_and_resize's extrapolation_value outside the region)."""
+
+    axis: int
+    indices: np.ndarray | None = None
+    matrix: np.ndarray | None = None
+    offset: np.ndarray | None = None
+
+
+def _resize_11_attributes(node, opset: int) -> dict | None:
+    """The attributes of the Resize (opset 11 on) that computes what `node` (Resize or Upsample) computes; None
+    where it has none. Upsample and Resize-10 sample asymmetrically, nearest by floor."""
+    attributes = node_attributes(node)
+    if node.op_type == "Upsample" or (node.op_type == "Resize" and opset < 11):
+        mode = text(attributes.get("mode", "nearest"))
+        return {"mode": mode, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"} \
+            if mode in ("nearest", "linear") else None
+    return {name: value for name, value in attributes.items() if name != "axes"}
+
+
+def resize_axes(node, input_shape: list, constants: dict, opset: int) -> list[AxisResize] | None:
+    """A Resize or Upsample node as one AxisResize per axis it changes, computed by ONNX's reference Resize
+    on basis vectors: every mode is separable (nearest, linear and cubic are products of one-axis
+    interpolations, antialias and exclude_outside act per axis, and an extrapolated point stays the
+    extrapolation value through the other axes, whose weights sum to 1). None where that cannot be known
+    when converting: scales, sizes or roi not constants, a resized axis of unknown size, or sizes with a
+    keep_aspect_ratio_policy other than stretch (its scale is shared between axes)."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    attributes = _resize_11_attributes(node, opset)
+    if attributes is None:
+        return None
+    rank = len(input_shape)
+    given = node_attributes(node)
+    if node.op_type == "Upsample" and "scales" in given:
+        scales, sizes, roi = np.asarray(given["scales"], np.float32), None, None
+    else:
+        scale_index = 1 if node.op_type == "Upsample" or opset < 11 else 2
+        named = list(node.input) + [""] * 4
+        if any(name and name not in constants for name in named[1:4]):
+            return None
+        scales = constants[named[scale_index]] if named[scale_index] else None
+        sizes = constants[named[3]] if scale_index == 2 and named[3] else None
+        roi = constants[named[1]] if scale_index == 2 and named[1] else None
+        scales = None if scales is not None and scales.size == 0 else scales
+        roi = None if roi is not None and roi.size == 0 else roi
+    if (scales is None) == (sizes is None) or sizes is not None and \
+            text(attributes.get("keep_aspect_ratio_policy", "stretch")) != "stretch":
+        return None
+    axes = [int(a) % rank for a in given.get("axes", range(rank))] if node.op_type == "Resize" else list(range(rank))
+    plans = []
+    for index, axis in enumerate(axes):
+        n = input_shape[axis]
+        scale = float(np.ravel(scales)[index]) if scales is not None else None
+        size = int(np.ravel(sizes)[index]) if sizes is not None else None
+        if not isinstance(n, int) or n < 1:
+            keeps = scale == 1.0 and text(attributes.get("coordinate_transformation_mode", "half_pixel")) not in (
+                "tf_crop_and_resize", "tf_half_pixel_for_nn")
+            if keeps:  # an axis of unknown size (the batch) the other modes map onto itself at scale 1
+                continue
+            return None
+        # the resized axis second, the basis vectors and a zero row along the first
+        inputs = {"X": np.vstack([np.eye(n), np.zeros((1, n))]).astype(np.float32)}
+        names = ["X", "", "", ""]
+        if roi is not None:
+            span = np.ravel(roi)
+            inputs["roi"] = np.array([0, span[index], 1, span[len(axes) + index]], np.float32)
+            names[1] = "roi"
+        if scale is not None:
+            inputs["scales"], names[2] = np.array([1.0, scale], np.float32), "scales"
+        else:
+            inputs["sizes"], names[3] = np.array([n + 1, size], np.int64), "sizes"
+        resize = helper.make_node("Resize", names, ["Y"], **attributes)
+        try:
+            values = ReferenceEvaluator(resize).run(None, inputs)[0].astype(np.float64)
+        except Exception:  # an attribute value the reference does not know
+            return None
+        offset, matrix = values[n], values[:n] - values[n]
+        picks = matrix.argmax(axis=0)
+        if not offset.any() and np.array_equal(matrix, np.eye(n)[:, picks]):
+            if not np.array_equal(picks, np.arange(n)):  # an axis whose positions all stay: nothing to do
+                plans.append(AxisResize(axis, indices=picks.astype(np.int64)))
+        else:
+            plans.append(AxisResize(axis, matrix=matrix, offset=offset if offset.any() else None))
+    return plans

@@ -26,6 +26,9 @@ REWRITES = [rw.drop_zero_initial_states, rw.constants_to_initializers, rw.positi
             rw.drop_default_training_mode, rw.initializers_as_inputs]
 
 
+RNG = np.random.default_rng(0)
+
+
 def _run_all(model, feeds) -> list[np.ndarray]:
     # Optimisations off on both sides: ORT's optimiser treats initializers listed as inputs as overridable
     # and so fuses differently, which changes float rounding, not the function.
@@ -248,11 +251,29 @@ def test_linear_on_tokens_converts_to_mxnet(tmp_path):
 
 
 def test_an_omitted_optional_input_is_refused_naming_the_op(tmp_path):
-    resize = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")
-    model = _graph([resize], [("x", [1, 1, 2, 2])], [("y", [1, 1, 4, 4])],
-                   [("scales", np.array([1, 1, 2, 2], np.float32))])
-    with pytest.raises(RosettaError, match="ONNX op Resize with an omitted optional input cannot be converted to mxnet"):
+    clip = helper.make_node("Clip", ["x", "", "high"], ["y"])
+    model = _graph([clip], [("x", [1, 1, 2, 2])], [("y", [1, 1, 2, 2])], [("high", np.array(0.5, np.float32))])
+    with pytest.raises(RosettaError, match="ONNX op Clip with an omitted optional input cannot be converted to mxnet"):
         _mxnet_outputs(model, {"x": np.ones((1, 1, 2, 2), np.float32)}, tmp_path)
+
+
+@pytest.mark.parametrize("nodes, shape, initializers", [
+    ([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")], ["N", 2, 3, 4],
+     [("scales", np.array([1, 1, 2, 1.5], np.float32))]),  # U-Net's upsampling, roi omitted
+    ([helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear", coordinate_transformation_mode="align_corners")],
+     [2, 2, 3, 4], [("sizes", np.array([2, 2, 5, 7], np.int64))]),
+    ([helper.make_node("Trilu", ["x"], ["y"], upper=0)], ["N", 4, 4], []),  # a causal mask's triangle
+    ([helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2, mode="CRD")], ["N", 8, 3, 2], []),  # pixel shuffle
+    ([helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=2, epsilon=1e-3)],
+     ["N", 4, 3, 2], [("scale", RNG.normal(size=4).astype(np.float32)), ("bias", RNG.normal(size=4).astype(np.float32))]),
+    ([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")],
+     ["N", 2, 7, 6], []),
+], ids=["resize_nearest", "resize_linear_align_corners", "trilu", "depth_to_space", "group_norm", "max_pool_same"])
+def test_ops_mxnet_lacks_are_rewritten_and_compute_in_mxnet_what_onnxruntime_does(nodes, shape, initializers, tmp_path):
+    opset = 21 if nodes[0].op_type == "GroupNormalization" else 18
+    model = _graph(nodes, [("x", shape)], [("y", None)], initializers, opset=opset)
+    x = np.random.default_rng(4).normal(size=[2] + shape[1:]).astype(np.float32)
+    np.testing.assert_allclose(_mxnet_outputs(model, {"x": x}, tmp_path)[0], _run(model, {"x": x}), rtol=1e-5, atol=1e-5)
 
 
 def _small_graph(nodes, inputs, initializers, opset: int = 17):
@@ -268,7 +289,6 @@ def _int64(*values):
     return np.array(values, np.int64)
 
 
-RNG = np.random.default_rng(0)
 # rewrite -> (graph it changes, what it leaves); each graph's input is x, its output y
 DIRECT = {
     rw.remove_dead_nodes: (_small_graph(
@@ -304,6 +324,30 @@ DIRECT = {
         [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
         [("x", ["N", 3, 4, 4])], [("w", RNG.normal(size=(3, 2, 2, 2)).astype(np.float32)),
                                   ("b", RNG.normal(size=2).astype(np.float32))]), "ConvTranspose"),
+    rw.resize_as_gathers_and_matmuls: (_small_graph(  # nearest up, then cubic down with antialias
+        [helper.make_node("Resize", ["x", "", "up"], ["nearest"], mode="nearest", nearest_mode="ceil",
+                          coordinate_transformation_mode="asymmetric"),
+         helper.make_node("Resize", ["nearest", "", "down"], ["y"], mode="cubic", antialias=1)],
+        [("x", ["N", 3, 4, 5])], [("up", np.array([1, 1, 2, 1.5], np.float32)),
+                                  ("down", np.array([1, 1, 0.6, 0.5], np.float32))], opset=19), "Resize"),
+    rw.trilu_as_where: (_small_graph(
+        [helper.make_node("Trilu", ["x", "k"], ["y"], upper=0)], [("x", ["N", 4, 5])], [("k", _int64(1))]), "Trilu"),
+    rw.depth_to_space_as_reshapes: (_small_graph(  # pixel shuffle (torch's CRD), then back
+        [helper.make_node("DepthToSpace", ["x"], ["shuffled"], blocksize=2, mode="CRD"),
+         helper.make_node("SpaceToDepth", ["shuffled"], ["y"], blocksize=2)], [("x", ["N", 8, 3, 4])], []),
+        "DepthToSpace"),
+    rw.explicit_pads: (_small_graph(
+        [helper.make_node("Conv", ["x", "w"], ["conv"], auto_pad="SAME_LOWER", strides=[2, 2]),
+         helper.make_node("MaxPool", ["conv"], ["y"], auto_pad="SAME_UPPER", kernel_shape=[2, 3])],
+        [("x", ["N", 3, 7, 6])], [("w", RNG.normal(size=(4, 3, 3, 2)).astype(np.float32))]), None),
+    rw.group_normalization_as_instance_normalization: (_small_graph(
+        [helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=2)], [("x", ["N", 4, 3, 3])],
+        [("scale", RNG.uniform(0.5, 1.5, size=4).astype(np.float32)), ("bias", RNG.normal(size=4).astype(np.float32))],
+        opset=21), "GroupNormalization"),
+    rw.layer_normalization_statistics_as_primitives: (_small_graph(
+        [helper.make_node("LayerNormalization", ["x", "scale"], ["normalized", "mean", "inverse"], axis=1),
+         helper.make_node("Add", ["normalized", "mean"], ["centred"]), helper.make_node("Mul", ["centred", "inverse"], ["y"])],
+        [("x", ["N", 3, 4])], [("scale", RNG.normal(size=(3, 4)).astype(np.float32))]), "LayerNormalization"),
 }
 
 

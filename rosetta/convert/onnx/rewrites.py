@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.frameworks.onnx_graph import (constant_values, default_opset, element_types, fold_constants,
-                                           node_attributes, onnx_slice, shape_tracer, static_shapes)
+                                           node_attributes, onnx_slice, resize_axes, shape_tracer, static_shapes,
+                                           text)
 
 
 def remove_dead_nodes(model):
@@ -190,12 +191,25 @@ def decompose_layer_normalization(model):
     defines it by, in primitives the importer reads: over the axes from `axis` on, computed in `stash_type`,
     Y = (X - mean) / sqrt(mean((X - mean)^2) + epsilon) * Scale + B; its optional Mean and InvStdDev outputs
     kept. Left as it is where `axis` >= 0 and the rank of X is unknown."""
-    from onnx import TensorProto, helper
+    return _decompose_layer_normalizations(model, lambda node: True)
+
+
+def layer_normalization_statistics_as_primitives(model):
+    """onnx2torch and onnx2tf: a LayerNormalization whose Mean or InvStdDev output is read (or is a graph output)
+    written out as decompose_layer_normalization does; onnx2torch's nn.LayerNorm returns Y alone, which it then
+    hands out for all three (a silent wrong result), onnx2tf fails on the names. The others stay one op (a
+    trainable nn.LayerNorm in torch)."""
+    used = {name for node in model.graph.node for name in node.input} | {o.name for o in model.graph.output}
+    return _decompose_layer_normalizations(model, lambda node: any(name in used for name in node.output[1:] if name))
+
+
+def _decompose_layer_normalizations(model, chosen):
+    from onnx import TensorProto
 
     shapes, types = static_shapes(model), element_types(model)
     nodes = []
     for node in model.graph.node:
-        if node.op_type != "LayerNormalization":
+        if node.op_type != "LayerNormalization" or not chosen(node):
             nodes.append(node)
             continue
         axis = node_attributes(node).get("axis", -1)
@@ -493,3 +507,205 @@ def apply(pipeline, model):
 def names(pipeline) -> list[str]:
     """A pipeline as its manifest records it: the rewrites' names, in order."""
     return [rewrite.__name__ for rewrite in pipeline]
+
+
+# ---- ops some importers lack, written in the primitives every importer reads ---------------------------------
+_FLOAT_TYPES = {1: np.float32, 10: np.float16, 11: np.float64}  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE
+
+
+def _replace_nodes(model, replace) -> None:
+    """Each node through `replace(node) -> [nodes] or None` (None: kept as it is)."""
+    nodes = []
+    for node in model.graph.node:
+        replacement = replace(node)
+        nodes.extend([node] if replacement is None else replacement)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+
+
+def resize_as_gathers_and_matmuls(model):
+    """MXNet, onnx2torch, onnx2tf: Resize and Upsample of a float tensor whose resized axes have static sizes
+    and whose scales or sizes are constants, written axis by axis as what ONNX's reference Resize computes on
+    them (onnx_graph.resize_axes): a Gather by constant indices where each output copies one input (nearest),
+    else a MatMul by the constant interpolation matrix between Transposes that bring that axis last (linear,
+    cubic, antialias, with an Add of tf_crop_and_resize's extrapolation). MXNet's importer has no opset-11+
+    Resize, onnx2torch none from opset 18 and an opset-11/13 one that only warns on the modes torch computes
+    otherwise, onnx2tf gets 29 of the suite's Resize cases wrong; all of them read Gather, MatMul, Transpose."""
+    from onnx import helper, numpy_helper
+
+    shapes, constants, types, opset = static_shapes(model), constant_values(model), element_types(model), \
+        default_opset(model)
+
+    def replace(node):
+        dtype = _FLOAT_TYPES.get(types.get(node.input[0] if node.input else ""))
+        shape = shapes.get(node.input[0]) if node.op_type in ("Resize", "Upsample") else None
+        plans = resize_axes(node, shape, constants, opset) if shape is not None and dtype is not None else None
+        if plans is None:
+            return None
+        nodes, current, rank, name = [], node.input[0], len(shape), node.output[0]
+        for step, plan in enumerate(plans):
+            out = name if step == len(plans) - 1 else f"{name}_axis{plan.axis}"
+            prefix = f"{name}_axis{plan.axis}"
+            if plan.indices is not None:
+                model.graph.initializer.append(numpy_helper.from_array(plan.indices, f"{prefix}_indices"))
+                nodes.append(helper.make_node("Gather", [current, f"{prefix}_indices"], [out], axis=plan.axis))
+            else:
+                model.graph.initializer.append(numpy_helper.from_array(plan.matrix.astype(dtype), f"{prefix}_matrix"))
+                perm = [a for a in range(rank) if a != plan.axis] + [plan.axis]
+                moved = current
+                if plan.axis != rank - 1:
+                    moved = f"{prefix}_last"
+                    nodes.append(helper.make_node("Transpose", [current], [moved], perm=perm))
+                product = f"{prefix}_product" if plan.offset is not None or plan.axis != rank - 1 else out
+                nodes.append(helper.make_node("MatMul", [moved, f"{prefix}_matrix"], [product]))
+                if plan.offset is not None:
+                    model.graph.initializer.append(numpy_helper.from_array(plan.offset.astype(dtype), f"{prefix}_offset"))
+                    shifted = out if plan.axis == rank - 1 else f"{prefix}_shifted"
+                    nodes.append(helper.make_node("Add", [product, f"{prefix}_offset"], [shifted]))
+                    product = shifted
+                if plan.axis != rank - 1:
+                    nodes.append(helper.make_node("Transpose", [product], [out], perm=list(np.argsort(perm))))
+            current = out
+        return nodes or [helper.make_node("Identity", [node.input[0]], [name])]
+
+    _replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+def trilu_as_where(model):
+    """MXNet (no Trilu), onnx2torch (none), onnx2tf (wrong for a k below the last row): Trilu of a tensor whose
+    last two axes have static sizes, with a constant k, as Where(mask, x, 0): the constant mask of the kept
+    triangle (j - i >= k for upper, <= k for lower), so every kept element is x's own and the rest are 0."""
+    from onnx import helper, numpy_helper
+
+    shapes, constants, types = static_shapes(model), constant_values(model), element_types(model)
+
+    def replace(node):
+        shape = shapes.get(node.input[0]) if node.op_type == "Trilu" else None
+        k_name = node.input[1] if len(node.input) > 1 else ""
+        if shape is None or len(shape) < 2 or None in shape[-2:] or (k_name and k_name not in constants) \
+                or node.input[0] not in types:
+            return None
+        k = int(np.ravel(constants[k_name])[0]) if k_name else 0
+        rows, columns = np.meshgrid(np.arange(shape[-2]), np.arange(shape[-1]), indexing="ij")
+        upper = node_attributes(node).get("upper", 1)
+        mask = (columns - rows >= k) if upper else (columns - rows <= k)
+        name = node.output[0]
+        zero = np.zeros((), helper.tensor_dtype_to_np_dtype(types[node.input[0]]))
+        model.graph.initializer.extend([numpy_helper.from_array(mask, f"{name}_mask"),
+                                        numpy_helper.from_array(zero, f"{name}_zero")])
+        return [helper.make_node("Where", [f"{name}_mask", node.input[0], f"{name}_zero"], [name])]
+
+    _replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+def depth_to_space_as_reshapes(model):
+    """DepthToSpace (DCR and CRD) and SpaceToDepth of an (N, C, H, W) tensor of static C, H, W as the
+    Reshape -> Transpose -> Reshape their spec defines them by (the batch copied, Reshape's 0): MXNet's importer
+    and onnx2torch get CRD or the opset-13 forms wrong or lack them, onnx2tf misorders SpaceToDepth's channels."""
+    from onnx import helper, numpy_helper
+
+    shapes = static_shapes(model)
+
+    def replace(node):
+        shape = shapes.get(node.input[0]) if node.op_type in ("DepthToSpace", "SpaceToDepth") else None
+        if shape is None or len(shape) != 4 or None in shape[1:]:
+            return None
+        _, c, h, w = shape
+        b, name = node_attributes(node)["blocksize"], node.output[0]
+        mode = text(node_attributes(node).get("mode", "DCR"))
+        if node.op_type == "SpaceToDepth":
+            if h % b or w % b:
+                return None
+            first, perm, last = [0, c, h // b, b, w // b, b], [0, 3, 5, 1, 2, 4], [0, c * b * b, h // b, w // b]
+        elif c % (b * b):
+            return None
+        elif mode == "DCR":
+            first, perm, last = [0, b, b, c // (b * b), h, w], [0, 3, 4, 1, 5, 2], [0, c // (b * b), h * b, w * b]
+        else:
+            first, perm, last = [0, c // (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3], [0, c // (b * b), h * b, w * b]
+        model.graph.initializer.extend([numpy_helper.from_array(np.array(first, np.int64), f"{name}_blocks"),
+                                        numpy_helper.from_array(np.array(last, np.int64), f"{name}_shape")])
+        return [helper.make_node("Reshape", [node.input[0], f"{name}_blocks"], [f"{name}_split"]),
+                helper.make_node("Transpose", [f"{name}_split"], [f"{name}_moved"], perm=perm),
+                helper.make_node("Reshape", [f"{name}_moved", f"{name}_shape"], [name])]
+
+    _replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+_POOLS = ("Conv", "MaxPool", "AveragePool", "LpPool")
+
+
+def explicit_pads(model):
+    """MXNet (which ignores auto_pad: a silently smaller output), onnx2tf (no SAME_LOWER) and the Keras mapper:
+    Conv and pooling with auto_pad SAME_UPPER, SAME_LOWER or VALID get the pads that mean, from the static
+    spatial sizes of the input: the total a window needs to give ceil(size / stride) outputs, its odd element
+    at the end (SAME_UPPER) or the start (SAME_LOWER)."""
+    from onnx import helper
+
+    shapes, constants = static_shapes(model), constant_values(model)
+    for node in model.graph.node:
+        attributes = node_attributes(node)
+        mode = text(attributes.get("auto_pad", "NOTSET"))
+        shape = shapes.get(node.input[0]) if node.op_type in _POOLS else None
+        if mode == "NOTSET" or shape is None or None in shape[2:]:
+            continue
+        spatial = len(shape) - 2
+        if node.op_type == "Conv":
+            if node.input[1] not in constants and None in (shapes.get(node.input[1]) or [None]):
+                continue
+            kernel = list(attributes.get("kernel_shape") or (constants[node.input[1]].shape if node.input[1] in constants
+                                                              else shapes[node.input[1]])[2:])
+        else:
+            kernel = list(attributes["kernel_shape"])
+        strides = list(attributes.get("strides", [1] * spatial))
+        dilations = list(attributes.get("dilations", [1] * spatial))
+        begins, ends = [0] * spatial, [0] * spatial
+        if mode != "VALID":
+            for axis, (size, k, stride, dilation) in enumerate(zip(shape[2:], kernel, strides, dilations)):
+                total = max((-(-size // stride) - 1) * stride + (k - 1) * dilation + 1 - size, 0)
+                small, large = total // 2, total - total // 2
+                begins[axis], ends[axis] = (small, large) if mode == "SAME_UPPER" else (large, small)
+        for attribute in [a for a in node.attribute if a.name in ("auto_pad", "pads")]:
+            node.attribute.remove(attribute)
+        node.attribute.append(helper.make_attribute("pads", begins + ends))
+    return model
+
+
+def group_normalization_as_instance_normalization(model):
+    """MXNet and onnx2tf (no GroupNormalization): GroupNormalization of an (N, C, ...) tensor of static C and
+    spatial sizes, with constant scale and bias, as torch exports nn.GroupNorm: Reshape to (N, G, -1),
+    InstanceNormalization with unit scale and zero bias (the statistics of each group), Reshape back, Mul by
+    the scale and Add the bias per channel (opset 18 gives them per group: each repeated over its channels)."""
+    from onnx import helper, numpy_helper
+
+    shapes, constants, opset = static_shapes(model), constant_values(model), default_opset(model)
+
+    def replace(node):
+        shape = shapes.get(node.input[0]) if node.op_type == "GroupNormalization" else None
+        if shape is None or None in shape[1:] or len(shape) < 3 or any(n not in constants for n in node.input[1:3]):
+            return None
+        attributes, name = node_attributes(node), node.output[0]
+        groups, channels = attributes["num_groups"], shape[1]
+        scale, bias = (constants[n].astype(np.float32).ravel() for n in node.input[1:3])
+        if scale.size == groups and opset < 21:  # per group before opset 21
+            scale, bias = np.repeat(scale, channels // groups), np.repeat(bias, channels // groups)
+        per_channel = [channels] + [1] * (len(shape) - 2)
+        model.graph.initializer.extend([
+            numpy_helper.from_array(np.array([0, groups, -1], np.int64), f"{name}_groups"),
+            numpy_helper.from_array(np.array([0] + list(shape[1:]), np.int64), f"{name}_shape"),
+            numpy_helper.from_array(np.ones(groups, np.float32), f"{name}_ones"),
+            numpy_helper.from_array(np.zeros(groups, np.float32), f"{name}_zeros"),
+            numpy_helper.from_array(scale.reshape(per_channel), f"{name}_scale"),
+            numpy_helper.from_array(bias.reshape(per_channel), f"{name}_bias")])
+        return [helper.make_node("Reshape", [node.input[0], f"{name}_groups"], [f"{name}_grouped"]),
+                helper.make_node("InstanceNormalization", [f"{name}_grouped", f"{name}_ones", f"{name}_zeros"],
+                                 [f"{name}_normalized"], epsilon=attributes.get("epsilon", 1e-5)),
+                helper.make_node("Reshape", [f"{name}_normalized", f"{name}_shape"], [f"{name}_ungrouped"]),
+                helper.make_node("Mul", [f"{name}_ungrouped", f"{name}_scale"], [f"{name}_scaled"]),
+                helper.make_node("Add", [f"{name}_scaled", f"{name}_bias"], [name])]
+
+    _replace_nodes(model, replace)
+    return remove_dead_nodes(model)

@@ -36,11 +36,15 @@ def _layout(onnx_shape: list, tf_shape: list) -> str:
     raise RosettaError(f"onnx2tf changed a tensor's shape from {onnx_shape} to {tf_shape}")
 
 
-# The rewrites onnx2tf needs, in order: constant shape arithmetic folded (as onnxsim, absent here, would), then
-# the parts of Shape that are static, folded again, so that symbolic shape inference can follow the Reshapes;
-# their shapes made static; a Linear's bias moved to the second operand; non-overlapping ConvTranspose as Conv +
-# DepthToSpace.
-REWRITES = (rw.fold_constant_subgraphs, rw.static_shape_parts, rw.fold_constant_subgraphs, rw.symbolic_reshape_shapes,
+# The rewrites onnx2tf needs, in order: the ops it lacks or gets wrong (auto_pad SAME_LOWER, Resize, Trilu,
+# DepthToSpace/SpaceToDepth, GroupNormalization, LayerNormalization's statistics) in primitives; constant shape
+# arithmetic folded (as onnxsim, absent here, would), then the parts of Shape that are static, folded again, so
+# that symbolic shape inference can follow the Reshapes; their shapes made static; a Linear's bias moved to the
+# second operand; non-overlapping ConvTranspose as Conv + DepthToSpace (that one left to onnx2tf, which gets it
+# right in DCR mode).
+REWRITES = (rw.explicit_pads, rw.resize_as_gathers_and_matmuls, rw.trilu_as_where, rw.depth_to_space_as_reshapes,
+            rw.group_normalization_as_instance_normalization, rw.layer_normalization_statistics_as_primitives,
+            rw.fold_constant_subgraphs, rw.static_shape_parts, rw.fold_constant_subgraphs, rw.symbolic_reshape_shapes,
             rw.constant_operands_second, rw.conv_transpose_as_depth_to_space)
 
 

@@ -11,7 +11,8 @@ time followed at conversion time (`symbolic.py`); the exporters' multi-node patt
 naming the op.
 
 Before mapping, the graph goes through REWRITES (rewrites.py: a Reshape to a shape computed from its own
-input's gets it as a constant, zero initial states of recurrent layers omitted), its nodes whose inputs are all
+input's gets it as a constant, zero initial states of recurrent layers omitted, auto_pad as explicit pads,
+DepthToSpace/SpaceToDepth as their reshapes), its nodes whose inputs are all
 constants are evaluated (ONNX's reference evaluator), and patterns.FUSIONS are applied; the manifest records
 both lists and the registered converters' opsets.
 """
@@ -30,7 +31,8 @@ from rosetta.convert.onnx.to_keras.walker import build, tensor_map
 from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "model.keras"
-REWRITES = (rewrites.constant_reshape_shapes, rewrites.drop_zero_initial_states)
+REWRITES = (rewrites.constant_reshape_shapes, rewrites.drop_zero_initial_states, rewrites.explicit_pads,
+            rewrites.depth_to_space_as_reshapes)
 
 
 def onnx_to_keras_model(model, keras, tensors: dict | None = None):
