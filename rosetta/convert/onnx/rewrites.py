@@ -615,10 +615,11 @@ def depth_to_space_as_reshapes(model):
         _, c, h, w = shape
         b, name = node_attributes(node)["blocksize"], node.output[0]
         mode = text(node_attributes(node).get("mode", "DCR"))
-        if node.op_type == "SpaceToDepth":
-            if h % b or w % b:
+        if node.op_type == "SpaceToDepth":  # its channels ordered (row, column, channel), or in CRD mode (opset 24)
+            if h % b or w % b:  # (channel, row, column)
                 return None
-            first, perm, last = [0, c, h // b, b, w // b, b], [0, 3, 5, 1, 2, 4], [0, c * b * b, h // b, w // b]
+            perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+            first, last = [0, c, h // b, b, w // b, b], [0, c * b * b, h // b, w // b]
         elif c % (b * b):
             return None
         elif mode == "DCR":

@@ -82,6 +82,31 @@ def logical_order(context: MappingContext, mapped: Mapped) -> Mapped:
     return materialize(context, mapped, tuple(None if k is None else next(order) for k in mapped.axes))
 
 
+def onnx_order(context: MappingContext, mapped: Mapped) -> Mapped:
+    """The tensor with every ONNX axis a Keras axis of its own, in ONNX order: the layout in which keras.ops
+    compute what ONNX's numpy-style ops do (broadcasting, axes, reductions)."""
+    return materialize(context, mapped, identity(len(mapped.axes)))
+
+
+def operands(context: MappingContext, names) -> list:
+    """The inputs called `names` for a keras.ops computation in ONNX's layout: a constant as its array (Keras
+    keeps it in the model's config), a tensor in ONNX order (onnx_order), an omitted input as None."""
+    return [None if not name else context.constants[name] if name in context.constants
+            else onnx_order(context, context.values[name]).tensor for name in names]
+
+
+def add(ops, a, b):
+    """a + b by keras.ops, as a - (-b), the same sum bit for bit: keras.ops.add on TensorFlow takes a `b` with one
+    axis of size > 1 for a bias of the last axis whenever that size is the last axis' (tf.nn.bias_add, Keras
+    3.15), so (3, 4, 4) + (1, 4, 1) silently adds along the wrong axis."""
+    return ops.subtract(a, ops.negative(b))
+
+
+def in_onnx_order(tensor) -> Mapped:
+    """A keras.ops result computed in ONNX's layout."""
+    return Mapped(tensor, identity(len(tensor.shape)))
+
+
 def zero_padding(context: MappingContext, x: Mapped, pads: list) -> Mapped:
     """ZeroPaddingND of a channels-last tensor by ONNX spatial pads [begin..., end...]."""
     spatial = len(pads) // 2

@@ -1,10 +1,11 @@
 """The multi-node forms exporters write, each fused into one node before mapping, so that it becomes one
-layer whose weights stay trainable: LayerNorm spelled as ReduceMean/Sub/Pow/Sqrt/Div (torch below opset 17, or
+layer whose weights stay trainable: torch's GroupNorm (Reshape, InstanceNormalization, Reshape, Mul, Add),
+LayerNorm spelled as ReduceMean/Sub/Pow/Sqrt/Div (torch below opset 17, or
 written out by hand), GELU spelled with Erf (Keras has no erf or sqrt layer to map them one by one), MatMul +
 Add of a constant vector (torch's Linear on 3-D inputs), and tf2onnx's Embedding index wrap
 (where(i < 0, i + n, i)), dropped: Gather reads negative indices from the end already, as Keras' Embedding
-does. The fused nodes are in rosetta's domain (registry.FUSED): LayerNormalization and Gelu as ONNX defines
-them at opsets 17 and 20, MatMul with a third input, the bias. FUSIONS names them, in the order they run; the
+does. The fused nodes are in rosetta's domain (registry.FUSED): GroupNormalization, LayerNormalization and Gelu
+as ONNX defines them at opsets 21, 17 and 20, MatMul with a third input, the bias. FUSIONS names them, in the order they run; the
 manifest records it."""
 
 from __future__ import annotations
@@ -206,7 +207,45 @@ def _below_zero_indices(view: GraphView, matched: list) -> str:
     return cast.input[0] if cast is not None else less.input[0]
 
 
-FUSIONS = {"layer_normalization": _match_layer_normalization, "gelu": _match_gelu, "matmul_bias": _match_matmul_bias,
+def _match_group_normalization(view: GraphView, norm):
+    """torch's GroupNorm: Reshape(x, [0, G, -1]), InstanceNormalization with unit scale and zero bias (the group
+    statistics), Reshape back to Shape(x), then Mul and Add of per-channel constants (C, 1, ...): one
+    GroupNormalization (ONNX's opset-21 form, per-channel scale and bias) whose weights stay trainable."""
+    import onnx
+
+    if norm.op_type != "InstanceNormalization":
+        return None
+    scale, bias = (view.constants.get(name) for name in norm.input[1:3])
+    grouping = view.made_by(norm.input[0], "Reshape")
+    shape = view.constants.get(grouping.input[1]) if grouping is not None else None
+    if scale is None or bias is None or np.any(scale != 1) or np.any(bias != 0) or shape is None or \
+            shape.size != 3 or int(shape[1]) != scale.size or view.sole_reader(norm.input[0], "InstanceNormalization") is None:
+        return None
+    x, groups = grouping.input[0], int(shape[1])
+    back = view.sole_reader(norm.output[0], "Reshape")
+    source = view.made_by(back.input[1], "Shape") if back is not None else None
+    if source is None or source.input[0] != x or source.attribute or view.sole_reader(back.input[1], "Reshape") is not back:
+        return None
+    matched, output, weights = [grouping, norm, source, back], back.output[0], []
+    channels = (view.shapes.get(x) or [None, None])[1]
+    for op_type in ("Mul", "Add"):
+        step = view.sole_reader(output, op_type)
+        value = view.constants.get(view.other_input(step, output)) if step is not None else None
+        if value is None or channels is None or value.size != channels or value.shape[0] != channels:
+            break
+        weights.append(value.reshape(channels).astype(np.float32))
+        matched.append(step)
+        output = step.output[0]
+    if len(weights) != 2:
+        return None
+    names = [f"{output}/scale", f"{output}/bias"]
+    view.constants.update(zip(names, weights))
+    epsilon = node_attributes(norm).get("epsilon", 1e-5)
+    return matched, onnx.helper.make_node("GroupNormalization", [x] + names, [output], num_groups=groups,
+                                          epsilon=epsilon, domain=FUSED)
+
+
+FUSIONS = {"group_normalization": _match_group_normalization, "layer_normalization": _match_layer_normalization, "gelu": _match_gelu, "matmul_bias": _match_matmul_bias,
            "embedding_index_wrap": _match_index_wrap}
 
 

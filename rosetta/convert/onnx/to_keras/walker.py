@@ -6,7 +6,7 @@ holding the batch size: symbolic.py) or handed to its converter, which adds Kera
 from __future__ import annotations
 
 from rosetta.convert.onnx.to_keras.context import Mapped, MappingContext
-from rosetta.convert.onnx.to_keras.layout import identity, materialize
+from rosetta.convert.onnx.to_keras.layout import add, identity, materialize
 from rosetta.convert.onnx.to_keras.patterns import fuse_patterns
 from rosetta.convert.onnx.to_keras.registry import FUSED, converter_for
 from rosetta.convert.onnx.to_keras.symbolic import evaluate_symbolic
@@ -50,8 +50,11 @@ def build(context: MappingContext):
         if value.name in context.constants:
             continue
         shape = context.static_shape(value.name)
+        if not shape:
+            raise RosettaError(f"keras mapper: input {value.name!r} is a scalar; a Keras input has a batch axis")
         dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type).name
-        tensor = keras.Input(shape=tuple(shape[1:]), dtype=dtype, name=value.name)
+        # a first axis of static size stays that size: ops may then act on it as on any other axis
+        tensor = keras.Input(shape=tuple(shape[1:]), batch_size=shape[0], dtype=dtype, name=value.name)
         inputs.append(tensor)
         context.values[value.name] = Mapped(tensor, identity(len(shape)), batch_multiple=1)
     for node in nodes:
@@ -76,11 +79,29 @@ def build(context: MappingContext):
                 context.define(name, mapped, tensors)
     outputs = []
     for value in model.graph.output:
+        if value.name not in context.values:
+            outputs.append(_constant_output(context, value.name, inputs))
+            continue
         mapped = context.values[value.name]
-        if None in mapped.axes or mapped.feature_order is not None:
-            raise RosettaError(f"keras mapper: output {value.name!r} would need a reshape the mapper does not make")
-        outputs.append(materialize(context, mapped, identity(len(mapped.axes))).tensor)
+        if mapped.feature_order is not None:
+            raise RosettaError(f"keras mapper: output {value.name!r} is a channels-last flattened tensor")
+        outputs.append(materialize(context, mapped, identity(len(mapped.axes))).tensor)  # virtual axes made real
     return keras.Model(inputs=inputs, outputs=outputs if len(outputs) > 1 else outputs[0], name="rosetta")
+
+
+def _constant_output(context: MappingContext, name: str, inputs: list):
+    """A graph output known when converting (a shape, folded arithmetic) as a tensor of the Keras model: its
+    value added to zeros made from the first input (zeros_like reads no value, so NaN or Inf there does not
+    spread), since a functional model's outputs are computed from its inputs."""
+    value = context.constants.get(name)
+    if value is None or not inputs:
+        raise RosettaError(f"keras mapper: output {name!r} is computed from the run-time batch size, which the "
+                           f"mapper follows only into shapes")
+    ops = context.keras.ops
+    zero = ops.sum(ops.zeros_like(ops.cast(inputs[0], "float32")))
+    if value.dtype == bool:
+        return ops.logical_or(ops.cast(zero, "bool"), value)
+    return add(ops, ops.cast(zero, str(value.dtype)), value)
 
 
 def tensor_map(context: MappingContext) -> dict[str, dict]:

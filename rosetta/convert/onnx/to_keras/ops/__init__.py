@@ -2,5 +2,5 @@
 (registry.add_converter). An op is added as a function in its family's module (or a new module listed here)
 plus its conformance cases."""
 
-from rosetta.convert.onnx.to_keras.ops import (activations, arithmetic, conv, dense, normalization, pad,  # noqa: F401
-                                               pooling, recurrent, reshape, resize, tensors)
+from rosetta.convert.onnx.to_keras.ops import (activations, arithmetic, conv, dense, math, normalization,  # noqa: F401
+                                               pad, pooling, recurrent, reshape, resize, tensors)

@@ -1,9 +1,13 @@
-"""Elementwise activations as Keras' built-in layers (ReLU, Activation, Rescaling), and Softmax."""
+"""Elementwise activations as Keras' built-in layers (ReLU, Activation, Rescaling) where one computes the op,
+keras.ops otherwise (Clip's other bounds, GELU's tanh approximation), and Softmax."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from rosetta.convert.onnx.to_keras.context import Mapped
-from rosetta.convert.onnx.to_keras.layout import realize
+from rosetta.convert.onnx.to_keras.layout import add, keras_constant, realize
+from rosetta.convert.onnx.to_keras.ops.math import broadcast, unary
 from rosetta.convert.onnx.to_keras.registry import FUSED, add_converter
 from rosetta.errors import RosettaError
 from rosetta.frameworks.onnx_graph import text
@@ -32,8 +36,12 @@ def _clip(context, node, low, high) -> list:
     if (low, high) == (-1, 1):
         tensor = context.keras.layers.Activation("hard_tanh", name=context.name("hard_tanh"))(x.tensor)
         return [Mapped(tensor, x.axes, x.feature_order)]
-    raise RosettaError(f"keras mapper: Clip(min={low}, max={high}) is not supported: only Clip(0, max) "
-                       f"(ReLU, ReLU6) and Clip(-1, 1) are built-in Keras layers")
+
+    def clip(ops, tensor):  # min(max(x, low), high): `high` where low > high, as ONNX says
+        dtype = str(tensor.dtype)
+        tensor = tensor if low is None else ops.maximum(tensor, np.asarray(low, dtype))
+        return tensor if high is None else ops.minimum(tensor, np.asarray(high, dtype))
+    return unary(context, node, clip)
 
 
 @add_converter("Clip", 1)
@@ -44,8 +52,14 @@ def clip_attributes(context, node, attrs):
 
 @add_converter("Clip", 11)
 def clip_inputs(context, node, attrs):
-    """Clip from opset 11: its bounds are optional inputs, constants here."""
-    bounds = [context.optional_constant(node, index, f"Clip {what}") for index, what in ((1, "min"), (2, "max"))]
+    """Clip from opset 11: its bounds are optional inputs (computed at run time: clipped by them broadcast)."""
+    names = (list(node.input) + ["", ""])[1:3]
+    if any(name and name not in context.constants for name in names):
+        def clip(ops, x, low=None, high=None):
+            x = x if low is None else ops.maximum(x, low)
+            return x if high is None else ops.minimum(x, high)
+        return broadcast(context, node, clip)
+    bounds = [context.constants[name] if name else None for name in names]
     return _clip(context, node, *(None if bound is None else float(bound) for bound in bounds))
 
 
@@ -77,22 +91,11 @@ def hard_swish(context, node, attrs):
 @add_converter("Gelu", 20)
 @add_converter("Gelu", 1, domain=FUSED)
 def gelu(context, node, attrs):
-    if text(attrs.get("approximate", "none")) != "none":
-        raise RosettaError("keras mapper: Gelu with approximate='tanh' is not supported (Keras' 'gelu' "
-                           "activation is the exact one)")
+    """The exact GELU as Keras' 'gelu' activation; approximate='tanh' as keras.ops.gelu's approximation, which
+    is ONNX's formula."""
+    if text(attrs.get("approximate", "none")) == "tanh":
+        return unary(context, node, lambda ops, x: ops.gelu(x, approximate=True))
     return activation(context, node, "gelu")
-
-
-@add_converter("Erf", 9)
-def erf(context, node, attrs):
-    raise RosettaError("keras mapper: Erf is supported only inside GELU, x * 0.5 * (1 + erf(x / sqrt(2))): "
-                       "Keras has no built-in erf layer")
-
-
-@add_converter("Sqrt", 1)
-def sqrt(context, node, attrs):
-    raise RosettaError("keras mapper: Sqrt is supported only inside a LayerNorm pattern "
-                       "((x - mean) / sqrt(variance + eps)): Keras has no built-in sqrt layer")
 
 
 def _softmax_axis(context, x: Mapped, axis: int) -> tuple[Mapped, int]:
@@ -127,3 +130,26 @@ def softmax_flattened(context, node, attrs):
     ops = context.keras.ops
     normalizer = ops.logsumexp(x.tensor, axis=tuple(x.axes[axis] for axis in real), keepdims=True)
     return [Mapped(ops.exp(ops.subtract(x.tensor, normalizer)), x.axes)]
+
+
+@add_converter("PRelu", 7)
+def prelu(context, node, attrs):
+    """A trainable PReLU layer whose alpha is the constant slope laid out as the input, shared along the axes it
+    broadcasts over; a slope computed at run time (or varying over the batch) by keras.ops,
+    max(x, 0) + min(x, 0) * slope."""
+    x = context.values[node.input[0]]
+    slope = context.constants.get(node.input[1])
+    shape = list(x.tensor.shape[1:])
+    if slope is not None and x.feature_order is None and None not in shape:
+        try:
+            alpha = np.asarray(keras_constant(context, x, node.input[0], slope, "PRelu"), np.float32)
+        except RosettaError:
+            alpha = None
+        if alpha is not None:
+            alpha = alpha.reshape((1,) * len(shape)) if alpha.ndim == 0 else alpha
+            shared = [axis + 1 for axis, size in enumerate(alpha.shape) if size == 1 and shape[axis] != 1]
+            layer = context.keras.layers.PReLU(shared_axes=shared or None, name=context.name("prelu"))
+            tensor = layer(x.tensor)
+            layer.set_weights([alpha])
+            return [Mapped(tensor, x.axes)]
+    return broadcast(context, node, lambda ops, x, slope: add(ops, ops.relu(x), ops.multiply(ops.minimum(x, 0), slope)))

@@ -7,14 +7,38 @@ Weights: Conv kernels OI(spatial) -> (spatial)IO, with explicit ZeroPadding when
 from __future__ import annotations
 
 from rosetta.convert.onnx.to_keras.context import Mapped
-from rosetta.convert.onnx.to_keras.layout import channels_last, explicit_padding, materialize, pairs
+from rosetta.convert.onnx.to_keras.layout import add, channels_last, explicit_padding, materialize, operands, pairs
 from rosetta.convert.onnx.to_keras.registry import add_converter
 from rosetta.errors import RosettaError
 from rosetta.frameworks.onnx_graph import text
 
 
+def _conv_by_ops(context, node, attrs) -> list:
+    """Conv whose weights are computed at run time (no layer holds them): keras.ops.conv of the channels-last
+    input, explicitly padded, by the kernel transposed to (spatial, I, O), then the bias; one group only."""
+    x = context.values[node.input[0]]
+    rank = len(x.axes)
+    spatial = rank - 2
+    if attrs.get("group", 1) != 1 or text(attrs.get("auto_pad", "NOTSET")) != "NOTSET":
+        raise RosettaError("keras mapper: Conv with weights computed at run time is supported with group=1 and "
+                           "explicit pads only")
+    ops = context.keras.ops
+    x = materialize(context, x, channels_last(rank))
+    pads = list(attrs.get("pads", [0] * 2 * spatial))
+    tensor = ops.pad(x.tensor, [(0, 0)] + list(zip(pads[:spatial], pads[spatial:])) + [(0, 0)]) if any(pads) else x.tensor
+    weight, bias = (operands(context, node.input[1:3]) + [None])[:2]
+    kernel = ops.transpose(weight, list(range(2, rank)) + [1, 0])
+    tensor = ops.conv(tensor, kernel, strides=list(attrs.get("strides", [1] * spatial)), padding="valid",
+                      dilation_rate=list(attrs.get("dilations", [1] * spatial)))
+    return [Mapped(tensor if bias is None else add(ops, tensor, bias), channels_last(rank))]
+
+
 @add_converter("Conv", 1)
 def conv(context, node, attrs):
+    """A trainable Conv (depthwise, grouped) layer of the constant weights; _conv_by_ops otherwise."""
+    if node.input[1] not in context.constants or \
+            any(name not in context.constants for name in node.input[2:3] if name):
+        return _conv_by_ops(context, node, attrs)
     weight = context.constant(node.input[1], "Conv weight")
     bias = context.optional_constant(node, 2, "Conv bias")
     spatial = weight.ndim - 2

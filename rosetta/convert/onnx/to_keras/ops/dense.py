@@ -1,14 +1,14 @@
-"""Gemm and MatMul: a Dense layer (trainable) for a product by a constant matrix, keras.ops.matmul for the
-product of two tensors (attention's scores and weighted values). Gemm kernels are transposed as transB says."""
+"""Gemm and MatMul: a Dense layer (trainable) for a product by a constant matrix, its kernel transposed as
+Gemm's transB says; keras.ops.matmul for the product of two tensors (attention's scores and weighted values)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from rosetta.convert.onnx.to_keras.context import Mapped
-from rosetta.convert.onnx.to_keras.layout import identity, logical_order, materialize
+from rosetta.convert.onnx.to_keras.layout import add, identity, materialize
+from rosetta.convert.onnx.to_keras.ops.math import broadcast
 from rosetta.convert.onnx.to_keras.registry import FUSED, add_converter
-from rosetta.errors import RosettaError
 
 
 def dense(context, x: Mapped, kernel: np.ndarray, bias) -> Mapped:
@@ -25,37 +25,37 @@ def dense(context, x: Mapped, kernel: np.ndarray, bias) -> Mapped:
 
 @add_converter("Gemm", 7)
 def gemm(context, node, attrs):
-    if attrs.get("transA", 0):
-        raise RosettaError("keras mapper: Gemm with transA=1 is not supported")
-    weight = context.constant(node.input[1], "Gemm B")
-    kernel = (weight.T if attrs.get("transB", 0) else weight) * attrs.get("alpha", 1.0)
-    bias = None
-    if len(node.input) > 2 and node.input[2]:
-        bias = np.broadcast_to(context.constant(node.input[2], "Gemm C") * attrs.get("beta", 1.0),
-                               (kernel.shape[1],)).copy()
-    return [dense(context, context.values[node.input[0]], kernel.astype(np.float32), bias)]
+    """A Dense layer (trainable) for A . B + C with B and C constants; keras.ops otherwise (transA, operands
+    computed at run time): alpha * A' . B' + beta * C."""
+    weight = context.constants.get(node.input[1])
+    bias_name = node.input[2] if len(node.input) > 2 else ""
+    if weight is not None and not attrs.get("transA", 0) and (not bias_name or bias_name in context.constants) \
+            and node.input[0] in context.values:
+        kernel = (weight.T if attrs.get("transB", 0) else weight) * attrs.get("alpha", 1.0)
+        bias = None
+        if bias_name:
+            bias = np.broadcast_to(context.constants[bias_name] * attrs.get("beta", 1.0), (kernel.shape[1],)).copy()
+        return [dense(context, context.values[node.input[0]], kernel.astype(np.float32), bias)]
+
+    def compute(ops, a, b, c=None):
+        a = ops.transpose(a) if attrs.get("transA", 0) else a
+        b = ops.transpose(b) if attrs.get("transB", 0) else b
+        product = ops.matmul(a, b)
+        product = product if attrs.get("alpha", 1.0) == 1.0 else ops.multiply(product, attrs["alpha"])
+        if c is None:
+            return product
+        return add(ops, product, c if attrs.get("beta", 1.0) == 1.0 else ops.multiply(c, attrs["beta"]))
+    return broadcast(context, node, compute)
 
 
 @add_converter("MatMul", 1)
 @add_converter("MatMul", 1, domain=FUSED)  # with a third input, the bias
 def matmul(context, node, attrs):
-    if node.input[0] in context.values and node.input[1] in context.values:
-        return [_matmul_of_tensors(context, node)]
-    if node.input[1] not in context.constants or context.constants[node.input[1]].ndim != 2:
-        raise RosettaError("keras mapper: MatMul is supported by a constant 2-D weight only (a Dense layer)")
-    bias = context.optional_constant(node, 2, "MatMul bias")  # a third input only in the FUSED domain
-    return [dense(context, context.values[node.input[0]], context.constants[node.input[1]], bias)]
-
-
-def _matmul_of_tensors(context, node) -> Mapped:
-    """MatMul of two tensors: keras.ops.matmul, which follows numpy's matmul broadcasting, as ONNX does; both
-    operands in ONNX axis order."""
-    first, second = (context.values[name] for name in node.input[:2])
-    if first.feature_order is not None or second.feature_order is not None or \
-            None in first.axes or None in second.axes:
-        raise RosettaError("keras mapper: MatMul of two tensors with size-1 axes held virtually, or of a "
-                           "channels-last flattened tensor, is not supported")
-    first, second = logical_order(context, first), logical_order(context, second)
-    if len(first.axes) != len(second.axes) or len(first.axes) < 2:
-        raise RosettaError("keras mapper: MatMul of two tensors of different ranks is not supported")
-    return Mapped(context.keras.ops.matmul(first.tensor, second.tensor), identity(len(first.axes)))
+    """A Dense layer (trainable) for a product by a constant matrix (and in the FUSED domain, its bias);
+    keras.ops.matmul, which broadcasts as numpy's matmul, as ONNX's, for any other product."""
+    weight = context.constants.get(node.input[1])
+    if node.input[0] in context.values and weight is not None and weight.ndim == 2 and \
+            str(context.values[node.input[0]].tensor.dtype).startswith("float"):
+        bias = context.optional_constant(node, 2, "MatMul bias")  # a third input only in the FUSED domain
+        return [dense(context, context.values[node.input[0]], weight, bias)]
+    return broadcast(context, node, lambda ops, a, b: ops.matmul(a, b))

@@ -1,4 +1,4 @@
-"""Shape, ConstantOfShape, Expand, Reshape and Flatten: shapes followed at conversion time (symbolic.py), and
+"""Shape, ConstantOfShape, Reshape and Flatten: shapes followed at conversion time (symbolic.py), and
 Reshape layers where a shape reaches a tensor.
 
 Flattening a channels-last tensor gives features in (h, w, c) order where the ONNX graph has (c, h, w): when
@@ -26,15 +26,19 @@ def shape(context, node, attrs):
     return []
 
 
+@add_converter("Size", 1)
+def size(context, node, attrs):
+    """The element count of a tensor, followed at conversion time as Shape is (a constant once no batch size of
+    unknown size is in it)."""
+    count = np.empty((), dtype=object)
+    count[()] = np.prod(np.array(context.dims(node.input[0]), dtype=object)) if context.dims(node.input[0]) else 1
+    context.store_symbolic(node.output[0], count)
+    return []
+
+
 @add_converter("ConstantOfShape", 9)
 def constant_of_shape(context, node, attrs):
     raise RosettaError("keras mapper: ConstantOfShape of a shape not known at conversion time is not supported")
-
-
-@add_converter("Expand", 8)
-def expand(context, node, attrs):
-    raise RosettaError("keras mapper: Expand of a tensor is not supported (only of one value, to a shape "
-                       "known at conversion time)")
 
 
 def flatten_batch_first(context, node, x: Mapped) -> list:
@@ -44,6 +48,8 @@ def flatten_batch_first(context, node, x: Mapped) -> list:
         shape = [d for d, k in zip(shape, x.axes) if k is not None]
         x = Mapped(x.tensor, tuple(k for k in x.axes if k is not None), x.feature_order, x.nonnegative)
     rank = len(x.axes)
+    if rank == 1:  # (N,) -> (N, 1): a virtual axis of size 1
+        return [Mapped(x.tensor, (x.axes[0], None), x.feature_order, x.nonnegative)]
     flatten = lambda tensor: context.keras.layers.Flatten(name=context.name("flatten"))(tensor)  # noqa: E731
     if x.axes == identity(rank) or rank == 2 and x.axes == (0, 1):
         return [Mapped(flatten(x.tensor) if rank > 2 else x.tensor, (0, 1), x.feature_order, x.nonnegative)]
@@ -63,9 +69,22 @@ def flatten_batch_first(context, node, x: Mapped) -> list:
 
 @add_converter("Flatten", 1)
 def flatten_op(context, node, attrs):
-    if attrs.get("axis", 1) != 1:
-        raise RosettaError("keras mapper: Flatten with axis != 1 is not supported")
-    return flatten_batch_first(context, node, context.values[node.input[0]])
+    """Flatten at axis 1 as a Flatten layer (in ONNX's element order); at another axis, keras.ops.reshape to the
+    two products (the one holding a batch of unknown size as -1)."""
+    x = context.values[node.input[0]]
+    axis = attrs.get("axis", 1)
+    axis = axis + len(x.axes) if axis < 0 else axis
+    if axis == 1:
+        return flatten_batch_first(context, node, x)
+    dims = context.dims(node.input[0])
+    before, after = product(dims[:axis]), product(dims[axis:])
+    shape = [-1 if before[0] is not None else before[1], -1 if after[0] is not None else after[1]]
+    if shape.count(-1) > 1:
+        raise RosettaError("keras mapper: Flatten of a tensor holding the batch twice")
+    x = logical_order(context, x)
+    # the axis of unknown size holds the batch times the known sizes flattened with it
+    multiple = before[0] * before[1] if before[0] else after[0] * after[1] if after[0] else None
+    return [Mapped(context.keras.ops.reshape(x.tensor, shape), identity(2), batch_multiple=multiple)]
 
 
 @add_converter("Reshape", 5, reads_symbolic=True)
@@ -92,6 +111,9 @@ def reshape(context, node, attrs):
     target_multiple, _ = product(target)
     batch = [i for i, d in enumerate(source) if isinstance(d, BatchDim)]
     merged = [i for i, d in enumerate(target) if isinstance(d, BatchDim)]
+    if total_multiple is None and target_multiple is None:  # no batch of unknown size: a static reshape
+        x = logical_order(context, x)
+        return [Mapped(context.keras.ops.reshape(x.tensor, [int(d) for d in target]), identity(len(target)))]
     if total_multiple is None or target_multiple is None:
         raise RosettaError("keras mapper: Reshape of a tensor without a batch axis, or into one without it")
     b, c = batch[0], merged[0]

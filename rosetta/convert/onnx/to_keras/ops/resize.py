@@ -1,19 +1,18 @@
 """Resize and Upsample: by integer factors on the spatial axes as UpSamplingND (nearest that repeats, or
-bilinear with half-pixel centres in 2-D), and linear with align_corners as a fixed interpolation matrix per
-axis. Resize-10 is Upsample-9 renamed (X, scales); from opset 11 it reads (X, roi, scales, sizes), any of the
-last three omitted, and from 18 an `axes` attribute."""
+bilinear with half-pixel centres in 2-D), any other as what ONNX's reference computes axis by axis (`by_axes`:
+copied positions or a fixed interpolation matrix, keras.ops). Resize-10 is Upsample-9 renamed (X, scales); from
+opset 11 it reads (X, roi, scales, sizes), any of the last three omitted, and from 18 an `axes` attribute."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
 from rosetta.convert.onnx.to_keras.context import BatchDim, Mapped
-from rosetta.convert.onnx.to_keras.layout import channels_last, materialize
+from rosetta.convert.onnx.to_keras.layout import add, channels_last, materialize, realize
 from rosetta.convert.onnx.to_keras.registry import add_converter
 from rosetta.errors import RosettaError
-from rosetta.frameworks.onnx_graph import text
+from rosetta.frameworks.onnx_graph import resize_axes, text
 
 
 def nearest_is_repeat(coordinate_mode: str, nearest_mode: str, factor: int, length: int | None) -> bool:
@@ -64,17 +63,66 @@ def upsample(context, node, x: Mapped, scales: list, mode: str, coordinate_mode:
     return [Mapped(layer(x.tensor), x.axes, None, x.nonnegative)]
 
 
+def by_axes(context, node) -> Mapped | None:
+    """Any Resize or Upsample whose resized axes have static sizes and whose scales or sizes are constants, axis
+    by axis as ONNX's reference computes it (onnx_graph.resize_axes): keras.ops.take of the copied positions
+    (nearest), or a product with the constant interpolation matrix along that axis; None where it cannot."""
+    shape, constants = context.static_shape(node.input[0]), context.constants
+    if len(node.input) > 3 and node.input[3] in context.symbolic:  # sizes copying the batch from Shape(x)
+        wanted, dims = context.shape_value(node.input[3], "Resize sizes"), context.dims(node.input[0])
+        if any(isinstance(w, BatchDim) and w != d for w, d in zip(wanted, dims)):
+            return None
+        # the batch axis kept as it is: an axis of size 1 to 1, which every mode maps onto itself
+        shape = [1 if isinstance(d, BatchDim) else s for s, d in zip(shape, dims)]
+        constants = {**constants, node.input[3]: np.array([1 if isinstance(w, BatchDim) else int(w) for w in wanted])}
+    plans = resize_axes(node, shape, constants, context.opset)
+    if plans is None:
+        return None
+    x, ops = context.values[node.input[0]], context.keras.ops
+    for plan in plans:
+        if x.axes[plan.axis] is None:
+            x = realize(context, x, [plan.axis])
+        axis, tensor = x.axes[plan.axis], x.tensor
+        if plan.indices is not None:
+            tensor = ops.take(tensor, plan.indices, axis=axis)
+        else:
+            dtype = str(tensor.dtype)
+            moved = ops.matmul(ops.moveaxis(tensor, axis, -1), plan.matrix.astype(dtype))
+            if plan.offset is not None:
+                moved = add(ops, moved, plan.offset.astype(dtype))
+            tensor = ops.moveaxis(moved, -1, axis)
+        x = Mapped(tensor, x.axes, None, x.nonnegative and plan.indices is not None)
+    return x
+
+
+def _with_fallback(context, node, fast) -> list:
+    """fast() (an UpSampling layer), or where it cannot, by_axes."""
+    try:
+        return fast()
+    except RosettaError:
+        mapped = by_axes(context, node)
+        if mapped is None:
+            raise
+        return [mapped]
+
+
 @add_converter("Resize", 10)
 def resize_scales(context, node, attrs):
     """Resize-10 is Upsample-9 renamed: asymmetric sampling, nearest by floor."""
-    scales = [float(s) for s in np.ravel(context.constant(node.input[1], "Resize scales"))]
-    return upsample(context, node, context.values[node.input[0]], scales, text(attrs.get("mode", "nearest")),
-                    "asymmetric", "floor")
+    def fast():
+        scales = [float(s) for s in np.ravel(context.constant(node.input[1], "Resize scales"))]
+        return upsample(context, node, context.values[node.input[0]], scales, text(attrs.get("mode", "nearest")),
+                        "asymmetric", "floor")
+    return _with_fallback(context, node, fast)
 
 
 @add_converter("Resize", 11, reads_symbolic=True)
 def resize(context, node, attrs):
     """Resize from opset 11: by constant scales, or by sizes (constant, or copying the batch from Shape(x))."""
+    return _with_fallback(context, node, lambda: _resize_fast(context, node, attrs))
+
+
+def _resize_fast(context, node, attrs) -> list:
     x = context.values[node.input[0]]
     rank = len(x.axes)
     scales = context.optional_constant(node, 2, "Resize scales")
@@ -98,56 +146,21 @@ def resize(context, node, attrs):
     full = [1.0] * rank
     for axis, scale in zip(axes, np.ravel(scales)):
         full[axis] = float(scale)
-    mode = text(attrs.get("mode", "nearest"))
-    coordinate_mode = text(attrs.get("coordinate_transformation_mode", "half_pixel"))
-    if mode == "linear" and coordinate_mode == "align_corners":
-        source = context.static_shape(node.input[0])
-        if full[:2] != [1.0, 1.0] or not 3 <= rank <= 5 or None in source[2:]:
-            raise RosettaError("keras mapper: Resize with align_corners is supported on the spatial axes of a 3- "
-                               "to 5-D tensor of known size only")
-        lengths = [int(size) for size in sizes] if sizes is not None and sizes.size else None
-        if lengths is not None:
-            targets = {axis: size for axis, size in zip(axes, lengths)}
-            lengths = [targets.get(axis, source[axis]) for axis in range(2, rank)]
-        else:
-            lengths = [int(math.floor(n * f)) for n, f in zip(source[2:], full[2:])]
-        return [_linear_align_corners(context, x, source[2:], lengths)]
-    return upsample(context, node, x, full, mode, coordinate_mode, text(attrs.get("nearest_mode", "round_prefer_floor")))
-
-
-def _linear_align_corners(context, x: Mapped, lengths: list, resized: list) -> Mapped:
-    """Linear Resize with align_corners, one spatial axis at a time (linear interpolation is separable):
-    output i reads input i * (n - 1) / (m - 1), interpolated between its two neighbours, which is a fixed
-    (n, m) matrix: a Dense without bias on that axis, not trainable since ONNX's Resize has no weights."""
-    x = materialize(context, x, channels_last(len(x.axes)))
-    tensor, rank = x.tensor, len(x.axes)
-    for spatial, (n, m) in enumerate(zip(lengths, resized)):
-        if n == m:
-            continue  # align_corners maps each index to itself
-        matrix = np.zeros((n, m), np.float64)
-        for i in range(m):
-            position = min(i * (n - 1) / (m - 1), n - 1) if m > 1 else 0.0
-            low = int(math.floor(position))
-            high, weight = min(low + 1, n - 1), position - low
-            matrix[low, i] += 1 - weight
-            matrix[high, i] += weight
-        axis = 1 + spatial
-        order = [k for k in range(1, rank) if k != axis] + [axis]
-        tensor = context.keras.layers.Permute(order, name=context.name("permute"))(tensor)
-        layer = context.keras.layers.Dense(m, use_bias=False, trainable=False, name=context.name("interpolate"))
-        tensor = layer(tensor)
-        layer.set_weights([matrix.astype(np.float32)])
-        back = [order.index(k) + 1 for k in range(1, rank)]
-        tensor = context.keras.layers.Permute(back, name=context.name("permute"))(tensor)
-    return Mapped(tensor, x.axes, None, x.nonnegative)
+    if attrs.get("antialias", 0) and min(full) < 1:
+        raise RosettaError("keras mapper: Resize with antialias when downsampling has no Keras layer")
+    return upsample(context, node, x, full, text(attrs.get("mode", "nearest")),
+                    text(attrs.get("coordinate_transformation_mode", "half_pixel")),
+                    text(attrs.get("nearest_mode", "round_prefer_floor")))
 
 
 def _upsample_op(context, node, attrs, scales) -> list:
-    if text(attrs.get("mode", "nearest")) != "nearest":
-        raise RosettaError("keras mapper: Upsample mode='linear' is not supported (its asymmetric sampling is "
-                           "not Keras' bilinear)")
-    return upsample(context, node, context.values[node.input[0]], [float(s) for s in np.ravel(scales)], "nearest",
-                    "asymmetric", "floor")
+    def fast():
+        if text(attrs.get("mode", "nearest")) != "nearest":
+            raise RosettaError("keras mapper: Upsample mode='linear' is not supported (its asymmetric sampling is "
+                               "not Keras' bilinear)")
+        return upsample(context, node, context.values[node.input[0]], [float(s) for s in np.ravel(scales)],
+                        "nearest", "asymmetric", "floor")
+    return _with_fallback(context, node, fast)
 
 
 @add_converter("Upsample", 7)

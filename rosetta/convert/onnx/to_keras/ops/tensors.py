@@ -1,13 +1,14 @@
-"""Ops that move or select elements: Identity, Dropout, Cast, Slice, Concat, Transpose, Squeeze, Unsqueeze
-and Gather (an embedding lookup, or one index along an axis). A Transpose, an Unsqueeze and the Squeeze of a
-virtual axis only rewrite the tensor's `axes` (layout.py): no layer."""
+"""Ops that move or select elements: Identity, Dropout, Cast, Slice, Concat, Split, Transpose, Squeeze,
+Unsqueeze, Gather (an embedding lookup, one index along an axis, or keras.ops.take), Tile, Expand, Trilu and
+Einsum. A Transpose, an Unsqueeze and the Squeeze of a virtual axis only rewrite the tensor's `axes`
+(layout.py): no layer."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from rosetta.convert.onnx.to_keras.context import BatchDim, Mapped
-from rosetta.convert.onnx.to_keras.layout import identity, materialize
+from rosetta.convert.onnx.to_keras.layout import identity, in_onnx_order, materialize, operands, realize
 from rosetta.convert.onnx.to_keras.registry import add_converter
 from rosetta.convert.onnx.to_keras.symbolic import slice_parameters, whole_axis
 from rosetta.errors import RosettaError
@@ -44,6 +45,17 @@ def cast(context, node, attrs):
     if str(x.tensor.dtype) == dtype:
         return [x]
     return [Mapped(context.keras.ops.cast(x.tensor, dtype), x.axes, x.feature_order, x.nonnegative)]
+
+
+@add_converter("CastLike", 15)
+def cast_like(context, node, attrs):
+    """Cast to the element type of the second input (a tensor's or a constant's)."""
+    target = context.constants[node.input[1]].dtype if node.input[1] in context.constants \
+        else context.values[node.input[1]].tensor.dtype
+    x = context.values[node.input[0]]
+    if str(x.tensor.dtype) == str(target):
+        return [x]
+    return [Mapped(context.keras.ops.cast(x.tensor, str(target)), x.axes, x.feature_order, x.nonnegative)]
 
 
 def _slice(context, node, parameters: list) -> list:
@@ -87,20 +99,94 @@ def slice_inputs(context, node, attrs):
 
 @add_converter("Concat", 4)
 def concat(context, node, attrs):
-    if any(name in context.constants for name in node.input):
-        raise RosettaError("keras mapper: Concat with a constant input is not supported")
-    parts = [context.values[name] for name in node.input]
-    first = parts[0]
-    axis = attrs["axis"] % len(first.axes)
-    if isinstance(context.dims(node.input[0])[axis], BatchDim) or first.axes[axis] is None or \
-            any(p.feature_order is not None for p in parts):
-        raise RosettaError("keras mapper: Concat along the batch or a virtual axis, or of channels-last "
-                           "flattened tensors, is not supported")
-    if len(parts) == 1:
-        return [first]
-    tensors = [first.tensor] + [materialize(context, p, first.axes).tensor for p in parts[1:]]
-    tensor = context.keras.layers.Concatenate(axis=first.axes[axis], name=context.name("concat"))(tensors)
-    return [Mapped(tensor, first.axes, None, all(p.nonnegative for p in parts))]
+    """Concatenate layer of tensors along a real, non-batch axis; keras.ops.concatenate in ONNX's layout for the
+    rest (constants among the parts, the batch axis of a static batch)."""
+    axis = attrs["axis"]
+    if all(name in context.values for name in node.input):
+        parts = [context.values[name] for name in node.input]
+        first = parts[0]
+        axis %= len(first.axes)
+        if not isinstance(context.dims(node.input[0])[axis], BatchDim) and first.axes[axis] not in (None, 0) and \
+                all(p.feature_order is None for p in parts):
+            if len(parts) == 1:
+                return [first]
+            tensors = [first.tensor] + [materialize(context, p, first.axes).tensor for p in parts[1:]]
+            tensor = context.keras.layers.Concatenate(axis=first.axes[axis], name=context.name("concat"))(tensors)
+            return [Mapped(tensor, first.axes, None, all(p.nonnegative for p in parts))]
+    values = operands(context, node.input)
+    rank = len(next(v for v in values if not isinstance(v, np.ndarray)).shape)
+    return [in_onnx_order(context.keras.ops.concatenate(values, axis=axis % rank))]
+
+
+def _split(context, node, sizes: list | None, axis: int, parts: int | None = None) -> list:
+    """The parts of a Split as slices of the Keras tensor along the axis holding ONNX `axis` (sizes None: the
+    axis in len(outputs) parts, or `parts` of ceil(size / parts), the last one smaller)."""
+    x = context.values[node.input[0]]
+    axis %= len(x.axes)
+    size = context.dims(node.input[0])[axis]
+    if isinstance(size, BatchDim) or x.feature_order is not None:
+        raise RosettaError("keras mapper: Split along the batch axis, or of a channels-last flattened tensor, is "
+                           "not supported")
+    if sizes is None:
+        count = parts or len(node.output)
+        chunk = -(-size // count)
+        sizes = [chunk] * (count - 1) + [size - chunk * (count - 1)]
+    if x.axes[axis] is None:
+        x = realize(context, x, [axis])
+    begin, results = 0, []
+    for part in sizes:
+        index = [slice(None)] * len([k for k in x.axes if k is not None])
+        index[x.axes[axis]] = slice(begin, begin + int(part))
+        results.append(Mapped(x.tensor[tuple(index)], x.axes, None, x.nonnegative))
+        begin += int(part)
+    return results
+
+
+@add_converter("Split", 2)
+def split_attribute(context, node, attrs):
+    """Split before opset 13: the parts' sizes are an attribute (equal parts when absent)."""
+    return _split(context, node, attrs.get("split"), attrs.get("axis", 0))
+
+
+@add_converter("Split", 13)
+def split_input(context, node, attrs):
+    """Split from opset 13: the sizes an optional input; from 18, num_outputs parts otherwise."""
+    sizes = context.optional_constant(node, 1, "Split sizes")
+    return _split(context, node, None if sizes is None else [int(v) for v in np.ravel(sizes)], attrs.get("axis", 0),
+                  attrs.get("num_outputs"))
+
+
+@add_converter("Tile", 6)
+def tile(context, node, attrs):
+    repeats = [int(v) for v in np.ravel(context.constant(node.input[1], "Tile repeats"))]
+    return [in_onnx_order(context.keras.ops.tile(operands(context, node.input[:1])[0], repeats))]
+
+
+@add_converter("Expand", 8)
+def expand(context, node, attrs):
+    """Expand to a constant shape: x times ones of that shape (x * 1 is x, and the result broadcasts both ways as
+    Expand does); for booleans, x and True."""
+    shape = [int(v) for v in np.ravel(context.constant(node.input[1], "Expand shape"))]
+    x = operands(context, node.input[:1])[0]
+    ops, dtype = context.keras.ops, str(x.dtype)
+    if dtype == "bool":
+        return [in_onnx_order(ops.logical_and(x, np.ones(shape, bool)))]
+    return [in_onnx_order(ops.multiply(x, np.ones(shape, dtype)))]
+
+
+@add_converter("Trilu", 14)
+def trilu(context, node, attrs):
+    """The upper (triu) or lower (tril) triangle of the last two axes, from the k-th diagonal (a constant)."""
+    k = context.optional_constant(node, 1, "Trilu k")
+    x = operands(context, node.input[:1])[0]
+    triangle = context.keras.ops.triu if attrs.get("upper", 1) else context.keras.ops.tril
+    return [in_onnx_order(triangle(x, 0 if k is None else int(np.ravel(k)[0])))]
+
+
+@add_converter("Einsum", 12)
+def einsum(context, node, attrs):
+    equation = attrs["equation"].decode() if isinstance(attrs["equation"], bytes) else attrs["equation"]
+    return [in_onnx_order(context.keras.ops.einsum(equation, *operands(context, node.input)))]
 
 
 @add_converter("Transpose", 1)
@@ -166,23 +252,33 @@ def unsqueeze_input(context, node, attrs):
     return _unsqueeze(context, node, _axes_input(context, node, "Unsqueeze"))
 
 
+def _take_any(context, node, axis: int) -> list:
+    """Gather by keras.ops.take in ONNX's layout (negative indices read from the end, as ONNX's)."""
+    data, indices = operands(context, node.input[:2])
+    rank = len(data.shape)
+    return [in_onnx_order(context.keras.ops.take(data, indices, axis=axis % rank))]
+
+
 @add_converter("Gather", 1)
 def gather(context, node, attrs):
+    """An embedding (a constant 2-D table read along axis 0: a trainable Embedding layer), one constant index
+    along an axis (a crop or keras.ops.take), or keras.ops.take of anything else."""
     axis = attrs.get("axis", 0)
     if node.input[0] in context.constants:  # a lookup table: an embedding
         table = context.constants[node.input[0]]
         indices = context.values[node.input[1]]
-        if axis != 0 or table.ndim != 2 or indices.axes != identity(len(indices.axes)):
-            raise RosettaError("keras mapper: Gather from a constant must be an embedding lookup (axis 0, 2-D table)")
+        if axis != 0 or table.ndim != 2 or indices.axes != identity(len(indices.axes)) or \
+                not str(table.dtype).startswith("float"):
+            return _take_any(context, node, axis)
         layer = context.keras.layers.Embedding(table.shape[0], table.shape[1], name=context.name("embedding"))
         tensor = layer(indices.tensor)
         layer.set_weights([table])
         return [Mapped(tensor, identity(len(indices.axes) + 1))]
     # picking one index along an axis (e.g. the last time step): Cropping1D on Keras axis 1 of a 3-D tensor
-    index = context.constant(node.input[1], "Gather indices")
+    index = context.constants.get(node.input[1])
     x = context.values[node.input[0]]
-    if index.ndim != 0:
-        raise RosettaError("keras mapper: Gather of a tensor by a non-scalar index is not supported")
+    if index is None or index.ndim != 0 or isinstance(context.dims(node.input[0])[axis % len(x.axes)], BatchDim):
+        return _take_any(context, node, axis)
     if len([k for k in x.axes if k is not None]) != 3 or x.axes[axis] is None or x.tensor.shape[0] is not None:
         return [_take(context, node, x, axis, int(index))]
     keras_axis = x.axes[axis]
