@@ -18,7 +18,8 @@ the one place that writes its private registry. onnx2torch is imported here with
   are a constant; Split-18 (num_outputs, the last part smaller), Pad from opset 18 without `axes` (onnx2torch's
   opset-13 Pad is the same function).
 - Replacing onnx2torch's (silently wrong): CumSum (it defaults `reverse` to 1; ONNX to 0), Pad-2 (it reads the pad
-  value from an attribute `constant_value`; ONNX names it `value`), NonZero (torch.nonzero is ONNX's transpose).
+  value from an attribute `constant_value`; ONNX names it `value`), NonZero (torch.nonzero is ONNX's transpose);
+  ConvTranspose with output_shape or auto_pad, which onnx2torch ignores, is refused by name.
 - Wrapping onnx2torch's: LayerNormalization takes nn.LayerNorm's normalized_shape from the input's inferred
   shape, which is 0 where shape inference left an axis symbolic (torch's TransformerEncoder/mixer exports after a
   Transpose): the module then fails at run time. Where the scale is a weight of exactly the normalized axes'
@@ -401,13 +402,24 @@ def _dropout_with_constant_ratio(original):
     return convert
 
 
+def _conv_transpose_without_output_shape(original):
+    """onnx2torch's ConvTranspose reads neither output_shape nor auto_pad: refused by name where given."""
+    def convert(node, graph):
+        if "output_shape" in node.attributes or node.attributes.get("auto_pad", "NOTSET") != "NOTSET":
+            raise RosettaError(f"ConvTranspose node {node.name!r} with output_shape or auto_pad cannot be converted to "
+                               "torch: onnx2torch's converter computes the size of pads and output_padding alone")
+        return original(node, graph)
+    return convert
+
+
 # (op, versions, converter) that rosetta adds to onnx2torch's registry
 ADDED = [("GRU", (7, 14), _gru), ("LSTM", (7, 14), _lstm), ("GlobalMaxPool", (1,), _global_max_pool),
          ("GroupNormalization", (18, 21), _group_normalization), ("Trilu", (14,), _trilu), ("Split", (18,), _split),
          ("Pad", (18,), _pad_18), *[(op, (18,), _reduction_18) for op in _REDUCTIONS_18]]
 # (op, versions or None for all, wrapper of onnx2torch's converter) that replace onnx2torch's own
 REPLACED = [("LayerNormalization", None, _layer_norm_with_scale_shape), ("Dropout", (12, 13), _dropout_with_constant_ratio),
-            ("CumSum", None, _cumsum), ("Pad", (2,), _pad_2), ("NonZero", None, _nonzero)]
+            ("CumSum", None, _cumsum), ("Pad", (2,), _pad_2), ("NonZero", None, _nonzero),
+            ("ConvTranspose", None, _conv_transpose_without_output_shape)]
 # {op: the module class or converter that computes it}, for a manifest
 CONVERTERS = {"GRU": OnnxGRU, "LSTM": OnnxLSTM, "GlobalMaxPool": OnnxGlobalMaxPool, "GroupNormalization": OnnxGroupNorm,
               "Trilu": OnnxTrilu, "Split": OnnxSplit18, "CumSum": OnnxCumSum, "NonZero": OnnxNonZero, "Pad": _pad_18,

@@ -251,10 +251,10 @@ def test_linear_on_tokens_converts_to_mxnet(tmp_path):
 
 
 def test_an_omitted_optional_input_is_refused_naming_the_op(tmp_path):
-    clip = helper.make_node("Clip", ["x", "", "high"], ["y"])
-    model = _graph([clip], [("x", [1, 1, 2, 2])], [("y", [1, 1, 2, 2])], [("high", np.array(0.5, np.float32))])
-    with pytest.raises(RosettaError, match="ONNX op Clip with an omitted optional input cannot be converted to mxnet"):
-        _mxnet_outputs(model, {"x": np.ones((1, 1, 2, 2), np.float32)}, tmp_path)
+    resize = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")  # scales given at run time
+    model = _graph([resize], [("x", [1, 1, 2, 2]), ("scales", [4])], [("y", None)])
+    with pytest.raises(RosettaError, match="ONNX op Resize with an omitted optional input cannot be converted to mxnet"):
+        _mxnet_outputs(model, {"x": np.ones((1, 1, 2, 2), np.float32), "scales": np.ones(4, np.float32)}, tmp_path)
 
 
 @pytest.mark.parametrize("nodes, shape, initializers", [
@@ -348,6 +348,14 @@ DIRECT = {
         [helper.make_node("LayerNormalization", ["x", "scale"], ["normalized", "mean", "inverse"], axis=1),
          helper.make_node("Add", ["normalized", "mean"], ["centred"]), helper.make_node("Mul", ["centred", "inverse"], ["y"])],
         [("x", ["N", 3, 4])], [("scale", RNG.normal(size=(3, 4)).astype(np.float32))]), "LayerNormalization"),
+    rw.cast_like_as_cast: (_small_graph(
+        [helper.make_node("Cast", ["x"], ["whole"], to=TensorProto.INT32),
+         helper.make_node("CastLike", ["whole", "x"], ["y"])], [("x", ["N", 3])], []), "CastLike"),
+    rw.gelu_as_primitives: (_small_graph(
+        [helper.make_node("Gelu", ["x"], ["exact"]), helper.make_node("Gelu", ["exact"], ["y"], approximate="tanh")],
+        [("x", ["N", 3])], [], opset=20), "Gelu"),
+    rw.flatten_as_reshape: (_small_graph(
+        [helper.make_node("Flatten", ["x"], ["y"], axis=2)], [("x", ["N", 3, 4, 2])], []), "Flatten"),
 }
 
 

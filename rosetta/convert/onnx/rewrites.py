@@ -710,3 +710,79 @@ def group_normalization_as_instance_normalization(model):
 
     _replace_nodes(model, replace)
     return remove_dead_nodes(model)
+
+
+def cast_like_as_cast(model):
+    """MXNet and onnx2torch (no CastLike): CastLike as the Cast to its second input's element type, where shape
+    inference knows it."""
+    from onnx import helper
+
+    types = element_types(model)
+
+    def replace(node):
+        if node.op_type != "CastLike" or node.input[1] not in types:
+            return None
+        saturate = node_attributes(node).get("saturate")
+        extra = {"saturate": saturate} if saturate is not None and default_opset(model) >= 19 else {}
+        return [helper.make_node("Cast", [node.input[0]], list(node.output), to=types[node.input[1]], **extra)]
+
+    _replace_nodes(model, replace)
+    return model
+
+
+def gelu_as_primitives(model):
+    """MXNet and onnx2torch (no Gelu): Gelu (opset 20) as the function ONNX defines it by: exact,
+    x * 0.5 * (1 + erf(x / sqrt(2))), or approximate='tanh', x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715
+    x^3)))."""
+    from onnx import helper, numpy_helper
+
+    types = element_types(model)
+
+    def replace(node):
+        dtype = _FLOAT_TYPES.get(types.get(node.input[0] if node.input else ""))
+        if node.op_type != "Gelu" or dtype is None:
+            return None
+        name, x = node.output[0], node.input[0]
+        constants = {"half": 0.5, "one": 1.0, "scale": 1 / np.sqrt(2), "cube": 0.044715, "tanh_scale": np.sqrt(2 / np.pi)}
+        model.graph.initializer.extend(numpy_helper.from_array(np.array(v, dtype), f"{name}_{k}") for k, v in constants.items())
+        nodes = [helper.make_node("Mul", [x, f"{name}_half"], [f"{name}_halved"])]
+        if text(node_attributes(node).get("approximate", "none")) == "tanh":
+            nodes += [helper.make_node("Mul", [x, x], [f"{name}_square"]),
+                      helper.make_node("Mul", [f"{name}_square", x], [f"{name}_cubed"]),
+                      helper.make_node("Mul", [f"{name}_cubed", f"{name}_cube"], [f"{name}_cubic"]),
+                      helper.make_node("Add", [x, f"{name}_cubic"], [f"{name}_inner"]),
+                      helper.make_node("Mul", [f"{name}_inner", f"{name}_tanh_scale"], [f"{name}_scaled"]),
+                      helper.make_node("Tanh", [f"{name}_scaled"], [f"{name}_curve"])]
+        else:
+            nodes += [helper.make_node("Mul", [x, f"{name}_scale"], [f"{name}_scaled"]),
+                      helper.make_node("Erf", [f"{name}_scaled"], [f"{name}_curve"])]
+        nodes += [helper.make_node("Add", [f"{name}_curve", f"{name}_one"], [f"{name}_gate"]),
+                  helper.make_node("Mul", [f"{name}_halved", f"{name}_gate"], [name])]
+        return nodes
+
+    _replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+def flatten_as_reshape(model):
+    """MXNet (its Flatten flattens at axis 1 only): Flatten at another axis of a tensor of known rank as a
+    Reshape to the two products, the one holding the sizes unknown when converting as -1."""
+    from onnx import helper, numpy_helper
+
+    shapes = static_shapes(model)
+
+    def replace(node):
+        shape = shapes.get(node.input[0]) if node.op_type == "Flatten" else None
+        axis = node_attributes(node).get("axis", 1) if shape is not None else 1
+        axis = axis + len(shape) if shape is not None and axis < 0 else axis
+        if shape is None or axis == 1:
+            return None
+        before, after = shape[:axis], shape[axis:]
+        if None in before and None in after:
+            return None
+        target = [-1 if None in before else int(np.prod(before)), -1 if None in after else int(np.prod(after))]
+        model.graph.initializer.append(numpy_helper.from_array(np.array(target, np.int64), f"{node.output[0]}_shape"))
+        return [helper.make_node("Reshape", [node.input[0], f"{node.output[0]}_shape"], list(node.output))]
+
+    _replace_nodes(model, replace)
+    return model

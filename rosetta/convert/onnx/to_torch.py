@@ -17,10 +17,10 @@ from rosetta.manifest import Manifest, sha256_of
 ARTIFACT = "model"  # a folder: the graph and the weights
 
 # The ops onnx2torch lacks or gets wrong, in the primitives it converts: Resize/Upsample (none from opset 18,
-# modes torch computes otherwise only warned about), Trilu (none), DepthToSpace/SpaceToDepth, and a
-# LayerNormalization whose Mean or InvStdDev is read (nn.LayerNorm returns Y alone)
+# modes torch computes otherwise only warned about), Trilu (none), DepthToSpace/SpaceToDepth, a
+# LayerNormalization whose Mean or InvStdDev is read (nn.LayerNorm returns Y alone), CastLike and Gelu (none)
 REWRITES = (rw.resize_as_gathers_and_matmuls, rw.trilu_as_where, rw.depth_to_space_as_reshapes,
-            rw.layer_normalization_statistics_as_primitives)
+            rw.layer_normalization_statistics_as_primitives, rw.cast_like_as_cast, rw.gelu_as_primitives)
 
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:

@@ -11,6 +11,7 @@ padding inside Pooling instead of an edge-mode Pad before it: 1.07x.
 
 from __future__ import annotations
 
+from rosetta.convert.onnx.to_mxnet.recurrent import OMITTED
 from rosetta.convert.onnx.to_mxnet.registry import mxnet_converter, mxnet_own, symbols
 from rosetta.errors import RosettaError
 
@@ -167,3 +168,33 @@ def lrn(attrs, inputs, importer):
     """ONNX LRN -> MXNet's, its `bias` passed as MXNet's `knorm` (whose default is 2; ONNX's bias defaults to 1)."""
     return symbols().LRN(inputs[0], alpha=float(attrs.get("alpha", 1e-4)), beta=float(attrs.get("beta", 0.75)),
                          knorm=float(attrs.get("bias", 1.0)), nsize=int(attrs["size"])), attrs, inputs
+
+
+@mxnet_converter("Clip")
+def clip(attrs, inputs, importer):
+    """ONNX Clip as min(max(x, min), max), which gives max where min > max, as ONNX says (MXNet's clip gives
+    min); its bounds are attributes before opset 11, constant inputs from it (an omitted one named OMITTED)."""
+    sym = symbols()
+    x = inputs[0]
+    for index, name, bound in ((1, "min", sym.maximum), (2, "max", sym.minimum)):
+        if len(inputs) > index and inputs[index].name != OMITTED:
+            if inputs[index].name not in importer._params:
+                raise RosettaError("Clip with bounds computed at run time cannot be converted to mxnet")
+            x = bound(x, float(importer._params[inputs[index].name].asnumpy().ravel()[0]))
+        elif attrs.get(name) is not None:
+            x = bound(x, float(attrs[name]))
+    return x, attrs, inputs[:1]
+
+
+@mxnet_converter("BatchNormalization")
+def batch_normalization(attrs, inputs, importer):
+    """The importer's BatchNorm with ONNX's default epsilon written out: without it MXNet uses its own, 1e-3."""
+    return mxnet_own("BatchNormalization")({"epsilon": 1e-5, **attrs}, inputs, importer)
+
+
+@mxnet_converter("HardSwish")
+def hard_swish(attrs, inputs, importer):
+    """ONNX HardSwish (the importer has none): x * clip(x + 3, 0, 6) / 6, ONNX's x * HardSigmoid(1/6, 0.5)(x)."""
+    sym = symbols()
+    return inputs[0] * sym.clip(inputs[0] + 3, 0, 6) / 6, attrs, inputs
+

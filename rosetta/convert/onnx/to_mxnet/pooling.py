@@ -1,6 +1,6 @@
 """Pooling: MaxPool and AveragePool as one Pooling each (padding inside it, ceil_mode as its 'full' convention,
 AveragePool's count_include_pad honoured), and GlobalMaxPool of any rank (the importer's 2-D Pooling fails on
-tf2onnx's GlobalMaxPooling1D). What Pooling cannot compute (dilations) is
+tf2onnx's GlobalMaxPooling1D). What Pooling cannot compute (dilations, a last window ONNX's ceil_mode drops) is
 refused before the import (refusals.py)."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ def global_max_pool(attrs, inputs, importer):
 
 def _pooling(pool_type: str, attrs, inputs, **options):
     """One Pooling of MXNet with ONNX's kernel, strides and symmetric pads; ceil_mode as the 'full' convention,
-    which drops a last window that would start in the padding, as ONNX does."""
+    where refusals.py lets it through (ONNX drops a last window that would start in the end padding, MXNet
+    does not)."""
     kernel = tuple(attrs["kernel_shape"])
     pads = tuple(attrs.get("pads", (0,) * 2 * len(kernel)))
     return symbols().Pooling(inputs[0], kernel=kernel, stride=tuple(attrs.get("strides", (1,) * len(kernel))),

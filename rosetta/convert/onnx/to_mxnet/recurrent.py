@@ -112,13 +112,13 @@ def lstm(attrs, inputs, importer):
 
 
 def name_omitted_inputs(model):
-    """The omitted optional inputs ("") of GRU and LSTM, whose converters read them, named OMITTED,
+    """The omitted optional inputs ("") of GRU, LSTM and Clip, whose converters read them, named OMITTED,
     an initializer no converter uses (module docstring)."""
     from onnx import numpy_helper
 
     named = False
     for node in model.graph.node:
-        if node.op_type in ("GRU", "LSTM") and "" in node.input:
+        if node.op_type in ("GRU", "LSTM", "Clip") and "" in node.input:
             node.input[:] = [name or OMITTED for name in node.input]
             named = True
     if named:

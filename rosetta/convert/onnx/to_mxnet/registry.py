@@ -34,7 +34,7 @@ def mxnet_own(op_type: str):
     from mxnet.contrib.onnx.onnx2mx import _op_translations
 
     names = {"MaxPool": "max_pooling", "AveragePool": "avg_pooling", "MatMul": "matrix_multiplication",
-             "Cast": "cast", "Slice": "_slice"}
+             "Cast": "cast", "Slice": "_slice", "BatchNormalization": "batch_norm"}
     return getattr(_op_translations, names[op_type])
 
 
