@@ -354,6 +354,10 @@ DIRECT = {
     rw.gelu_as_primitives: (_small_graph(
         [helper.make_node("Gelu", ["x"], ["exact"]), helper.make_node("Gelu", ["exact"], ["y"], approximate="tanh")],
         [("x", ["N", 3])], [], opset=20), "Gelu"),
+    rw.static_shapes_as_constants: (_small_graph(  # an expanded LayerNorm's ones of the normalized shape
+        [helper.make_node("Shape", ["x"], ["shape"], start=1), helper.make_node("ConstantOfShape", ["shape"], ["ones"],
+                                                                                value=helper.make_tensor("", 1, [1], [1.0])),
+         helper.make_node("Add", ["x", "ones"], ["y"])], [("x", [2, 3, 4])], []), "Shape"),
     rw.flatten_as_reshape: (_small_graph(
         [helper.make_node("Flatten", ["x"], ["y"], axis=2)], [("x", ["N", 3, 4, 2])], []), "Flatten"),
 }

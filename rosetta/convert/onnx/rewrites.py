@@ -786,3 +786,28 @@ def flatten_as_reshape(model):
 
     _replace_nodes(model, replace)
     return model
+
+
+def static_shapes_as_constants(model):
+    """MXNet (no op reads a shape from a tensor): Shape (and Size) of a tensor whose every size shape inference
+    knows become the constant they compute, and the shape arithmetic on them is folded (fold_constant_subgraphs),
+    so that a ConstantOfShape or Reshape of such a shape gets a constant one."""
+    from onnx import numpy_helper
+
+    shapes = static_shapes(model)
+    kept = []
+    for node in model.graph.node:
+        shape = shapes.get(node.input[0]) if node.op_type in ("Shape", "Size") and node.input else None
+        if shape is None or None in shape:
+            kept.append(node)
+            continue
+        if node.op_type == "Size":
+            value = np.array(int(np.prod(shape, dtype=np.int64)), np.int64)
+        else:
+            attributes = node_attributes(node)
+            value = np.array(shape, np.int64)[onnx_slice(attributes.get("start", 0), attributes.get("end", len(shape)),
+                                                         1, len(shape))]
+        model.graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    return fold_constant_subgraphs(model)

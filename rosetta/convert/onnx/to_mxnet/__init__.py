@@ -8,7 +8,7 @@ The rewrites, each semantics-preserving (tested in ONNX Runtime): zero initial G
 are omitted (MXNet cannot express the Shape -> ConstantOfShape chain); auto_pad becomes explicit pads (the
 importer ignores it); Resize/Upsample, Trilu, DepthToSpace/SpaceToDepth, GroupNormalization, LayerNormalization
 ConstantOfShape (of a static shape), CastLike, Gelu and Flatten at an axis other than 1, which it lacks, become the primitives they are defined by; Shape's
-start/end become a Slice; negative constant Gather indices become positive and Slice bounds are brought within
+start/end become a Slice, and the Shape (or Size) of a tensor of static shape the constant it is; negative constant Gather indices become positive and Slice bounds are brought within
 the axis; Div of integers is marked (MXNet carries integers as float32) and Split gets its parts' sizes;
 Constant nodes become initializers and every initializer is also a graph input; Squeeze/Unsqueeze/Reduce axes
 move back from inputs to attributes and BatchNormalization's default training_mode=0 attribute is dropped (it
@@ -37,7 +37,8 @@ FLOAT_TYPES = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT
 # move to attributes (its ReduceMeans take them as inputs from opset 18); shapes_as_references before too, as it
 # infers shapes (an opset-17 Unsqueeze with its axes as an attribute fails inference); Shape's bounds before the
 # Slice bounds are brought within the axis.
-REWRITES = (rw.constant_reshape_shapes, rw.drop_zero_initial_states, rw.explicit_pads, rw.cast_like_as_cast,
+REWRITES = (rw.constant_reshape_shapes, rw.drop_zero_initial_states, rw.static_shapes_as_constants,
+            rw.explicit_pads, rw.cast_like_as_cast,
             rw.gelu_as_primitives, rw.flatten_as_reshape,
             rw.resize_as_gathers_and_matmuls, rw.trilu_as_where, rw.depth_to_space_as_reshapes,
             rw.group_normalization_as_instance_normalization, rw.constant_of_shape_as_initializers,
