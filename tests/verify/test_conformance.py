@@ -65,6 +65,14 @@ SUITE_SUBSET = {
         "test_resize_upsample_sizes_cubic", "test_roialign_mode_max",
         "test_rotary_embedding_with_interleaved_rotary_dim_expanded", "test_scatternd", "test_size",
         "test_spacetodepth_crd_mode_example", "test_tile", "test_tril_one_row_neg",
+        # the ops the next real models use (issue 35), each also in the initializers mode where it has parameters
+        "test_triu_neg", "test_tril", "test_where_long_example", "test_split_variable_parts_2d_opset18",
+        "test_instancenorm_example", "test_group_normalization_example", "test_depthtospace_crd_mode_example",
+        "test_hardswish", "test_gru_bidirectional", "test_gru_with_initial_bias", "test_maxpool_2d_ceil",
+        "test_maxpool_2d_pads", "test_maxpool_3d_default", "test_basic_conv_with_padding", "test_conv_with_autopad_same",
+        "test_resize_upsample_scales_nearest", "test_resize_downsample_scales_linear",
+        "test_resize_upsample_sizes_cubic", "test_constant_pad", "test_loop11", "test_gelu_default_1",
+        "test_einsum_batch_matmul", "test_averagepool_2d_ceil", "test_upsample_nearest", "test_convtranspose_output_shape",
     ],
     "pytorch-converted": [
         "test_PixelShuffle", "test_Conv1d",
@@ -161,16 +169,51 @@ def test_the_subset_through_every_target(tmp_path, capsys):
 
 
 def test_a_fixed_subset_of_the_suite_has_the_verdicts_rosetta_expects(tmp_path, capsys):
+    """In both modes, on all six targets: every pair's verdict is the one the expectations file holds."""
     names = [name for names in SUITE_SUBSET.values() for name in names]
     out = tmp_path / "subset.json"
     status = main(["conformance", "--targets", "all", "--suite", "all", "--cases", ",".join(names),
                    "--check", "--json", str(out), "--no-progress", "--work-dir", str(tmp_path / "work")])
     printed = capsys.readouterr().out
     rows = json.loads(out.read_text())["rows"]
-    assert len(rows) == 6 * len(names) >= 600
+    bound = {row["case"] for row in rows if row["mode"] == "initializers"}
+    assert len(rows) == 6 * (len(names) + len(bound)) and len(bound) >= 40
     assert status == 0 and f"--check: {len(rows)} verdicts as expected, 0 changed" in printed, printed
     failing = {row["target"] for row in rows if row["verdict"] == FAIL}
     assert failing >= {"tensorflow", "torch", "mxnet", "tensorflow-roundtrip"}  # silent bugs it must go on finding
+
+
+def test_the_initializers_mode_binds_the_weights_a_trainable_converter_needs(tmp_path):
+    """A Conv case feeds its weights as a graph input, which onnx2torch refuses (a torch Conv's weights are its
+    parameters); with them bound as an initializer (as exporters write them) it converts, and the row says what
+    was bound."""
+    from rosetta.verify.conformance import INITIALIZERS, MODES, PLAIN
+
+    plain, bound = collect_cases(tmp_path, ("node",), cases=["test_basic_conv_with_padding"], modes=MODES)
+    assert (plain.mode, plain.bound, bound.mode, bound.bound) == (PLAIN, (), INITIALIZERS, ("W",))
+    import onnx
+
+    assert [v.name for v in onnx.load(f"{bound.folder}/model.onnx").graph.input] == ["x"]
+    rows = [case_job({"case": asdict(case), "target": "torch", "work": str(tmp_path / "w")}) for case in (plain, bound)]
+    assert [(row["mode"], row["verdict"], row["bound"]) for row in rows] == [("plain", "CANNOT", []),
+                                                                             ("initializers", "PASS", ["W"])]
+
+
+def test_the_real_model_coverage_counts_onnx_runtime_passes_per_target_and_mode():
+    from rosetta.verify.conformance import real_model_coverage
+
+    rows = [{"suite": "node", "case": "a", "ops": ["Conv"], "target": "onnxruntime", "verdict": "PASS", "reason": ""},
+            {"suite": "node", "case": "a", "ops": ["Conv"], "target": "keras", "verdict": "PASS", "reason": ""},
+            {"suite": "node", "case": "b", "ops": ["Conv"], "target": "onnxruntime", "verdict": "PASS", "reason": ""},
+            {"suite": "node", "case": "b", "ops": ["Conv"], "target": "keras", "verdict": "CANNOT", "reason": "no"},
+            {"suite": "node", "case": "c", "ops": ["Det"], "target": "onnxruntime", "verdict": "PASS", "reason": ""},
+            {"suite": "node", "case": "c", "ops": ["Det"], "target": "keras", "verdict": "CANNOT", "reason": "no"},
+            {"suite": "node", "case": "d", "ops": ["Conv"], "target": "onnxruntime", "verdict": "PASS", "reason": ""},
+            {"suite": "node", "case": "d", "ops": ["Conv"], "target": "keras", "verdict": "CANNOT",
+             "reason": "dtype float64: no tensor type of keras's"}]
+    coverage = real_model_coverage(rows)
+    assert coverage[("keras", "plain")] == {"passed": 1, "of": 2, "percent": 50.0}  # Det is no real model's op
+    assert coverage[("onnxruntime", "plain")] == {"passed": 3, "of": 3, "percent": 100.0}
 
 
 def test_the_expectations_name_every_pair_of_the_whole_suite():

@@ -63,14 +63,13 @@ def clip_inputs(context, node, attrs):
     return _clip(context, node, *(None if bound is None else float(bound) for bound in bounds))
 
 
-@add_converter("Sigmoid", 1)
-def sigmoid(context, node, attrs):
-    return activation(context, node, "sigmoid")
+def _named_activation(context, node, attrs):
+    """Sigmoid and Tanh: Keras' activations of the same names."""
+    return activation(context, node, node.op_type.lower())
 
 
-@add_converter("Tanh", 1)
-def tanh(context, node, attrs):
-    return activation(context, node, "tanh")
+add_converter("Sigmoid", 1)(_named_activation)
+add_converter("Tanh", 1)(_named_activation)
 
 
 @add_converter("HardSigmoid", 1)

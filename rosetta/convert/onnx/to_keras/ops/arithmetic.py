@@ -13,10 +13,11 @@ from rosetta.convert.onnx.to_keras.registry import add_converter
 from rosetta.errors import RosettaError
 
 
-def elementwise(context, node, op: str) -> list:
+def elementwise(context, node, attrs) -> list:
     """Add/Sub/Mul of two tensors of one rank in the same feature order, or Add/Sub/Mul/Div of a float tensor
     and a constant that broadcasts to it without enlarging it or varying over the batch, as Keras layers; others
     by keras.ops in ONNX's layout (math.binary)."""
+    op = node.op_type
     first_name, second_name = node.input[:2]
     if first_name in context.constants or second_name in context.constants:
         constant_first = first_name in context.constants
@@ -50,24 +51,8 @@ def elementwise(context, node, op: str) -> list:
     return [Mapped(tensor, first.axes, first.feature_order, op != "Sub" and first.nonnegative and second.nonnegative)]
 
 
-@add_converter("Add", 7)
-def add(context, node, attrs):
-    return elementwise(context, node, "Add")
-
-
-@add_converter("Sub", 7)
-def subtract(context, node, attrs):
-    return elementwise(context, node, "Sub")
-
-
-@add_converter("Mul", 7)
-def multiply(context, node, attrs):
-    return elementwise(context, node, "Mul")
-
-
-@add_converter("Div", 7)
-def divide(context, node, attrs):
-    return elementwise(context, node, "Div")
+for _op in ("Add", "Sub", "Mul", "Div"):
+    add_converter(_op, 7)(elementwise)
 
 
 @add_converter("Pow", 7)
