@@ -330,6 +330,12 @@ DIRECT = {
          helper.make_node("Resize", ["nearest", "", "down"], ["y"], mode="cubic", antialias=1)],
         [("x", ["N", 3, 4, 5])], [("up", np.array([1, 1, 2, 1.5], np.float32)),
                                   ("down", np.array([1, 1, 0.6, 0.5], np.float32))], opset=19), "Resize"),
+    rw.resize_except_upsampling_as_gathers_and_matmuls: (_small_graph(  # an upsampling kept, a downsampling written
+        [helper.make_node("Resize", ["x", "", "twice"], ["repeated"], mode="nearest", nearest_mode="floor",
+                          coordinate_transformation_mode="asymmetric"),
+         helper.make_node("Resize", ["repeated", "", "", "sizes"], ["y"], mode="linear")],
+        [("x", [2, 3, 4, 5])], [("twice", np.array([1, 1, 2, 2], np.float32)),
+                                ("sizes", np.array([2, 3, 5, 7], np.int64))], opset=19), None),
     rw.trilu_as_where: (_small_graph(
         [helper.make_node("Trilu", ["x", "k"], ["y"], upper=0)], [("x", ["N", 4, 5])], [("k", _int64(1))]), "Trilu"),
     rw.depth_to_space_as_reshapes: (_small_graph(  # pixel shuffle (torch's CRD), then back
@@ -388,5 +394,15 @@ def test_the_direct_rewrite_tests_cover_every_rewrite():
                          rw.axes_inputs_to_attributes, rw.positive_gather_indices, rw.initializers_as_inputs,
                          rw.decompose_layer_normalization, rw.constant_of_shape_as_initializers, rw.bounded_slices}
     public = {f for name, f in inspect.getmembers(rw, inspect.isfunction)
-              if not name.startswith("_") and f.__module__ == rw.__name__} - {rw.apply, rw.names}  # pipelines
+              if not name.startswith("_") and f.__module__ == rw.__name__} - {rw.apply, rw.names, rw.resize_plans,
+                                                                              rw.resize_is_upsampling}  # helpers
     assert public - covered_elsewhere - set(DIRECT) == set()
+
+
+def test_onnx2tf_keeps_the_upsampling_real_models_use():
+    """onnx2tf gets U-Net's upsampling right; written as Gathers or MatMuls its layout inference took the U-Net
+    apart: only the other Resize is written out."""
+    original, _ = DIRECT[rw.resize_except_upsampling_as_gathers_and_matmuls]
+    rewritten = rw.resize_except_upsampling_as_gathers_and_matmuls(onnx.ModelProto.FromString(original.SerializeToString()))
+    assert [n.op_type for n in rewritten.graph.node].count("Resize") == 1
+    assert rewritten.graph.node[0].op_type == "Resize" and rewritten.graph.node[0].output[0] == "repeated"

@@ -523,6 +523,37 @@ def _replace_nodes(model, replace) -> None:
     model.graph.node.extend(nodes)
 
 
+def _resize_plans(model):
+    """(node -> its resize_axes plans, or None where the Resize cannot be known when converting; the element
+    types; the static shapes) of a model."""
+    shapes, constants, types, opset = static_shapes(model), constant_values(model), element_types(model), \
+        default_opset(model)
+
+    def plans(node):
+        dtype = _FLOAT_TYPES.get(types.get(node.input[0] if node.input else ""))
+        shape = shapes.get(node.input[0]) if node.op_type in ("Resize", "Upsample") else None
+        return resize_axes(node, shape, constants, opset) if shape is not None and dtype is not None else None
+    return plans, types, shapes
+
+
+def resize_plans(model):
+    """node -> its resize_axes plans (None where the Resize cannot be known when converting)."""
+    return _resize_plans(model)[0]
+
+
+def resize_is_upsampling(node, plans) -> bool:
+    """Whether a Resize scales its axes up by integer factors, nearest that repeats each input (output i reads
+    input i // factor) or linear: U-Net's, a feature pyramid's upsampling, which onnx2tf makes an UpSampling or
+    resize layer of and gets right in real models."""
+    if plans is None:
+        return False
+    if text(node_attributes(node).get("mode", "nearest")) == "linear":
+        return all(plan.matrix is not None and plan.matrix.shape[1] % plan.matrix.shape[0] == 0 for plan in plans)
+    return all(plan.indices is not None and len(plan.indices) % (plan.indices.max() + 1) == 0
+               and np.array_equal(plan.indices, np.arange(len(plan.indices)) //
+                                  (len(plan.indices) // (plan.indices.max() + 1))) for plan in plans)
+
+
 def resize_as_gathers_and_matmuls(model):
     """MXNet, onnx2torch, onnx2tf: Resize and Upsample of a float tensor whose resized axes have static sizes
     and whose scales or sizes are constants, written axis by axis as what ONNX's reference Resize computes on
@@ -531,18 +562,27 @@ def resize_as_gathers_and_matmuls(model):
     cubic, antialias, with an Add of tf_crop_and_resize's extrapolation). MXNet's importer has no opset-11+
     Resize, onnx2torch none from opset 18 and an opset-11/13 one that only warns on the modes torch computes
     otherwise, onnx2tf gets 29 of the suite's Resize cases wrong; all of them read Gather, MatMul, Transpose."""
+    return _resize_as_gathers_and_matmuls(model, keep=lambda node, plans: False)
+
+
+def resize_except_upsampling_as_gathers_and_matmuls(model):
+    """onnx2tf: resize_as_gathers_and_matmuls, except the upsampling by integer factors real models use
+    (resize_is_upsampling), which onnx2tf gets right there: its layout inference took a U-Net apart where that
+    Resize was written as Gathers or MatMuls."""
+    return _resize_as_gathers_and_matmuls(model, keep=resize_is_upsampling)
+
+
+def _resize_as_gathers_and_matmuls(model, keep):
     from onnx import helper, numpy_helper
 
-    shapes, constants, types, opset = static_shapes(model), constant_values(model), element_types(model), \
-        default_opset(model)
+    plans_of, types, shapes = _resize_plans(model)
 
     def replace(node):
-        dtype = _FLOAT_TYPES.get(types.get(node.input[0] if node.input else ""))
-        shape = shapes.get(node.input[0]) if node.op_type in ("Resize", "Upsample") else None
-        plans = resize_axes(node, shape, constants, opset) if shape is not None and dtype is not None else None
-        if plans is None:
+        plans = plans_of(node)
+        if plans is None or keep(node, plans):
             return None
-        nodes, current, rank, name = [], node.input[0], len(shape), node.output[0]
+        dtype = _FLOAT_TYPES[types[node.input[0]]]
+        nodes, current, rank, name = [], node.input[0], len(shapes[node.input[0]]), node.output[0]
         for step, plan in enumerate(plans):
             out = name if step == len(plans) - 1 else f"{name}_axis{plan.axis}"
             prefix = f"{name}_axis{plan.axis}"

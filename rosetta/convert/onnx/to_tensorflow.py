@@ -42,7 +42,8 @@ def _layout(onnx_shape: list, tf_shape: list) -> str:
 # that symbolic shape inference can follow the Reshapes; their shapes made static; a Linear's bias moved to the
 # second operand; non-overlapping ConvTranspose as Conv + DepthToSpace (that one left to onnx2tf, which gets it
 # right in DCR mode).
-REWRITES = (rw.explicit_pads, rw.resize_as_gathers_and_matmuls, rw.trilu_as_where, rw.depth_to_space_as_reshapes,
+REWRITES = (rw.explicit_pads, rw.resize_except_upsampling_as_gathers_and_matmuls, rw.trilu_as_where,
+            rw.depth_to_space_as_reshapes,
             rw.group_normalization_as_instance_normalization, rw.layer_normalization_statistics_as_primitives,
             rw.fold_constant_subgraphs, rw.static_shape_parts, rw.fold_constant_subgraphs, rw.symbolic_reshape_shapes,
             rw.constant_operands_second, rw.conv_transpose_as_depth_to_space)
@@ -53,10 +54,13 @@ def rewrite_for_onnx2tf(model):
 
 
 def refuse_resize(model) -> None:
-    """A Resize or Upsample left after REWRITES (its scales or sizes computed at run time, or its resized axes of
-    unknown size) is refused by name: onnx2tf's own computes 29 of ONNX's backend-test Resize cases wrongly
-    without complaint (nearest modes, half_pixel_symmetric, cubic, antialias)."""
-    left = sorted({node.op_type for node in model.graph.node if node.op_type in ("Resize", "Upsample")})
+    """A Resize or Upsample left after REWRITES other than an upsampling by integer factors (its scales or sizes
+    computed at run time, or its resized axes of unknown size) is refused by name: onnx2tf's own computes 29 of
+    ONNX's backend-test Resize cases wrongly without complaint (nearest modes, half_pixel_symmetric, cubic,
+    antialias, downsampling)."""
+    plans_of = rw.resize_plans(model)
+    left = sorted({node.op_type for node in model.graph.node
+                   if node.op_type in ("Resize", "Upsample") and not rw.resize_is_upsampling(node, plans_of(node))})
     if left:
         raise RosettaError(f"ONNX op {left[0]} with scales or sizes computed at run time, or of an input of unknown "
                            "size, cannot be converted to tensorflow: onnx2tf's Resize differs from ONNX's in several "
