@@ -481,7 +481,8 @@ class ConformanceRun:
             console.print(item, highlight=False)
 
 
-def conformance(targets: str = "all", suite: str = "node", *, ops: str | Sequence[str] | None = None,
+def conformance(targets: str = "all", suite: str = "node", *, modes: str | Sequence[str] = "all",
+                ops: str | Sequence[str] | None = None,
                 cases: str | Sequence[str] | None = None, results_file: str | os.PathLike | None = None,
                 resume: bool = False, report_dir: str | os.PathLike | None = None,
                 work_dir: str | os.PathLike | None = None, check: str | os.PathLike | bool | None = None,
@@ -489,7 +490,8 @@ def conformance(targets: str = "all", suite: str = "node", *, ops: str | Sequenc
                 progress: bool = False, executor: str = "local", jobs: int | None = None, address: str | None = None,
                 timeout: float | None = None, verbose: bool = False) -> ConformanceRun:
     """ONNX's backend test cases through every ONNX-route target, as `rosetta conformance` runs them: `suite`
-    ("node", "pytorch-converted", "pytorch-operator", "simple", comma-separated, or "all"), the cases of `ops`
+    ("node", "pytorch-converted", "pytorch-operator", "simple", comma-separated, or "all") in `modes` ("plain":
+    every input a graph input; "initializers": what real models hold as constants bound; or "all"), the cases of `ops`
     or named `cases`; `results_file` rewritten as it goes (`resume` keeps its rows); `report_dir` gets
     conformance.md and the heat map; `check` (True: the committed expectations, or a file) compares every pair's
     verdict with the expected one, `write_expectations` writes them."""
@@ -498,10 +500,12 @@ def conformance(targets: str = "all", suite: str = "node", *, ops: str | Sequenc
 
     from rosetta.atomic import atomic_write_text
     from rosetta.convert.targets import parse_target_list
-    from rosetta.report.conformance import conformance_heatmap, conformance_markdown, conformance_table, summary
+    from rosetta.report.conformance import (conformance_heatmap, conformance_markdown, conformance_table,
+                                            coverage_table, summary)
     from rosetta.scratch import scratch_folder
-    from rosetta.verify.conformance import (EXPECTATIONS, SUITES, check_expectations, collect_cases, expectations,
-                                            expectations_text, pair_key, reusable, run_conformance, version_drift)
+    from rosetta.verify.conformance import (EXPECTATIONS, MODES, SUITES, check_expectations, collect_cases,
+                                            expectations, expectations_text, reusable, row_key, run_conformance,
+                                            version_drift)
     from rosetta.verify.results import exit_status
 
     def read_json(path, flag: str) -> dict:
@@ -515,6 +519,10 @@ def conformance(targets: str = "all", suite: str = "node", *, ops: str | Sequenc
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
         raise BadInput(f"unknown suite {', '.join(unknown)}; choose from: {', '.join(SUITES)}")
+    text = ",".join(modes) if not isinstance(modes, str) else modes
+    chosen_modes = list(MODES) if text.strip() == "all" else [m.strip() for m in text.split(",") if m.strip()]
+    if not chosen_modes or set(chosen_modes) - set(MODES):
+        raise BadInput(f"unknown mode {text!r}; choose from: {', '.join(MODES)}, all")
     results_file, write_expectations = _path(results_file), _path(write_expectations)
     check_writable(results_file)
     check_writable(write_expectations)
@@ -524,8 +532,7 @@ def conformance(targets: str = "all", suite: str = "node", *, ops: str | Sequenc
         raise BadInput("--resume needs --json FILE: the rows of the earlier run are read from it")
     done = {}
     if resume and results_file.is_file():
-        done = reusable({pair_key(r["suite"], r["case"], r["target"]): r
-                         for r in read_json(results_file, "--json").get("rows", [])}, chosen_targets)
+        done = reusable({row_key(r): r for r in read_json(results_file, "--json").get("rows", [])}, chosen_targets)
     ops = [o.strip() for o in ops.split(",")] if isinstance(ops, str) else list(ops) if ops else None
     names = [c.strip() for c in cases.split(",")] if isinstance(cases, str) else list(cases) if cases else None
     runs_on = _executor(executor, jobs, address)
@@ -533,23 +540,23 @@ def conformance(targets: str = "all", suite: str = "node", *, ops: str | Sequenc
     def write(results) -> None:
         if results_file:
             rows = [r.to_json() for r in results]
-            write_json(results_file, {"suites": suites, "targets": [t.name for t in chosen_targets],
+            write_json(results_file, {"suites": suites, "modes": chosen_modes, "targets": [t.name for t in chosen_targets],
                                       "executor": runs_on.describe(), "summary": summary(rows), "rows": rows})
 
     started = time.monotonic()
     with _run_settings(timeout, verbose), scratch_folder("rosetta-conformance-") as scratch:
         work = _path(work_dir) or Path(scratch)
-        found = collect_cases(work / "cases", suites, ops, names)
+        found = collect_cases(work / "cases", suites, ops, names, chosen_modes)
         if not found:
             raise BadInput("no test case matches --ops/--cases in the chosen suites")
         results = run_conformance(found, chosen_targets, work / "converted", runs_on, progress, done, write)
     rows = [r.to_json() for r in results]
-    kept = sum(pair_key(r["suite"], r["case"], r["target"]) in done for r in rows)
+    kept = sum(row_key(r) in done for r in rows)
     minutes, seconds = divmod(round(time.monotonic() - started), 60)
     how = (f"{len(rows) - kept:,} pairs run in {minutes} min {seconds:02d} s"
            + (f" ({kept:,} kept from an earlier run)" if kept else "") + f", executor {runs_on.name}"
            + (f" ({runs_on.jobs} at a time)" if getattr(runs_on, "jobs", 0) else "") + f", on {os.cpu_count()} cores")
-    said: list = [conformance_table(rows)]
+    said: list = [conformance_table(rows), coverage_table(rows)]
     write(results)
     if done:
         said.append(f"resumed: {kept} of {len(rows)} rows kept from {results_file}")

@@ -34,6 +34,10 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                              help=f"targets, comma-separated, or all (default): {', '.join(target_names())}")
     conformance.add_argument("--suite", default="node",
                              help="suites, comma-separated: node (default), pytorch-converted, pytorch-operator, simple; or all")
+    conformance.add_argument("--modes", default="all",
+                             help="plain (every input a graph input, as the suite writes it), initializers (the "
+                                  "inputs real models hold as constants, weights, shapes, pads, axes, bound as "
+                                  "initializers), or all (default): comma-separated")
     conformance.add_argument("--ops", help="only the cases whose graph uses one of these ONNX ops, comma-separated")
     conformance.add_argument("--cases", help="only these cases, by name, comma-separated (e.g. test_relu)")
     conformance.add_argument("--work-dir", type=Path, help="write the cases and conversions here (default: a temporary folder)")
@@ -59,7 +63,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     command = "rosetta " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "rosetta conformance"
-    done = api.conformance(args.targets, args.suite, ops=args.ops, cases=args.cases, results_file=args.json,
+    done = api.conformance(args.targets, args.suite, modes=args.modes, ops=args.ops, cases=args.cases, results_file=args.json,
                            resume=args.resume, report_dir=args.report, work_dir=args.work_dir, check=args.check,
                            write_expectations=args.write_expectations, command=command, progress=progress(args),
                            **executor_options(args))

@@ -1,6 +1,8 @@
 """Conversion of a user's model file to the targets asked for, each target its own cell: one that fails is a
-CANNOT (or ERROR) row with its reason and the others go on. The converted artifacts land in the output folder
-together (rosetta.output), one sub-folder per target; nothing is written when the command fails as a whole."""
+CANNOT (or ERROR) row with its reason and the others go on. Each converted artifact is run once on the inputs
+verification will feed it (convert.runs): one its runtime rejects is a CANNOT with the runtime's reason, not
+an artifact. The converted artifacts land in the output folder atomically, one sub-folder per target; nothing
+is written when the command fails as a whole."""
 
 from __future__ import annotations
 
@@ -50,9 +52,12 @@ def parse_user_targets(text: str, route: str = "onnx") -> list[tuple[str, Target
     return pairs
 
 
-def convert_user_model(model, targets: list[tuple[str, Target]], store, options: dict, threads: int = 0,
-                       progress: bool = True) -> list[Converted]:
-    """One Converted per target: its converted folder in `store`, or the reason it could not be made."""
+def convert_user_model(model, targets: list[tuple[str, Target]], store, options: dict, feeds: dict,
+                       threads: int = 0, progress: bool = True) -> list[Converted]:
+    """One Converted per target: its converted folder in `store`, run once on `feeds`, or the reason it could not
+    be made or does not run."""
+    from rosetta.convert.runs import run_converted
+
     if model.trust_code:
         options = {**options, "trust_code": True}
     cells = []
@@ -64,6 +69,7 @@ def convert_user_model(model, targets: list[tuple[str, Target]], store, options:
                                         target.export_options(options))
                 # code rosetta generated in this run (MMdnn's PyTorch emitter) is trusted like the user's own
                 trusted = model.trust_code or dict(target.verify_options).get("trust_code", False)
+                run_converted(target.runner, folder, feeds, threads, trusted)
                 cells.append(Converted(model.label, name, str(folder), route=target.route, threads=threads,
                                           trust_code=trusted))
             except Exception as error:  # a conversion that fails is a CANNOT/ERROR row, never a missing one

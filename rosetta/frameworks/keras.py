@@ -386,7 +386,7 @@ class KerasRunner(Runner):
 
     def intermediates(self, feeds: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
         """The values of ONNX tensors `names` in a model rosetta's mapper converted (its manifest maps each to a
-        layer output and its axis order: to_keras.KerasGraphBuilder.tensor_map), in ONNX's layout; a tensor
+        layer output and its axis order: to_keras.walker.tensor_map), in ONNX's layout; a tensor
         the map does not name is left out."""
         table = self.manifest.converter.get("tensors", {})
         # layers and the keras.ops calls of a functional model (Model.operations): each may output a tensor

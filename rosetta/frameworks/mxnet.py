@@ -156,7 +156,10 @@ class MXNetRunner(Runner):
                   for e in self.manifest.inputs]
         result = block(*arrays)
         result = result if isinstance(result, (list, tuple)) else [result]
-        return from_layouts({name: value.asnumpy() for name, value in zip(names, result)}, self.layouts)
+        # MXNet 1.x has no 0-d arrays: a scalar output (Size, a full reduction) comes as shape (1,)
+        scalars = {e["name"] for e in self.manifest.outputs if e.get("shape") == []}
+        return from_layouts({name: value.asnumpy().reshape(()) if name in scalars and value.size == 1 else
+                             value.asnumpy() for name, value in zip(names, result)}, self.layouts)
 
     def layer_values(self, feeds: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
         """The outputs of the symbol's nodes called `names` (get_internals(); a name it lacks is left out), in

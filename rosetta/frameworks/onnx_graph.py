@@ -1,11 +1,17 @@
-"""Small helpers over ONNX graphs shared by everything that reads or writes ONNX (runners, conversion paths,
-readers of users' files, static checks), and `load_checked`: an ONNX file loaded with its checks (external
-data inside the model's folder, the ONNX checker)."""
+"""The helpers over ONNX graphs, in one module, shared by everything that reads or writes ONNX (runners,
+conversion paths and their graph rewrites, op mappers, readers of users' files, static checks): what a graph
+holds (constants, shapes, element types, opsets, who makes and reads each tensor), ONNX's arithmetic that
+several converters follow (Slice's clamping, constant folding, shapes traced back to what they are made of),
+and `load_checked`: an ONNX file loaded with its checks (external data inside the model's folder, the ONNX
+checker)."""
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 
 def value_info_signature(values) -> list[dict]:
@@ -229,3 +235,312 @@ def onnxruntime_ir_version() -> int:
                 continue
         _ONNXRUNTIME_IR.append(version)
     return _ONNXRUNTIME_IR[0]
+
+
+# ---- what a graph holds --------------------------------------------------------------------------------------
+def node_attributes(node) -> dict:
+    """{name: value} of a node's attributes (strings as bytes, as onnx.helper gives them)."""
+    from onnx import helper
+
+    return {attribute.name: helper.get_attribute_value(attribute) for attribute in node.attribute}
+
+
+def text(value) -> str:
+    """A string attribute as str (onnx.helper gives bytes)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def constant_values(model) -> dict[str, np.ndarray]:
+    """{name: array} of the graph's initializers and the outputs of its Constant nodes (`value` form)."""
+    from onnx import numpy_helper
+
+    values = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant":
+            attribute = node.attribute[0]
+            if attribute.name == "value":
+                values[node.output[0]] = numpy_helper.to_array(attribute.t)
+    return values
+
+
+def static_shapes(model, data_prop: bool = False) -> dict[str, list]:
+    """Each tensor's shape after ONNX shape inference, None for an axis of unknown size; tensors of unknown
+    rank are absent. `data_prop` also follows small shape tensors (Shape -> Gather -> Concat ...)."""
+    from onnx import shape_inference
+
+    inferred = shape_inference.infer_shapes(model, data_prop=data_prop)
+    shapes = {}
+    for value in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        if value.type.tensor_type.HasField("shape"):
+            shapes[value.name] = [d.dim_value if d.HasField("dim_value") else None
+                                  for d in value.type.tensor_type.shape.dim]
+    return shapes
+
+
+def element_types(model) -> dict[str, int]:
+    """Each tensor's onnx.TensorProto element type, where shape inference knows it."""
+    from onnx import shape_inference
+
+    inferred = shape_inference.infer_shapes(model)
+    values = list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output)
+    types = {value.name: value.type.tensor_type.elem_type for value in values if value.type.tensor_type.elem_type}
+    types.update({init.name: init.data_type for init in model.graph.initializer})
+    return types
+
+
+def opset_versions(model) -> dict[str, int]:
+    """{domain: version} of the model's opset imports, the default domain as ""."""
+    return {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+
+
+def default_opset(model) -> int:
+    """The version of the default (ai.onnx) domain the model imports."""
+    return opset_versions(model).get("", 1)
+
+
+@dataclass
+class GraphView:
+    """Who makes and who reads each tensor of a list of nodes, for recognising the multi-node patterns
+    exporters write."""
+
+    nodes: list
+    constants: dict
+    shapes: dict
+    graph_outputs: set
+
+    def __post_init__(self):
+        self.producer = {name: node for node in self.nodes for name in node.output if name}
+        self.readers = {}
+        for node in self.nodes:
+            for name in dict.fromkeys(node.input):
+                if name:
+                    self.readers.setdefault(name, []).append(node)
+
+    def made_by(self, name: str, op_type: str):
+        node = self.producer.get(name)
+        return node if node is not None and node.op_type == op_type else None
+
+    def sole_reader(self, name: str, op_type: str):
+        """The one node reading `name`, if it is an `op_type` and `name` is not also a graph output."""
+        readers = self.readers.get(name, [])
+        if len(readers) == 1 and readers[0].op_type == op_type and name not in self.graph_outputs:
+            return readers[0]
+        return None
+
+    def scalar(self, name: str):
+        value = self.constants.get(name)
+        return float(value.reshape(())) if value is not None and value.size == 1 else None
+
+    @staticmethod
+    def other_input(node, name: str):
+        """The other operand of a binary node reading `name`."""
+        if node is None or len(node.input) != 2 or name not in node.input:
+            return None
+        return node.input[1] if node.input[0] == name else node.input[0]
+
+
+# ---- ONNX's arithmetic, followed at conversion time ------------------------------------------------------------
+def onnx_slice(start: int, end: int, step: int, size: int) -> slice:
+    """ONNX Slice's clamping of (start, end, step) on an axis of `size`, as a Python slice of the same elements
+    (its stop None for a backward slice that runs through the first element)."""
+    if step == 0:
+        raise ValueError("Slice with step 0")
+    start, end = start + size if start < 0 else start, end + size if end < 0 else end
+    if step > 0:
+        start, end = min(max(start, 0), size), min(max(end, 0), size)
+        return slice(start, end, step)
+    start, end = min(max(start, 0), size - 1), min(max(end, -1), size - 1)
+    return slice(start, None if end == -1 else end, step)
+
+
+SAMPLING_OPS = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
+
+
+def fold_constants(nodes: list, constants: dict, opsets, keep=None) -> list:
+    """Evaluate every node whose inputs are all constants (ONNX's reference evaluator), adding its outputs to
+    `constants`; returns the nodes left. `opsets`: the model's opset imports; `keep(node, results)`: True to
+    leave a node that could be folded (a float result another runtime would round otherwise). Nodes the
+    evaluator cannot run, sampling ops, nodes with subgraphs and ops of other domains are left."""
+    from onnx import AttributeProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    opset_imports = [helper.make_opsetid(d, v) for d, v in opsets.items()] if isinstance(opsets, dict) else list(opsets)
+    remaining = []
+    for node in nodes:
+        inputs = [name for name in node.input if name]
+        if (node.op_type in SAMPLING_OPS or not all(name in constants for name in inputs)
+                or (not inputs and node.op_type != "Constant") or node.domain not in ("", "ai.onnx")
+                or any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute)):
+            remaining.append(node)
+            continue
+        if node.op_type == "Identity":
+            results = [constants[inputs[0]]]
+        elif node.op_type == "Constant" and node.attribute[0].name == "value":
+            results = [numpy_helper.to_array(node.attribute[0].t)]
+        else:
+            signature = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(constants[name].dtype),
+                                                       constants[name].shape) for name in inputs]
+            graph = helper.make_graph([node], "fold", signature,
+                                      [helper.make_tensor_value_info(o, 0, None) for o in node.output if o])
+            try:
+                evaluator = ReferenceEvaluator(helper.make_model(graph, opset_imports=opset_imports))
+                results = [np.asarray(r) for r in evaluator.run(None, {name: constants[name] for name in inputs})]
+            except Exception:  # an op the reference evaluator lacks: left for the converter to name
+                remaining.append(node)
+                continue
+        results = [np.asarray(r) for r in results]
+        if keep is not None and keep(node, results):
+            remaining.append(node)
+            continue
+        for name, value in zip([o for o in node.output if o], results):
+            constants[name] = value
+    return remaining
+
+
+_SAME_SHAPE_OPS = ("Relu", "Identity", "Cast", "BatchNormalization", "Sigmoid", "Tanh", "Dropout", "LeakyRelu")
+
+
+def shape_tracer(model, follow_equal_sizes: bool = False):
+    """(elements, dim) for following shape arithmetic back to what it is made of. `dim(tensor, axis)`: the
+    size of that axis, an int when known, else the (tensor, axis) pair it is provably equal to (through
+    Transpose and _SAME_SHAPE_OPS when `follow_equal_sizes`, else that very pair). `elements(tensor)`: the
+    elements of a small 1-D integer tensor (a shape), as ints and such pairs, traced through Shape, Cast,
+    Squeeze/Unsqueeze, Identity, Gather, Slice and Concat of constants; None where one is neither."""
+    static, constants = static_shapes(model), constant_values(model)
+    producers = {output: node for node in model.graph.node for output in node.output}
+
+    def dim(tensor: str, axis: int):
+        shape = static.get(tensor)
+        if shape and axis < len(shape) and shape[axis]:
+            return shape[axis]
+        node = producers.get(tensor) if follow_equal_sizes else None
+        if node is not None and node.op_type == "Transpose":
+            return dim(node.input[0], node_attributes(node)["perm"][axis])
+        if node is not None and node.op_type in _SAME_SHAPE_OPS:
+            return dim(node.input[0], axis)
+        return (tensor, axis)
+
+    def elements(tensor: str):
+        if tensor in constants:
+            array = constants[tensor]
+            return [int(v) for v in array.ravel()] if array.ndim <= 1 else None
+        node = producers.get(tensor)
+        if node is None:
+            return None
+        given = node_attributes(node)
+        if node.op_type == "Shape" and static.get(node.input[0]) is not None:
+            dims = [dim(node.input[0], axis) for axis in range(len(static[node.input[0]]))]
+            return dims[given.get("start", 0): given.get("end", len(dims))]
+        if node.op_type in ("Cast", "Squeeze", "Unsqueeze", "Identity"):
+            return elements(node.input[0])
+        if node.op_type == "Gather" and node.input[1] in constants and not given.get("axis", 0):
+            data = elements(node.input[0])
+            indices = constants[node.input[1]].ravel()
+            if data is None or any(not -len(data) <= int(i) < len(data) for i in indices):
+                return None
+            return [data[int(i)] for i in indices]
+        if node.op_type == "Slice" and len(node.input) >= 3 and all(n in constants for n in node.input[1:] if n):
+            parameters = [constants[n].ravel() if n else None for n in list(node.input[1:]) + [""] * (5 - len(node.input))]
+            if len(parameters[0]) != 1 or (parameters[2] is not None and int(parameters[2][0]) not in (0, -1)):
+                return None
+            data = elements(node.input[0])
+            step = int(parameters[3][0]) if parameters[3] is not None else 1
+            return None if data is None else data[slice(int(parameters[0][0]), int(parameters[1][0]), step)]
+        if node.op_type == "Concat":
+            parts = [elements(name) for name in node.input]
+            return None if any(p is None for p in parts) else [e for p in parts for e in p]
+        return None
+
+    return elements, dim
+
+
+# ---- Resize as per-axis gathers and matrix products ------------------------------------------------------------
+@dataclass(frozen=True)
+class AxisResize:
+    """How one axis of a Resize maps n input positions to m output ones: `indices` (m,) where every output
+    copies one input (nearest), else y = x . `matrix` (n, m) + `offset` (m,) along the axis (linear, cubic,
+    antialias; the offset is tf_crop_and_resize's extrapolation_value outside the region)."""
+
+    axis: int
+    indices: np.ndarray | None = None
+    matrix: np.ndarray | None = None
+    offset: np.ndarray | None = None
+
+
+def _resize_11_attributes(node, opset: int) -> dict | None:
+    """The attributes of the Resize (opset 11 on) that computes what `node` (Resize or Upsample) computes; None
+    where it has none. Upsample and Resize-10 sample asymmetrically, nearest by floor."""
+    attributes = node_attributes(node)
+    if node.op_type == "Upsample" or (node.op_type == "Resize" and opset < 11):
+        mode = text(attributes.get("mode", "nearest"))
+        return {"mode": mode, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"} \
+            if mode in ("nearest", "linear") else None
+    return {name: value for name, value in attributes.items() if name != "axes"}
+
+
+def resize_axes(node, input_shape: list, constants: dict, opset: int) -> list[AxisResize] | None:
+    """A Resize or Upsample node as one AxisResize per axis it changes, computed by ONNX's reference Resize
+    on basis vectors: every mode is separable (nearest, linear and cubic are products of one-axis
+    interpolations, antialias and exclude_outside act per axis, and an extrapolated point stays the
+    extrapolation value through the other axes, whose weights sum to 1). None where that cannot be known
+    when converting: scales, sizes or roi not constants, a resized axis of unknown size, or sizes with a
+    keep_aspect_ratio_policy other than stretch (its scale is shared between axes)."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    attributes = _resize_11_attributes(node, opset)
+    if attributes is None:
+        return None
+    rank = len(input_shape)
+    given = node_attributes(node)
+    if node.op_type == "Upsample" and "scales" in given:
+        scales, sizes, roi = np.asarray(given["scales"], np.float32), None, None
+    else:
+        scale_index = 1 if node.op_type == "Upsample" or opset < 11 else 2
+        named = list(node.input) + [""] * 4
+        if any(name and name not in constants for name in named[1:4]):
+            return None
+        scales = constants[named[scale_index]] if named[scale_index] else None
+        sizes = constants[named[3]] if scale_index == 2 and named[3] else None
+        roi = constants[named[1]] if scale_index == 2 and named[1] else None
+        scales = None if scales is not None and scales.size == 0 else scales
+        roi = None if roi is not None and roi.size == 0 else roi
+    if (scales is None) == (sizes is None) or sizes is not None and \
+            text(attributes.get("keep_aspect_ratio_policy", "stretch")) != "stretch":
+        return None
+    axes = [int(a) % rank for a in given.get("axes", range(rank))] if node.op_type == "Resize" else list(range(rank))
+    plans = []
+    for index, axis in enumerate(axes):
+        n = input_shape[axis]
+        scale = float(np.ravel(scales)[index]) if scales is not None else None
+        size = int(np.ravel(sizes)[index]) if sizes is not None else None
+        if not isinstance(n, int) or n < 1:
+            keeps = scale == 1.0 and text(attributes.get("coordinate_transformation_mode", "half_pixel")) not in (
+                "tf_crop_and_resize", "tf_half_pixel_for_nn")
+            if keeps:  # an axis of unknown size (the batch) the other modes map onto itself at scale 1
+                continue
+            return None
+        # the resized axis second, the basis vectors and a zero row along the first
+        inputs = {"X": np.vstack([np.eye(n), np.zeros((1, n))]).astype(np.float32)}
+        names = ["X", "", "", ""]
+        if roi is not None:
+            span = np.ravel(roi)
+            inputs["roi"] = np.array([0, span[index], 1, span[len(axes) + index]], np.float32)
+            names[1] = "roi"
+        if scale is not None:
+            inputs["scales"], names[2] = np.array([1.0, scale], np.float32), "scales"
+        else:
+            inputs["sizes"], names[3] = np.array([n + 1, size], np.int64), "sizes"
+        resize = helper.make_node("Resize", names, ["Y"], **attributes)
+        try:
+            values = ReferenceEvaluator(resize).run(None, inputs)[0].astype(np.float64)
+        except Exception:  # an attribute value the reference does not know
+            return None
+        offset, matrix = values[n], values[:n] - values[n]
+        picks = matrix.argmax(axis=0)
+        if not offset.any() and np.array_equal(matrix, np.eye(n)[:, picks]):
+            if not np.array_equal(picks, np.arange(n)):  # an axis whose positions all stay: nothing to do
+                plans.append(AxisResize(axis, indices=picks.astype(np.int64)))
+        else:
+            plans.append(AxisResize(axis, matrix=matrix, offset=offset if offset.any() else None))
+    return plans

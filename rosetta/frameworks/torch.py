@@ -468,7 +468,10 @@ class TorchArtifactRunner(TorchModuleRunner):
 
         if threads:
             torch.set_num_threads(threads)
-        self.manifest, self.dtype, self.device = manifest, torch.float32, torch_device(device)
+        # a model whose graph takes float64 computes in float64 (its weights are float64 too): float32 feeds would
+        # round its inputs, and overflow where they exceed float32's range
+        double = any(entry["dtype"] == "float64" for entry in manifest.inputs)
+        self.manifest, self.dtype, self.device = manifest, torch.float64 if double else torch.float32, torch_device(device)
         self.module = self.with_speed(self.load_module(folder, manifest).to(self.device), speed)
         self.output_names = [o["name"] for o in manifest.outputs]
 

@@ -72,11 +72,11 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
         check_output_names([o.name for o in model.outputs], atol, rtol)
         check_memory(model.inputs, model.outputs, batch, max_memory, model.has_float64)
         store = ArtifactStore(Path(scratch) / "store")
-        cells = convert_user_model(model, chosen, store, dict(export_options or {}), threads, progress)
+        feeds = generate_inputs(model.inputs, batch, seed)  # each artifact is run on them once as it is made
+        cells = convert_user_model(model, chosen, store, dict(export_options or {}), feeds, threads, progress)
         if not verify:
             results = [conversion_row(cell) for cell in cells]
         else:
-            feeds = generate_inputs(model.inputs, batch, seed)
             reference = reference_outputs(model, feeds, threads)
             reference.second = second_batch_outputs(model, feeds, reference.float32, seed, threads)
             policy = reference.policy(policy, tolerance_multiple is not None)

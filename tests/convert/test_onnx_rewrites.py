@@ -14,7 +14,7 @@ from rosetta.convert.onnx import rewrites as rw
 from rosetta.convert.store import run_conversion
 from rosetta.convert.targets import get_target
 from rosetta.frameworks import load_runner
-from rosetta.frameworks.onnx_graph import graph_inputs, value_info_signature
+from rosetta.frameworks.onnx_graph import constant_values, graph_inputs, value_info_signature
 from rosetta.errors import RosettaError
 from rosetta.manifest import Manifest, sha256_of
 from rosetta.models import get_model, list_models
@@ -24,6 +24,9 @@ from rosetta.models.inputs import generate_inputs
 # writes opset-11-style nodes for MXNet's importer (checked structurally below; MXNet's verification runs it).
 REWRITES = [rw.drop_zero_initial_states, rw.constants_to_initializers, rw.positive_gather_indices,
             rw.drop_default_training_mode, rw.initializers_as_inputs]
+
+
+RNG = np.random.default_rng(0)
 
 
 def _run_all(model, feeds) -> list[np.ndarray]:
@@ -186,7 +189,7 @@ class _Slices(torch.nn.Module):
 def test_slice_to_the_end_is_bounded_and_read_by_mxnet(tmp_path):
     x = np.random.default_rng(3).normal(size=(2, 6)).astype(np.float32)
     model = _exported(_Slices(), x, tmp_path)
-    constants = rw._constants(model)
+    constants = constant_values(model)
     ends = [int(constants[n.input[2]].ravel()[0]) for n in model.graph.node if n.op_type == "Slice"]
     assert np.iinfo(np.int64).max in ends  # x[:, 1:]: the end MXNet's own converter reads as 'nan'
     _check_rewrite(rw.bounded_slices, model, {"x": x}, tmp_path)
@@ -248,11 +251,29 @@ def test_linear_on_tokens_converts_to_mxnet(tmp_path):
 
 
 def test_an_omitted_optional_input_is_refused_naming_the_op(tmp_path):
-    resize = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")
-    model = _graph([resize], [("x", [1, 1, 2, 2])], [("y", [1, 1, 4, 4])],
-                   [("scales", np.array([1, 1, 2, 2], np.float32))])
+    resize = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")  # scales given at run time
+    model = _graph([resize], [("x", [1, 1, 2, 2]), ("scales", [4])], [("y", None)])
     with pytest.raises(RosettaError, match="ONNX op Resize with an omitted optional input cannot be converted to mxnet"):
-        _mxnet_outputs(model, {"x": np.ones((1, 1, 2, 2), np.float32)}, tmp_path)
+        _mxnet_outputs(model, {"x": np.ones((1, 1, 2, 2), np.float32), "scales": np.ones(4, np.float32)}, tmp_path)
+
+
+@pytest.mark.parametrize("nodes, shape, initializers", [
+    ([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")], ["N", 2, 3, 4],
+     [("scales", np.array([1, 1, 2, 1.5], np.float32))]),  # U-Net's upsampling, roi omitted
+    ([helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear", coordinate_transformation_mode="align_corners")],
+     [2, 2, 3, 4], [("sizes", np.array([2, 2, 5, 7], np.int64))]),
+    ([helper.make_node("Trilu", ["x"], ["y"], upper=0)], ["N", 4, 4], []),  # a causal mask's triangle
+    ([helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2, mode="CRD")], ["N", 8, 3, 2], []),  # pixel shuffle
+    ([helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=2, epsilon=1e-3)],
+     ["N", 4, 3, 2], [("scale", RNG.normal(size=4).astype(np.float32)), ("bias", RNG.normal(size=4).astype(np.float32))]),
+    ([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")],
+     ["N", 2, 7, 6], []),
+], ids=["resize_nearest", "resize_linear_align_corners", "trilu", "depth_to_space", "group_norm", "max_pool_same"])
+def test_ops_mxnet_lacks_are_rewritten_and_compute_in_mxnet_what_onnxruntime_does(nodes, shape, initializers, tmp_path):
+    opset = 21 if nodes[0].op_type == "GroupNormalization" else 18
+    model = _graph(nodes, [("x", shape)], [("y", None)], initializers, opset=opset)
+    x = np.random.default_rng(4).normal(size=[2] + shape[1:]).astype(np.float32)
+    np.testing.assert_allclose(_mxnet_outputs(model, {"x": x}, tmp_path)[0], _run(model, {"x": x}), rtol=1e-5, atol=1e-5)
 
 
 def _small_graph(nodes, inputs, initializers, opset: int = 17):
@@ -268,7 +289,6 @@ def _int64(*values):
     return np.array(values, np.int64)
 
 
-RNG = np.random.default_rng(0)
 # rewrite -> (graph it changes, what it leaves); each graph's input is x, its output y
 DIRECT = {
     rw.remove_dead_nodes: (_small_graph(
@@ -304,6 +324,48 @@ DIRECT = {
         [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
         [("x", ["N", 3, 4, 4])], [("w", RNG.normal(size=(3, 2, 2, 2)).astype(np.float32)),
                                   ("b", RNG.normal(size=2).astype(np.float32))]), "ConvTranspose"),
+    rw.resize_as_gathers_and_matmuls: (_small_graph(  # nearest up, then cubic down with antialias
+        [helper.make_node("Resize", ["x", "", "up"], ["nearest"], mode="nearest", nearest_mode="ceil",
+                          coordinate_transformation_mode="asymmetric"),
+         helper.make_node("Resize", ["nearest", "", "down"], ["y"], mode="cubic", antialias=1)],
+        [("x", ["N", 3, 4, 5])], [("up", np.array([1, 1, 2, 1.5], np.float32)),
+                                  ("down", np.array([1, 1, 0.6, 0.5], np.float32))], opset=19), "Resize"),
+    rw.resize_except_upsampling_as_gathers_and_matmuls: (_small_graph(  # an upsampling kept, a downsampling written
+        [helper.make_node("Resize", ["x", "", "twice"], ["repeated"], mode="nearest", nearest_mode="floor",
+                          coordinate_transformation_mode="asymmetric"),
+         helper.make_node("Resize", ["repeated", "", "", "sizes"], ["y"], mode="linear")],
+        [("x", [2, 3, 4, 5])], [("twice", np.array([1, 1, 2, 2], np.float32)),
+                                ("sizes", np.array([2, 3, 5, 7], np.int64))], opset=19), None),
+    rw.trilu_as_where: (_small_graph(
+        [helper.make_node("Trilu", ["x", "k"], ["y"], upper=0)], [("x", ["N", 4, 5])], [("k", _int64(1))]), "Trilu"),
+    rw.depth_to_space_as_reshapes: (_small_graph(  # pixel shuffle (torch's CRD), then back
+        [helper.make_node("DepthToSpace", ["x"], ["shuffled"], blocksize=2, mode="CRD"),
+         helper.make_node("SpaceToDepth", ["shuffled"], ["y"], blocksize=2)], [("x", ["N", 8, 3, 4])], []),
+        "DepthToSpace"),
+    rw.explicit_pads: (_small_graph(
+        [helper.make_node("Conv", ["x", "w"], ["conv"], auto_pad="SAME_LOWER", strides=[2, 2]),
+         helper.make_node("MaxPool", ["conv"], ["y"], auto_pad="SAME_UPPER", kernel_shape=[2, 3])],
+        [("x", ["N", 3, 7, 6])], [("w", RNG.normal(size=(4, 3, 3, 2)).astype(np.float32))]), None),
+    rw.group_normalization_as_instance_normalization: (_small_graph(
+        [helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=2)], [("x", ["N", 4, 3, 3])],
+        [("scale", RNG.uniform(0.5, 1.5, size=4).astype(np.float32)), ("bias", RNG.normal(size=4).astype(np.float32))],
+        opset=21), "GroupNormalization"),
+    rw.layer_normalization_statistics_as_primitives: (_small_graph(
+        [helper.make_node("LayerNormalization", ["x", "scale"], ["normalized", "mean", "inverse"], axis=1),
+         helper.make_node("Add", ["normalized", "mean"], ["centred"]), helper.make_node("Mul", ["centred", "inverse"], ["y"])],
+        [("x", ["N", 3, 4])], [("scale", RNG.normal(size=(3, 4)).astype(np.float32))]), "LayerNormalization"),
+    rw.cast_like_as_cast: (_small_graph(
+        [helper.make_node("Cast", ["x"], ["whole"], to=TensorProto.INT32),
+         helper.make_node("CastLike", ["whole", "x"], ["y"])], [("x", ["N", 3])], []), "CastLike"),
+    rw.gelu_as_primitives: (_small_graph(
+        [helper.make_node("Gelu", ["x"], ["exact"]), helper.make_node("Gelu", ["exact"], ["y"], approximate="tanh")],
+        [("x", ["N", 3])], [], opset=20), "Gelu"),
+    rw.static_shapes_as_constants: (_small_graph(  # an expanded LayerNorm's ones of the normalized shape
+        [helper.make_node("Shape", ["x"], ["shape"], start=1), helper.make_node("ConstantOfShape", ["shape"], ["ones"],
+                                                                                value=helper.make_tensor("", 1, [1], [1.0])),
+         helper.make_node("Add", ["x", "ones"], ["y"])], [("x", [2, 3, 4])], []), "Shape"),
+    rw.flatten_as_reshape: (_small_graph(
+        [helper.make_node("Flatten", ["x"], ["y"], axis=2)], [("x", ["N", 3, 4, 2])], []), "Flatten"),
 }
 
 
@@ -332,5 +394,15 @@ def test_the_direct_rewrite_tests_cover_every_rewrite():
                          rw.axes_inputs_to_attributes, rw.positive_gather_indices, rw.initializers_as_inputs,
                          rw.decompose_layer_normalization, rw.constant_of_shape_as_initializers, rw.bounded_slices}
     public = {f for name, f in inspect.getmembers(rw, inspect.isfunction)
-              if not name.startswith("_") and f.__module__ == rw.__name__}
+              if not name.startswith("_") and f.__module__ == rw.__name__} - {rw.apply, rw.names, rw.resize_plans,
+                                                                              rw.resize_is_upsampling}  # helpers
     assert public - covered_elsewhere - set(DIRECT) == set()
+
+
+def test_onnx2tf_keeps_the_upsampling_real_models_use():
+    """onnx2tf gets U-Net's upsampling right; written as Gathers or MatMuls its layout inference took the U-Net
+    apart: only the other Resize is written out."""
+    original, _ = DIRECT[rw.resize_except_upsampling_as_gathers_and_matmuls]
+    rewritten = rw.resize_except_upsampling_as_gathers_and_matmuls(onnx.ModelProto.FromString(original.SerializeToString()))
+    assert [n.op_type for n in rewritten.graph.node].count("Resize") == 1
+    assert rewritten.graph.node[0].op_type == "Resize" and rewritten.graph.node[0].output[0] == "repeated"

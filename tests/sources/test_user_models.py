@@ -264,9 +264,33 @@ def test_an_op_a_target_cannot_convert_is_a_cannot_row_naming_op_and_target(tmp_
     reasons = {r["target"]: r["reason"] for r in json.loads((tmp_path / "r.json").read_text())["results"]}
     assert reasons["onnx"] == ""
     assert reasons["torch"].endswith("ONNX op Det (opset 11) cannot be converted to torch: onnx2torch has no converter for it")
-    assert reasons["keras"].endswith("ONNX op Det cannot be converted to keras: rosetta's Keras mapper has no converter for it")
+    assert reasons["keras"].endswith("ONNX op Det (opset 17) cannot be converted to keras: rosetta's Keras mapper has no "
+                                     "converter for it")
     assert reasons["mxnet"].endswith("ONNX op Det cannot be converted to mxnet: MXNet's ONNX importer has no converter for it")
     assert written_targets(tmp_path / "out") == ["onnx"]
+
+
+def test_an_artifact_its_runtime_rejects_is_a_cannot_row_and_is_not_written(tmp_path):
+    """MXNet's importer converts a Pad of a 3-D tensor, which MXNet's pad operator then refuses to run: the
+    conversion is a CANNOT with MXNet's reason, found when converting (also with --no-verify)."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 0, 1, 0])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = tmp_path / "pad.onnx"
+    onnx.save(onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)],
+                                                                 ir_version=8)), str(model))
+    for verify in ([], ["--no-verify"]):
+        out = run_here("convert", str(model), "--to", "onnx,mxnet", "-o", str(tmp_path / f"out{len(verify)}"),
+                       "--json", str(tmp_path / "r.json"), *verify)
+        assert out.returncode == 0, out.stdout + out.stderr
+        results = json.loads((tmp_path / "r.json").read_text())["results"]
+        assert [(r["target"], r["verdict"]) for r in results] == [("onnx", "PASS" if not verify else "converted"),
+                                                                 ("mxnet", "CANNOT")]
+        assert "mxnet refused the converted model: MXNetError" in results[1]["reason"]
+        assert "only supports 4-D or 5-D input" in results[1]["reason"]
+        assert sorted(p.name for p in (tmp_path / f"out{len(verify)}").iterdir()) == ["onnx"]
 
 
 def test_nan_and_inf_outputs_fail_with_counts(tmp_path):

@@ -6,7 +6,7 @@ conversion): tf_loader.from_saved_model freezes the serving signature, convert.f
 at the same opset as the ONNX the SavedModel came from. (Wrapping the loaded signature in a tf.function for
 tf2onnx.convert.from_function leaves the captured constants as extra graph inputs.) Tensors that the TF
 artifact holds channels-last (recorded in its manifest) are turned back to channels-first (inputs_as_nchw,
-outputs_as_nchw); the ONNX tensors keep the signature's names.
+outputs_as_nchw); the ONNX tensors keep the signature's names, in the source model's case.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
             for kind, entries in (("inputs", previous.inputs), ("outputs", previous.outputs))}
     kept = {name: layout for name, layout in layouts.items() if name not in nchw["inputs"] + nchw["outputs"]}
     run_tf2onnx(previous.artifact_path(source), target, opset, nchw["inputs"], nchw["outputs"])
+    restore_name_case(target, previous)
     signature_in, signature_out = check_tensor_names(load_checked(target), previous)
     # a tensor whose layout the runner changes is fed and returned as the source model's: its signature
     before = {entry["name"]: entry for entry in previous.inputs + previous.outputs}
@@ -95,6 +96,28 @@ def newest_tf2onnx_opset() -> int:
     from tf2onnx.constants import OPSET_TO_IR_VERSION
 
     return max(OPSET_TO_IR_VERSION)
+
+
+def restore_name_case(path: Path, previous) -> None:
+    """A SavedModel's signature names its tensors in lower case (TensorFlow lowers the argument names of a
+    tf.function); the ONNX tf2onnx writes gets the source model's spelling back ("X", "InvStdDev") where only
+    the case differs, every use of the tensor renamed with it."""
+    import onnx
+
+    model = onnx.load(str(path))
+    wanted = {entry["name"].lower(): entry["name"] for entry in previous.inputs + previous.outputs}
+    if len(wanted) != len(previous.inputs + previous.outputs):
+        return  # two source names differ only in case: nothing to restore unambiguously
+    renamed = {value.name: wanted[value.name.lower()] for value in list(model.graph.input) + list(model.graph.output)
+               if value.name.lower() in wanted and value.name != wanted[value.name.lower()]}
+    if not renamed:
+        return
+    for value in list(model.graph.input) + list(model.graph.output) + list(model.graph.value_info):
+        value.name = renamed.get(value.name, value.name)
+    for node in model.graph.node:
+        node.input[:] = [renamed.get(name, name) for name in node.input]
+        node.output[:] = [renamed.get(name, name) for name in node.output]
+    onnx.save(model, str(path))
 
 
 def check_tensor_names(model, previous) -> tuple[list[dict], list[dict]]:

@@ -1,54 +1,18 @@
 """Semantics-preserving ONNX graph rewrites that let older or partial importers read rosetta's exports.
 
 Each rewrite takes and returns a ModelProto, changes nothing the ONNX spec would compute differently, and
-says which importer needs it. Paths pick the rewrites they need (`rewrite_for_mxnet`, ...), and tests run
-the rewritten graph in ONNX Runtime to show it still computes the same function.
+says which importer needs it. Each target lists the rewrites it needs, in order, as a pipeline (REWRITES in
+to_mxnet, to_tensorflow, to_keras) that `apply` runs and its manifest records by `names`; tests run the
+rewritten graph in ONNX Runtime to show it still computes the same function.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-
-def _constants(model) -> dict[str, np.ndarray]:
-    from onnx import numpy_helper
-
-    values = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
-    for node in model.graph.node:
-        if node.op_type == "Constant":
-            attribute = node.attribute[0]
-            if attribute.name == "value":
-                values[node.output[0]] = numpy_helper.to_array(attribute.t)
-    return values
-
-
-def _static_shapes(model, data_prop: bool = False) -> dict[str, list]:
-    """Each tensor's shape after ONNX shape inference, None for an axis of unknown size; tensors of unknown
-    rank are absent. `data_prop` also follows small shape tensors (Shape -> Gather -> Concat ...)."""
-    from onnx import shape_inference
-
-    inferred = shape_inference.infer_shapes(model, data_prop=data_prop)
-    shapes = {}
-    for value in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
-        if value.type.tensor_type.HasField("shape"):
-            shapes[value.name] = [d.dim_value if d.HasField("dim_value") else None
-                                  for d in value.type.tensor_type.shape.dim]
-    return shapes
-
-
-def _elem_types(model) -> dict[str, int]:
-    """Each tensor's onnx.TensorProto element type, where shape inference knows it."""
-    from onnx import shape_inference
-
-    inferred = shape_inference.infer_shapes(model)
-    values = list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output)
-    types = {value.name: value.type.tensor_type.elem_type for value in values if value.type.tensor_type.elem_type}
-    types.update({init.name: init.data_type for init in model.graph.initializer})
-    return types
-
-
-def _opset(model) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+from rosetta.frameworks.onnx_graph import (constant_values, default_opset, element_types, fold_constants,
+                                           node_attributes, onnx_slice, resize_axes, shape_tracer, static_shapes,
+                                           text)
 
 
 def remove_dead_nodes(model):
@@ -146,7 +110,7 @@ def axes_inputs_to_attributes(model):
     older opsets (MXNet's) read only the attribute. Moves constant axes back into the attribute."""
     import onnx
 
-    constants = _constants(model)
+    constants = constant_values(model)
     for node in model.graph.node:
         if node.op_type in ("Squeeze", "Unsqueeze") or node.op_type.startswith("Reduce"):
             if len(node.input) > 1 and node.input[1] in constants:
@@ -161,8 +125,8 @@ def positive_gather_indices(model):
     Gather to `take`, whose default mode clips -1 to 0: silently the first time step instead of the last."""
     from onnx import numpy_helper
 
-    shapes = _static_shapes(model)
-    constants = _constants(model)
+    shapes = static_shapes(model)
+    constants = constant_values(model)
     for node in model.graph.node:
         if node.op_type != "Gather" or node.input[1] not in constants:
             continue
@@ -190,79 +154,17 @@ def initializers_as_inputs(model):
     return model
 
 
-_SAME_SHAPE_OPS = ("Relu", "Identity", "Cast", "BatchNormalization", "Sigmoid", "Tanh", "Dropout", "LeakyRelu")
-
-
-def _shape_tracer(model, follow_equal_sizes: bool = False):
-    """(elements, dim) for following shape arithmetic back to what it is made of. `dim(tensor, axis)`: the
-    size of that axis, an int when known, else the (tensor, axis) pair it is provably equal to (through
-    Transpose and _SAME_SHAPE_OPS when `follow_equal_sizes`, else that very pair). `elements(tensor)`: the
-    elements of a small 1-D integer tensor (a shape), as ints and such pairs, traced through Shape, Cast,
-    Squeeze/Unsqueeze, Identity, Gather, Slice and Concat of constants; None where one is neither."""
-    from onnx import helper
-
-    static, constants = _static_shapes(model), _constants(model)
-    producers = {output: node for node in model.graph.node for output in node.output}
-
-    def attributes(node) -> dict:
-        return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-    def dim(tensor: str, axis: int):
-        shape = static.get(tensor)
-        if shape and axis < len(shape) and shape[axis]:
-            return shape[axis]
-        node = producers.get(tensor) if follow_equal_sizes else None
-        if node is not None and node.op_type == "Transpose":
-            return dim(node.input[0], attributes(node)["perm"][axis])
-        if node is not None and node.op_type in _SAME_SHAPE_OPS:
-            return dim(node.input[0], axis)
-        return (tensor, axis)
-
-    def elements(tensor: str):
-        if tensor in constants:
-            array = constants[tensor]
-            return [int(v) for v in array.ravel()] if array.ndim <= 1 else None
-        node = producers.get(tensor)
-        if node is None:
-            return None
-        given = attributes(node)
-        if node.op_type == "Shape" and static.get(node.input[0]) is not None:
-            dims = [dim(node.input[0], axis) for axis in range(len(static[node.input[0]]))]
-            return dims[given.get("start", 0): given.get("end", len(dims))]
-        if node.op_type in ("Cast", "Squeeze", "Unsqueeze", "Identity"):
-            return elements(node.input[0])
-        if node.op_type == "Gather" and node.input[1] in constants and not given.get("axis", 0):
-            data = elements(node.input[0])
-            indices = constants[node.input[1]].ravel()
-            if data is None or any(not -len(data) <= int(i) < len(data) for i in indices):
-                return None
-            return [data[int(i)] for i in indices]
-        if node.op_type == "Slice" and len(node.input) >= 3 and all(n in constants for n in node.input[1:] if n):
-            parameters = [constants[n].ravel() if n else None for n in list(node.input[1:]) + [""] * (5 - len(node.input))]
-            if len(parameters[0]) != 1 or (parameters[2] is not None and int(parameters[2][0]) not in (0, -1)):
-                return None
-            data = elements(node.input[0])
-            step = int(parameters[3][0]) if parameters[3] is not None else 1
-            return None if data is None else data[slice(int(parameters[0][0]), int(parameters[1][0]), step)]
-        if node.op_type == "Concat":
-            parts = [elements(name) for name in node.input]
-            return None if any(p is None for p in parts) else [e for p in parts for e in p]
-        return None
-
-    return elements, dim
-
-
 def constant_reshape_shapes(model):
     """MXNet and the Keras mapper: a Reshape whose target shape is computed at run time from the shape of its
     own input (how tf2onnx writes Keras' Flatten: Shape -> Gather -> Slice -> Concat -> Reshape) gets that
     shape as a constant, with 0 where it keeps an input axis of unknown size (ONNX Reshape copies the input's
     size for 0). Only rewritten when every element is a known size or provably that same input axis."""
-    from onnx import helper, numpy_helper
+    from onnx import numpy_helper
 
-    constants = _constants(model)
-    elements, dim = _shape_tracer(model, follow_equal_sizes=True)
+    constants = constant_values(model)
+    elements, dim = shape_tracer(model, follow_equal_sizes=True)
     for node in model.graph.node:
-        allowzero = any(a.name == "allowzero" and helper.get_attribute_value(a) for a in node.attribute)
+        allowzero = node_attributes(node).get("allowzero", 0)
         if node.op_type != "Reshape" or node.input[1] in constants or allowzero:
             continue
         shape = elements(node.input[1])
@@ -289,22 +191,35 @@ def decompose_layer_normalization(model):
     defines it by, in primitives the importer reads: over the axes from `axis` on, computed in `stash_type`,
     Y = (X - mean) / sqrt(mean((X - mean)^2) + epsilon) * Scale + B; its optional Mean and InvStdDev outputs
     kept. Left as it is where `axis` >= 0 and the rank of X is unknown."""
-    from onnx import TensorProto, helper
+    return _decompose_layer_normalizations(model, lambda node: True)
 
-    shapes, types = _static_shapes(model), _elem_types(model)
+
+def layer_normalization_statistics_as_primitives(model):
+    """onnx2torch and onnx2tf: a LayerNormalization whose Mean or InvStdDev output is read (or is a graph output)
+    written out as decompose_layer_normalization does; onnx2torch's nn.LayerNorm returns Y alone, which it then
+    hands out for all three (a silent wrong result), onnx2tf fails on the names. The others stay one op (a
+    trainable nn.LayerNorm in torch)."""
+    used = {name for node in model.graph.node for name in node.input} | {o.name for o in model.graph.output}
+    return _decompose_layer_normalizations(model, lambda node: any(name in used for name in node.output[1:] if name))
+
+
+def _decompose_layer_normalizations(model, chosen):
+    from onnx import TensorProto
+
+    shapes, types = static_shapes(model), element_types(model)
     nodes = []
     for node in model.graph.node:
-        if node.op_type != "LayerNormalization":
+        if node.op_type != "LayerNormalization" or not chosen(node):
             nodes.append(node)
             continue
-        axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), -1)
+        axis = node_attributes(node).get("axis", -1)
         rank = len(shapes[node.input[0]]) if node.input[0] in shapes else None
         if axis >= 0 and rank is None:
             nodes.append(node)
             continue
         axes = list(range(axis, 0)) if axis < 0 else list(range(axis, rank))
         primitives, initializers = _layer_normalization_primitives(
-            node, axes, types.get(node.input[0], TensorProto.FLOAT), axes_as_input=_opset(model) >= 18)
+            node, axes, types.get(node.input[0], TensorProto.FLOAT), axes_as_input=default_opset(model) >= 18)
         nodes.extend(primitives)
         model.graph.initializer.extend(initializers)
     del model.graph.node[:]
@@ -318,7 +233,7 @@ def _layer_normalization_primitives(node, axes: list[int], x_type: int, axes_as_
     MXNet's default is 0. `axes_as_input`: ReduceMean takes its axes as an input from opset 18."""
     from onnx import TensorProto, helper, numpy_helper
 
-    attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    attributes = node_attributes(node)
     x, scale, bias = (list(node.input) + [""])[:3]
     y, mean_output, inverse_deviation_output = (list(node.output) + ["", ""])[:3]
     stash_type = attributes.get("stash_type", TensorProto.FLOAT)
@@ -360,7 +275,7 @@ def constant_of_shape_as_initializers(model):
     drop_zero_initial_states, which removes the zero initial states it builds with the batch size."""
     from onnx import numpy_helper
 
-    shapes = _static_shapes(model, data_prop=True)
+    shapes = static_shapes(model, data_prop=True)
     kept = []
     for node in model.graph.node:
         shape = shapes.get(node.output[0])
@@ -379,13 +294,12 @@ SLICE_BOUND = 2**30  # beyond any real axis; an int32 (MXNet's slice) that float
 
 
 def _clamped_slice_index(value: int, size: int, step: int, is_end: bool) -> int:
-    """The index ONNX's Slice clamps a start or end to on an axis of `size`; -size-1 (which ONNX clamps to
-    -1) for the end of a backward slice that runs through the first element."""
-    value = value + size if value < 0 else value
-    if step > 0:
-        return min(max(value, 0), size)
-    value = min(max(value, -1 if is_end else 0), size - 1)
-    return -size - 1 if value == -1 else value
+    """The index ONNX's Slice clamps a start or end to on an axis of `size` (onnx_slice); -size-1 (which ONNX
+    clamps to -1) for the end of a backward slice that runs through the first element."""
+    picked = onnx_slice(0, value, step, size) if is_end else onnx_slice(value, 0, step, size)
+    if not is_end:
+        return picked.start
+    return -size - 1 if picked.stop is None else picked.stop
 
 
 def _bounded_slice_index(value: int, step: int, is_end: bool) -> int:
@@ -402,7 +316,7 @@ def bounded_slices(model):
     become positive where the rank is known. Every parameter is written out, steps included."""
     from onnx import numpy_helper
 
-    shapes, constants = _static_shapes(model), _constants(model)
+    shapes, constants = static_shapes(model), constant_values(model)
     for node in model.graph.node:
         parameters = list(node.input) + [""] * (5 - len(node.input))
         if node.op_type != "Slice" or len(node.input) < 3:  # before opset 10 its parameters were attributes
@@ -439,32 +353,18 @@ def fold_constant_subgraphs(model):
     implementation), where the result is integer (shape arithmetic, e.g. nn.MultiheadAttention's
     Mod -> Reshape of head counts) or the operator rounds as ONNX Runtime does (_EXACT_FOLD_OPS). onnx2tf
     leans on onnxsim for this, which is not installed, and symbolic_reshape_shapes needs it to infer shapes."""
-    from onnx import AttributeProto, helper, numpy_helper
-    from onnx.reference import ReferenceEvaluator
+    from onnx import numpy_helper
 
-    constants = _constants(model)
-    kept = []
-    for node in model.graph.node:
-        inputs = [name for name in node.input if name]
-        if (node.op_type == "Constant" or not inputs or node.domain not in ("", "ai.onnx")
-                or any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute)
-                or not all(name in constants for name in inputs)):
-            kept.append(node)
-            continue
-        signature = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(constants[name].dtype),
-                                                   constants[name].shape) for name in inputs]
-        graph = helper.make_graph([node], "fold", signature, [helper.make_tensor_value_info(o, 0, None) for o in node.output])
-        try:
-            evaluator = ReferenceEvaluator(helper.make_model(graph, opset_imports=list(model.opset_import)))
-            results = [np.asarray(r) for r in evaluator.run(None, {name: constants[name] for name in inputs})]
-        except Exception:  # an operator the reference lacks: leave it to the importer
-            kept.append(node)
-            continue
-        if not (all(r.dtype.kind in "iub" for r in results) or node.op_type in _EXACT_FOLD_OPS):
-            kept.append(node)
-            continue
-        for name, value in zip(node.output, results):
-            constants[name] = value
+    constants = constant_values(model)
+    before = dict(constants)
+
+    def keep(node, results) -> bool:  # Constant nodes stay (dead ones are removed below); inexact floats too
+        return node.op_type == "Constant" or not (
+            all(r.dtype.kind in "iub" for r in results) or node.op_type in _EXACT_FOLD_OPS)
+
+    kept = fold_constants(list(model.graph.node), constants, model.opset_import, keep)
+    for name, value in constants.items():
+        if name not in before:
             model.graph.initializer.append(numpy_helper.from_array(value, name))
     del model.graph.node[:]
     model.graph.node.extend(kept)
@@ -500,7 +400,7 @@ def static_shape_parts(model):
     onnx2tf otherwise broadcasts the size vector it builds at run time onto the wrong axis."""
     from onnx import numpy_helper
 
-    shapes, constants = _symbolic_shapes(model), _constants(model)
+    shapes, constants = _symbolic_shapes(model), constant_values(model)
     if shapes is None:
         return model
     producers = {output: node for node in model.graph.node for output in node.output}
@@ -552,7 +452,7 @@ def constant_operands_second(model):
     """onnx2tf: Add and Mul whose first operand is a constant and second a computed tensor get their operands
     swapped (both commute, bit for bit). torch.onnx writes a Linear's bias first, Add(bias, MatMul); onnx2tf
     swaps the TF tensors but broadcasts by the unswapped ONNX shapes, and puts the bias on the wrong axis."""
-    constants = _constants(model)
+    constants = constant_values(model)
     for node in model.graph.node:
         if node.op_type in ("Add", "Mul") and node.input[0] in constants and node.input[1] not in constants:
             node.input[0], node.input[1] = node.input[1], node.input[0]
@@ -569,7 +469,7 @@ def conv_transpose_as_depth_to_space(model):
     constants = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
     nodes = []
     for node in model.graph.node:
-        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attributes = node_attributes(node)
         weight = constants.get(node.input[1]) if node.op_type == "ConvTranspose" else None
         has_bias = len(node.input) > 2 and bool(node.input[2])
         bias = constants.get(node.input[2]) if has_bias else None
@@ -594,3 +494,360 @@ def conv_transpose_as_depth_to_space(model):
     del model.graph.node[:]
     model.graph.node.extend(nodes)
     return remove_dead_nodes(model)
+
+
+# ---- pipelines: each target's rewrites, a list of named functions run in order -------------------------------
+def apply(pipeline, model):
+    """The model after each rewrite of `pipeline` in turn."""
+    for rewrite in pipeline:
+        model = rewrite(model)
+    return model
+
+
+def names(pipeline) -> list[str]:
+    """A pipeline as its manifest records it: the rewrites' names, in order."""
+    return [rewrite.__name__ for rewrite in pipeline]
+
+
+# ---- ops some importers lack, written in the primitives every importer reads ---------------------------------
+_FLOAT_TYPES = {1: np.float32, 10: np.float16, 11: np.float64}  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE
+
+
+def _replace_nodes(model, replace) -> None:
+    """Each node through `replace(node) -> [nodes] or None` (None: kept as it is)."""
+    nodes = []
+    for node in model.graph.node:
+        replacement = replace(node)
+        nodes.extend([node] if replacement is None else replacement)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+
+
+def _resize_plans(model):
+    """(node -> its resize_axes plans, or None where the Resize cannot be known when converting; the element
+    types; the static shapes) of a model."""
+    shapes, constants, types, opset = static_shapes(model), constant_values(model), element_types(model), \
+        default_opset(model)
+
+    def plans(node):
+        dtype = _FLOAT_TYPES.get(types.get(node.input[0] if node.input else ""))
+        shape = shapes.get(node.input[0]) if node.op_type in ("Resize", "Upsample") else None
+        return resize_axes(node, shape, constants, opset) if shape is not None and dtype is not None else None
+    return plans, types, shapes
+
+
+def resize_plans(model):
+    """node -> its resize_axes plans (None where the Resize cannot be known when converting)."""
+    return _resize_plans(model)[0]
+
+
+def resize_is_upsampling(node, plans) -> bool:
+    """Whether a Resize scales its axes up by integer factors, nearest that repeats each input (output i reads
+    input i // factor) or linear: U-Net's, a feature pyramid's upsampling, which onnx2tf makes an UpSampling or
+    resize layer of and gets right in real models."""
+    if plans is None:
+        return False
+    if text(node_attributes(node).get("mode", "nearest")) == "linear":
+        return all(plan.matrix is not None and plan.matrix.shape[1] % plan.matrix.shape[0] == 0 for plan in plans)
+    return all(plan.indices is not None and len(plan.indices) % (plan.indices.max() + 1) == 0
+               and np.array_equal(plan.indices, np.arange(len(plan.indices)) //
+                                  (len(plan.indices) // (plan.indices.max() + 1))) for plan in plans)
+
+
+def resize_as_gathers_and_matmuls(model):
+    """MXNet, onnx2torch, onnx2tf: Resize and Upsample of a float tensor whose resized axes have static sizes
+    and whose scales or sizes are constants, written axis by axis as what ONNX's reference Resize computes on
+    them (onnx_graph.resize_axes): a Gather by constant indices where each output copies one input (nearest),
+    else a MatMul by the constant interpolation matrix between Transposes that bring that axis last (linear,
+    cubic, antialias, with an Add of tf_crop_and_resize's extrapolation). MXNet's importer has no opset-11+
+    Resize, onnx2torch none from opset 18 and an opset-11/13 one that only warns on the modes torch computes
+    otherwise, onnx2tf gets 29 of the suite's Resize cases wrong; all of them read Gather, MatMul, Transpose."""
+    return _resize_as_gathers_and_matmuls(model, keep=lambda node, plans: False)
+
+
+def resize_except_upsampling_as_gathers_and_matmuls(model):
+    """onnx2tf: resize_as_gathers_and_matmuls, except the upsampling by integer factors real models use
+    (resize_is_upsampling), which onnx2tf gets right there: its layout inference took a U-Net apart where that
+    Resize was written as Gathers or MatMuls."""
+    return _resize_as_gathers_and_matmuls(model, keep=resize_is_upsampling)
+
+
+def _resize_as_gathers_and_matmuls(model, keep):
+    from onnx import helper, numpy_helper
+
+    plans_of, types, shapes = _resize_plans(model)
+
+    def replace(node):
+        plans = plans_of(node)
+        if plans is None or keep(node, plans):
+            return None
+        dtype = _FLOAT_TYPES[types[node.input[0]]]
+        nodes, current, rank, name = [], node.input[0], len(shapes[node.input[0]]), node.output[0]
+        for step, plan in enumerate(plans):
+            out = name if step == len(plans) - 1 else f"{name}_axis{plan.axis}"
+            prefix = f"{name}_axis{plan.axis}"
+            if plan.indices is not None:
+                model.graph.initializer.append(numpy_helper.from_array(plan.indices, f"{prefix}_indices"))
+                nodes.append(helper.make_node("Gather", [current, f"{prefix}_indices"], [out], axis=plan.axis))
+            else:
+                model.graph.initializer.append(numpy_helper.from_array(plan.matrix.astype(dtype), f"{prefix}_matrix"))
+                perm = [a for a in range(rank) if a != plan.axis] + [plan.axis]
+                moved = current
+                if plan.axis != rank - 1:
+                    moved = f"{prefix}_last"
+                    nodes.append(helper.make_node("Transpose", [current], [moved], perm=perm))
+                product = f"{prefix}_product" if plan.offset is not None or plan.axis != rank - 1 else out
+                nodes.append(helper.make_node("MatMul", [moved, f"{prefix}_matrix"], [product]))
+                if plan.offset is not None:
+                    model.graph.initializer.append(numpy_helper.from_array(plan.offset.astype(dtype), f"{prefix}_offset"))
+                    shifted = out if plan.axis == rank - 1 else f"{prefix}_shifted"
+                    nodes.append(helper.make_node("Add", [product, f"{prefix}_offset"], [shifted]))
+                    product = shifted
+                if plan.axis != rank - 1:
+                    nodes.append(helper.make_node("Transpose", [product], [out], perm=list(np.argsort(perm))))
+            current = out
+        return nodes or [helper.make_node("Identity", [node.input[0]], [name])]
+
+    _replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+def trilu_as_where(model):
+    """MXNet (no Trilu), onnx2torch (none), onnx2tf (wrong for a k below the last row): Trilu of a tensor whose
+    last two axes have static sizes, with a constant k, as Where(mask, x, 0): the constant mask of the kept
+    triangle (j - i >= k for upper, <= k for lower), so every kept element is x's own and the rest are 0."""
+    from onnx import helper, numpy_helper
+
+    shapes, constants, types = static_shapes(model), constant_values(model), element_types(model)
+
+    def replace(node):
+        shape = shapes.get(node.input[0]) if node.op_type == "Trilu" else None
+        k_name = node.input[1] if len(node.input) > 1 else ""
+        if shape is None or len(shape) < 2 or None in shape[-2:] or (k_name and k_name not in constants) \
+                or node.input[0] not in types:
+            return None
+        k = int(np.ravel(constants[k_name])[0]) if k_name else 0
+        rows, columns = np.meshgrid(np.arange(shape[-2]), np.arange(shape[-1]), indexing="ij")
+        upper = node_attributes(node).get("upper", 1)
+        mask = (columns - rows >= k) if upper else (columns - rows <= k)
+        name = node.output[0]
+        zero = np.zeros((), helper.tensor_dtype_to_np_dtype(types[node.input[0]]))
+        model.graph.initializer.extend([numpy_helper.from_array(mask, f"{name}_mask"),
+                                        numpy_helper.from_array(zero, f"{name}_zero")])
+        return [helper.make_node("Where", [f"{name}_mask", node.input[0], f"{name}_zero"], [name])]
+
+    _replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+def depth_to_space_as_reshapes(model):
+    """DepthToSpace (DCR and CRD) and SpaceToDepth of an (N, C, H, W) tensor of static C, H, W as the
+    Reshape -> Transpose -> Reshape their spec defines them by (the batch copied, Reshape's 0): MXNet's importer
+    and onnx2torch get CRD or the opset-13 forms wrong or lack them, onnx2tf misorders SpaceToDepth's channels."""
+    from onnx import helper, numpy_helper
+
+    shapes = static_shapes(model)
+
+    def replace(node):
+        shape = shapes.get(node.input[0]) if node.op_type in ("DepthToSpace", "SpaceToDepth") else None
+        if shape is None or len(shape) != 4 or None in shape[1:]:
+            return None
+        _, c, h, w = shape
+        b, name = node_attributes(node)["blocksize"], node.output[0]
+        mode = text(node_attributes(node).get("mode", "DCR"))
+        if node.op_type == "SpaceToDepth":  # its channels ordered (row, column, channel), or in CRD mode (opset 24)
+            if h % b or w % b:  # (channel, row, column)
+                return None
+            perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+            first, last = [0, c, h // b, b, w // b, b], [0, c * b * b, h // b, w // b]
+        elif c % (b * b):
+            return None
+        elif mode == "DCR":
+            first, perm, last = [0, b, b, c // (b * b), h, w], [0, 3, 4, 1, 5, 2], [0, c // (b * b), h * b, w * b]
+        else:
+            first, perm, last = [0, c // (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3], [0, c // (b * b), h * b, w * b]
+        model.graph.initializer.extend([numpy_helper.from_array(np.array(first, np.int64), f"{name}_blocks"),
+                                        numpy_helper.from_array(np.array(last, np.int64), f"{name}_shape")])
+        return [helper.make_node("Reshape", [node.input[0], f"{name}_blocks"], [f"{name}_split"]),
+                helper.make_node("Transpose", [f"{name}_split"], [f"{name}_moved"], perm=perm),
+                helper.make_node("Reshape", [f"{name}_moved", f"{name}_shape"], [name])]
+
+    _replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+_POOLS = ("Conv", "MaxPool", "AveragePool", "LpPool")
+
+
+def explicit_pads(model):
+    """MXNet (which ignores auto_pad: a silently smaller output), onnx2tf (no SAME_LOWER) and the Keras mapper:
+    Conv and pooling with auto_pad SAME_UPPER, SAME_LOWER or VALID get the pads that mean, from the static
+    spatial sizes of the input: the total a window needs to give ceil(size / stride) outputs, its odd element
+    at the end (SAME_UPPER) or the start (SAME_LOWER)."""
+    from onnx import helper
+
+    shapes, constants = static_shapes(model), constant_values(model)
+    for node in model.graph.node:
+        attributes = node_attributes(node)
+        mode = text(attributes.get("auto_pad", "NOTSET"))
+        shape = shapes.get(node.input[0]) if node.op_type in _POOLS else None
+        if mode == "NOTSET" or shape is None or None in shape[2:]:
+            continue
+        spatial = len(shape) - 2
+        if node.op_type == "Conv":
+            if node.input[1] not in constants and None in (shapes.get(node.input[1]) or [None]):
+                continue
+            kernel = list(attributes.get("kernel_shape") or (constants[node.input[1]].shape if node.input[1] in constants
+                                                              else shapes[node.input[1]])[2:])
+        else:
+            kernel = list(attributes["kernel_shape"])
+        strides = list(attributes.get("strides", [1] * spatial))
+        dilations = list(attributes.get("dilations", [1] * spatial))
+        begins, ends = [0] * spatial, [0] * spatial
+        if mode != "VALID":
+            for axis, (size, k, stride, dilation) in enumerate(zip(shape[2:], kernel, strides, dilations)):
+                total = max((-(-size // stride) - 1) * stride + (k - 1) * dilation + 1 - size, 0)
+                small, large = total // 2, total - total // 2
+                begins[axis], ends[axis] = (small, large) if mode == "SAME_UPPER" else (large, small)
+        for attribute in [a for a in node.attribute if a.name in ("auto_pad", "pads")]:
+            node.attribute.remove(attribute)
+        node.attribute.append(helper.make_attribute("pads", begins + ends))
+    return model
+
+
+def group_normalization_as_instance_normalization(model):
+    """MXNet and onnx2tf (no GroupNormalization): GroupNormalization of an (N, C, ...) tensor of static C and
+    spatial sizes, with constant scale and bias, as torch exports nn.GroupNorm: Reshape to (N, G, -1),
+    InstanceNormalization with unit scale and zero bias (the statistics of each group), Reshape back, Mul by
+    the scale and Add the bias per channel (opset 18 gives them per group: each repeated over its channels)."""
+    from onnx import helper, numpy_helper
+
+    shapes, constants, opset = static_shapes(model), constant_values(model), default_opset(model)
+
+    def replace(node):
+        shape = shapes.get(node.input[0]) if node.op_type == "GroupNormalization" else None
+        if shape is None or None in shape[1:] or len(shape) < 3 or any(n not in constants for n in node.input[1:3]):
+            return None
+        attributes, name = node_attributes(node), node.output[0]
+        groups, channels = attributes["num_groups"], shape[1]
+        scale, bias = (constants[n].astype(np.float32).ravel() for n in node.input[1:3])
+        if scale.size == groups and opset < 21:  # per group before opset 21
+            scale, bias = np.repeat(scale, channels // groups), np.repeat(bias, channels // groups)
+        per_channel = [channels] + [1] * (len(shape) - 2)
+        model.graph.initializer.extend([
+            numpy_helper.from_array(np.array([0, groups, -1], np.int64), f"{name}_groups"),
+            numpy_helper.from_array(np.array([0] + list(shape[1:]), np.int64), f"{name}_shape"),
+            numpy_helper.from_array(np.ones(groups, np.float32), f"{name}_ones"),
+            numpy_helper.from_array(np.zeros(groups, np.float32), f"{name}_zeros"),
+            numpy_helper.from_array(scale.reshape(per_channel), f"{name}_scale"),
+            numpy_helper.from_array(bias.reshape(per_channel), f"{name}_bias")])
+        return [helper.make_node("Reshape", [node.input[0], f"{name}_groups"], [f"{name}_grouped"]),
+                helper.make_node("InstanceNormalization", [f"{name}_grouped", f"{name}_ones", f"{name}_zeros"],
+                                 [f"{name}_normalized"], epsilon=attributes.get("epsilon", 1e-5)),
+                helper.make_node("Reshape", [f"{name}_normalized", f"{name}_shape"], [f"{name}_ungrouped"]),
+                helper.make_node("Mul", [f"{name}_ungrouped", f"{name}_scale"], [f"{name}_scaled"]),
+                helper.make_node("Add", [f"{name}_scaled", f"{name}_bias"], [name])]
+
+    _replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+def cast_like_as_cast(model):
+    """MXNet and onnx2torch (no CastLike): CastLike as the Cast to its second input's element type, where shape
+    inference knows it."""
+    from onnx import helper
+
+    types = element_types(model)
+
+    def replace(node):
+        if node.op_type != "CastLike" or node.input[1] not in types:
+            return None
+        saturate = node_attributes(node).get("saturate")
+        extra = {"saturate": saturate} if saturate is not None and default_opset(model) >= 19 else {}
+        return [helper.make_node("Cast", [node.input[0]], list(node.output), to=types[node.input[1]], **extra)]
+
+    _replace_nodes(model, replace)
+    return model
+
+
+def gelu_as_primitives(model):
+    """MXNet and onnx2torch (no Gelu): Gelu (opset 20) as the function ONNX defines it by: exact,
+    x * 0.5 * (1 + erf(x / sqrt(2))), or approximate='tanh', x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715
+    x^3)))."""
+    from onnx import helper, numpy_helper
+
+    types = element_types(model)
+
+    def replace(node):
+        dtype = _FLOAT_TYPES.get(types.get(node.input[0] if node.input else ""))
+        if node.op_type != "Gelu" or dtype is None:
+            return None
+        name, x = node.output[0], node.input[0]
+        constants = {"half": 0.5, "one": 1.0, "scale": 1 / np.sqrt(2), "cube": 0.044715, "tanh_scale": np.sqrt(2 / np.pi)}
+        model.graph.initializer.extend(numpy_helper.from_array(np.array(v, dtype), f"{name}_{k}") for k, v in constants.items())
+        nodes = [helper.make_node("Mul", [x, f"{name}_half"], [f"{name}_halved"])]
+        if text(node_attributes(node).get("approximate", "none")) == "tanh":
+            nodes += [helper.make_node("Mul", [x, x], [f"{name}_square"]),
+                      helper.make_node("Mul", [f"{name}_square", x], [f"{name}_cubed"]),
+                      helper.make_node("Mul", [f"{name}_cubed", f"{name}_cube"], [f"{name}_cubic"]),
+                      helper.make_node("Add", [x, f"{name}_cubic"], [f"{name}_inner"]),
+                      helper.make_node("Mul", [f"{name}_inner", f"{name}_tanh_scale"], [f"{name}_scaled"]),
+                      helper.make_node("Tanh", [f"{name}_scaled"], [f"{name}_curve"])]
+        else:
+            nodes += [helper.make_node("Mul", [x, f"{name}_scale"], [f"{name}_scaled"]),
+                      helper.make_node("Erf", [f"{name}_scaled"], [f"{name}_curve"])]
+        nodes += [helper.make_node("Add", [f"{name}_curve", f"{name}_one"], [f"{name}_gate"]),
+                  helper.make_node("Mul", [f"{name}_halved", f"{name}_gate"], [name])]
+        return nodes
+
+    _replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+def flatten_as_reshape(model):
+    """MXNet (its Flatten flattens at axis 1 only): Flatten at another axis of a tensor of known rank as a
+    Reshape to the two products, the one holding the sizes unknown when converting as -1."""
+    from onnx import helper, numpy_helper
+
+    shapes = static_shapes(model)
+
+    def replace(node):
+        shape = shapes.get(node.input[0]) if node.op_type == "Flatten" else None
+        axis = node_attributes(node).get("axis", 1) if shape is not None else 1
+        axis = axis + len(shape) if shape is not None and axis < 0 else axis
+        if shape is None or axis == 1:
+            return None
+        before, after = shape[:axis], shape[axis:]
+        if None in before and None in after:
+            return None
+        target = [-1 if None in before else int(np.prod(before)), -1 if None in after else int(np.prod(after))]
+        model.graph.initializer.append(numpy_helper.from_array(np.array(target, np.int64), f"{node.output[0]}_shape"))
+        return [helper.make_node("Reshape", [node.input[0], f"{node.output[0]}_shape"], list(node.output))]
+
+    _replace_nodes(model, replace)
+    return model
+
+
+def static_shapes_as_constants(model):
+    """MXNet (no op reads a shape from a tensor): Shape (and Size) of a tensor whose every size shape inference
+    knows become the constant they compute, and the shape arithmetic on them is folded (fold_constant_subgraphs),
+    so that a ConstantOfShape or Reshape of such a shape gets a constant one."""
+    from onnx import numpy_helper
+
+    shapes = static_shapes(model)
+    kept = []
+    for node in model.graph.node:
+        shape = shapes.get(node.input[0]) if node.op_type in ("Shape", "Size") and node.input else None
+        if shape is None or None in shape:
+            kept.append(node)
+            continue
+        if node.op_type == "Size":
+            value = np.array(int(np.prod(shape, dtype=np.int64)), np.int64)
+        else:
+            attributes = node_attributes(node)
+            value = np.array(shape, np.int64)[onnx_slice(attributes.get("start", 0), attributes.get("end", len(shape)),
+                                                         1, len(shape))]
+        model.graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    return fold_constant_subgraphs(model)

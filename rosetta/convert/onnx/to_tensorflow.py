@@ -16,6 +16,7 @@ import contextlib
 import io
 from pathlib import Path
 
+from rosetta.convert.onnx import rewrites as rw
 from rosetta.errors import RosettaError, cause_line
 from rosetta.manifest import Manifest, sha256_of
 
@@ -35,17 +36,35 @@ def _layout(onnx_shape: list, tf_shape: list) -> str:
     raise RosettaError(f"onnx2tf changed a tensor's shape from {onnx_shape} to {tf_shape}")
 
 
-def rewrite_for_onnx2tf(model):
-    """The rewrites onnx2tf needs, in order: constant shape arithmetic folded (as onnxsim, absent here, would),
-    so that symbolic shape inference can follow the Reshapes; their shapes made static; a Linear's bias moved
-    to the second operand; non-overlapping ConvTranspose as Conv + DepthToSpace."""
-    from rosetta.convert.onnx import rewrites as rw
+# The rewrites onnx2tf needs, in order: the ops it lacks or gets wrong (auto_pad SAME_LOWER, Resize, Trilu,
+# DepthToSpace/SpaceToDepth, GroupNormalization, LayerNormalization's statistics) in primitives; constant shape
+# arithmetic folded (as onnxsim, absent here, would), then the parts of Shape that are static, folded again, so
+# that symbolic shape inference can follow the Reshapes; their shapes made static; a Linear's bias moved to the
+# second operand; non-overlapping ConvTranspose as Conv + DepthToSpace (that one left to onnx2tf, which gets it
+# right in DCR mode).
+REWRITES = (rw.explicit_pads, rw.resize_except_upsampling_as_gathers_and_matmuls, rw.trilu_as_where,
+            rw.depth_to_space_as_reshapes,
+            rw.group_normalization_as_instance_normalization, rw.layer_normalization_statistics_as_primitives,
+            rw.fold_constant_subgraphs, rw.static_shape_parts, rw.fold_constant_subgraphs, rw.symbolic_reshape_shapes,
+            rw.constant_operands_second, rw.conv_transpose_as_depth_to_space)
 
-    model = rw.fold_constant_subgraphs(model)
-    model = rw.fold_constant_subgraphs(rw.static_shape_parts(model))
-    model = rw.symbolic_reshape_shapes(model)
-    model = rw.constant_operands_second(model)
-    return rw.conv_transpose_as_depth_to_space(model)
+
+def rewrite_for_onnx2tf(model):
+    return rw.apply(REWRITES, model)
+
+
+def refuse_resize(model) -> None:
+    """A Resize or Upsample left after REWRITES other than an upsampling by integer factors (its scales or sizes
+    computed at run time, or its resized axes of unknown size) is refused by name: onnx2tf's own computes 29 of
+    ONNX's backend-test Resize cases wrongly without complaint (nearest modes, half_pixel_symmetric, cubic,
+    antialias, downsampling)."""
+    plans_of = rw.resize_plans(model)
+    left = sorted({node.op_type for node in model.graph.node
+                   if node.op_type in ("Resize", "Upsample") and not rw.resize_is_upsampling(node, plans_of(node))})
+    if left:
+        raise RosettaError(f"ONNX op {left[0]} with scales or sizes computed at run time, or of an input of unknown "
+                           "size, cannot be converted to tensorflow: onnx2tf's Resize differs from ONNX's in several "
+                           "modes, and rosetta writes it as what ONNX computes only where the scales are known")
 
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
@@ -60,7 +79,9 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     previous = Manifest.read(source)
     Path(staging).mkdir(parents=True, exist_ok=True)
     rewritten = Path(staging) / "onnx2tf-input.onnx"
-    onnx.save(rewrite_for_onnx2tf(onnx.load(str(previous.artifact_path(source)))), str(rewritten))
+    model = rewrite_for_onnx2tf(onnx.load(str(previous.artifact_path(source))))
+    refuse_resize(model)
+    onnx.save(model, str(rewritten))
     keep_nchw = [i["name"] for i in previous.inputs if i["dtype"].startswith("float") and 3 <= len(i["shape"]) <= 5]
     log = io.StringIO()
     try:
@@ -94,7 +115,8 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     return Manifest(
         artifact=ARTIFACT, format="tensorflow", source=previous.source,
         converter={"name": "onnx2tf", "version": version("onnx2tf"), "framework_version": tf.__version__,
-                   "options": {"keep_ncw_or_nchw_or_ncdhw_input_names": keep_nchw}, "layouts": layouts},
+                   "options": {"keep_ncw_or_nchw_or_ncdhw_input_names": keep_nchw, "rewrites": rw.names(REWRITES)},
+                   "layouts": layouts},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(target), opset=previous.opset,
     )
 

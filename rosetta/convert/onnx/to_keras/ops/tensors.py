@@ -1,0 +1,312 @@
+"""Ops that move or select elements: Identity, Dropout, Cast, Slice, Concat, Split, Transpose, Squeeze,
+Unsqueeze, Gather (an embedding lookup, one index along an axis, or keras.ops.take), Tile, Expand, Trilu and
+Einsum. A Transpose, an Unsqueeze and the Squeeze of a virtual axis only rewrite the tensor's `axes`
+(layout.py): no layer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rosetta.convert.onnx.to_keras.context import BatchDim, Mapped
+from rosetta.convert.onnx.to_keras.layout import identity, in_onnx_order, materialize, operands, realize
+from rosetta.convert.onnx.to_keras.registry import add_converter
+from rosetta.convert.onnx.to_keras.symbolic import slice_parameters, whole_axis
+from rosetta.errors import RosettaError
+from rosetta.frameworks.onnx_graph import onnx_slice
+
+
+@add_converter("Identity", 1)
+def identity_op(context, node, attrs):
+    return [context.values[node.input[0]]]
+
+
+@add_converter("Dropout", 1)
+def dropout(context, node, attrs):
+    """Dropout at inference: a Keras Dropout layer (identity unless training). Its ratio is an attribute
+    before opset 12 and an optional input from 12, which also adds training_mode."""
+    rate = attrs.get("ratio", 0.5)
+    if len(node.input) > 1 and node.input[1]:
+        rate = float(context.constant(node.input[1], "Dropout ratio"))
+    if len(node.input) > 2 and node.input[2] and bool(context.constant(node.input[2], "Dropout training_mode")):
+        raise RosettaError("keras mapper: Dropout with training_mode true (dropout at inference too) has no "
+                           "Keras layer that honours it; export in eval or preserve mode")
+    x = context.values[node.input[0]]
+    layer = context.keras.layers.Dropout(rate, name=context.name("dropout"))
+    return [Mapped(layer(x.tensor), x.axes, x.feature_order)]
+
+
+@add_converter("Cast", 6)
+def cast(context, node, attrs):
+    """Cast of a tensor: exact in keras.ops.cast (float to int truncates toward zero, as ONNX says)."""
+    import onnx
+
+    x = context.values[node.input[0]]
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(attrs["to"]).name
+    if str(x.tensor.dtype) == dtype:
+        return [x]
+    return [Mapped(context.keras.ops.cast(x.tensor, dtype), x.axes, x.feature_order, x.nonnegative)]
+
+
+@add_converter("CastLike", 15)
+def cast_like(context, node, attrs):
+    """Cast to the element type of the second input (a tensor's or a constant's)."""
+    target = context.constants[node.input[1]].dtype if node.input[1] in context.constants \
+        else context.values[node.input[1]].tensor.dtype
+    x = context.values[node.input[0]]
+    if str(x.tensor.dtype) == str(target):
+        return [x]
+    return [Mapped(context.keras.ops.cast(x.tensor, str(target)), x.axes, x.feature_order, x.nonnegative)]
+
+
+def _slice(context, node, parameters: list) -> list:
+    """Slice of a tensor by constant bounds, as Keras tensor indexing (the batch axis only whole)."""
+    x = context.values[node.input[0]]
+    rank = len(x.axes)
+    dims = context.dims(node.input[0])
+    index = [slice(None)] * len([k for k in x.axes if k is not None])
+    for start, end, axis, step in zip(*slice_parameters(parameters)):
+        start, end, axis, step = int(start), int(end), int(axis) % rank, int(step)
+        if isinstance(dims[axis], BatchDim):
+            if not whole_axis(start, end, step):
+                raise RosettaError("keras mapper: Slice of the batch axis is not supported")
+            continue
+        picked = onnx_slice(start, end, step, dims[axis])
+        if x.axes[axis] is None:
+            if len(range(1)[picked]) != 1:
+                raise RosettaError("keras mapper: Slice to an empty tensor is not supported")
+            continue
+        if x.feature_order is not None:
+            raise RosettaError("keras mapper: Slice of a channels-last flattened tensor is not supported")
+        index[x.axes[axis]] = picked
+    if all(i == slice(None) for i in index):
+        return [x]
+    return [Mapped(x.tensor[tuple(index)], x.axes, None, x.nonnegative)]
+
+
+@add_converter("Slice", 1)
+def slice_attributes(context, node, attrs):
+    """Slice before opset 10: starts, ends and axes are attributes."""
+    return _slice(context, node, [attrs["starts"], attrs["ends"], attrs.get("axes")])
+
+
+@add_converter("Slice", 10)
+def slice_inputs(context, node, attrs):
+    """Slice from opset 10: starts, ends, axes and steps are inputs, constants here."""
+    bounds = [context.constant(name, "Slice bounds") for name in node.input[1:3]]
+    return _slice(context, node, bounds + [context.optional_constant(node, index, f"Slice {what}")
+                                           for index, what in ((3, "axes"), (4, "steps"))])
+
+
+@add_converter("Concat", 4)
+def concat(context, node, attrs):
+    """Concatenate layer of tensors along a real, non-batch axis; keras.ops.concatenate in ONNX's layout for the
+    rest (constants among the parts, the batch axis of a static batch)."""
+    axis = attrs["axis"]
+    if all(name in context.values for name in node.input):
+        parts = [context.values[name] for name in node.input]
+        first = parts[0]
+        axis %= len(first.axes)
+        if not isinstance(context.dims(node.input[0])[axis], BatchDim) and first.axes[axis] not in (None, 0) and \
+                all(p.feature_order is None for p in parts):
+            if len(parts) == 1:
+                return [first]
+            tensors = [first.tensor] + [materialize(context, p, first.axes).tensor for p in parts[1:]]
+            tensor = context.keras.layers.Concatenate(axis=first.axes[axis], name=context.name("concat"))(tensors)
+            return [Mapped(tensor, first.axes, None, all(p.nonnegative for p in parts))]
+    values = operands(context, node.input)
+    rank = len(next(v for v in values if not isinstance(v, np.ndarray)).shape)
+    return [in_onnx_order(context.keras.ops.concatenate(values, axis=axis % rank))]
+
+
+def _split(context, node, sizes: list | None, axis: int, parts: int | None = None) -> list:
+    """The parts of a Split as slices of the Keras tensor along the axis holding ONNX `axis` (sizes None: the
+    axis in len(outputs) parts, or `parts` of ceil(size / parts), the last one smaller)."""
+    x = context.values[node.input[0]]
+    axis %= len(x.axes)
+    size = context.dims(node.input[0])[axis]
+    if isinstance(size, BatchDim) or x.feature_order is not None:
+        raise RosettaError("keras mapper: Split along the batch axis, or of a channels-last flattened tensor, is "
+                           "not supported")
+    if sizes is None:
+        count = parts or len(node.output)
+        chunk = -(-size // count)
+        sizes = [chunk] * (count - 1) + [size - chunk * (count - 1)]
+    if x.axes[axis] is None:
+        x = realize(context, x, [axis])
+    begin, results = 0, []
+    for part in sizes:
+        index = [slice(None)] * len([k for k in x.axes if k is not None])
+        index[x.axes[axis]] = slice(begin, begin + int(part))
+        results.append(Mapped(x.tensor[tuple(index)], x.axes, None, x.nonnegative))
+        begin += int(part)
+    return results
+
+
+@add_converter("Split", 2)
+def split_attribute(context, node, attrs):
+    """Split before opset 13: the parts' sizes are an attribute (equal parts when absent)."""
+    return _split(context, node, attrs.get("split"), attrs.get("axis", 0))
+
+
+@add_converter("Split", 13)
+def split_input(context, node, attrs):
+    """Split from opset 13: the sizes an optional input; from 18, num_outputs parts otherwise."""
+    sizes = context.optional_constant(node, 1, "Split sizes")
+    return _split(context, node, None if sizes is None else [int(v) for v in np.ravel(sizes)], attrs.get("axis", 0),
+                  attrs.get("num_outputs"))
+
+
+@add_converter("Tile", 6)
+def tile(context, node, attrs):
+    repeats = [int(v) for v in np.ravel(context.constant(node.input[1], "Tile repeats"))]
+    return [in_onnx_order(context.keras.ops.tile(operands(context, node.input[:1])[0], repeats))]
+
+
+@add_converter("Expand", 8)
+def expand(context, node, attrs):
+    """Expand to a constant shape: x times ones of that shape (x * 1 is x, and the result broadcasts both ways as
+    Expand does); for booleans, x and True."""
+    shape = [int(v) for v in np.ravel(context.constant(node.input[1], "Expand shape"))]
+    x = operands(context, node.input[:1])[0]
+    ops, dtype = context.keras.ops, str(x.dtype)
+    if dtype == "bool":
+        return [in_onnx_order(ops.logical_and(x, np.ones(shape, bool)))]
+    return [in_onnx_order(ops.multiply(x, np.ones(shape, dtype)))]
+
+
+@add_converter("Trilu", 14)
+def trilu(context, node, attrs):
+    """The upper (triu) or lower (tril) triangle of the last two axes, from the k-th diagonal (a constant)."""
+    k = context.optional_constant(node, 1, "Trilu k")
+    x = operands(context, node.input[:1])[0]
+    triangle = context.keras.ops.triu if attrs.get("upper", 1) else context.keras.ops.tril
+    return [in_onnx_order(triangle(x, 0 if k is None else int(np.ravel(k)[0])))]
+
+
+@add_converter("Einsum", 12)
+def einsum(context, node, attrs):
+    equation = attrs["equation"].decode() if isinstance(attrs["equation"], bytes) else attrs["equation"]
+    return [in_onnx_order(context.keras.ops.einsum(equation, *operands(context, node.input)))]
+
+
+@add_converter("Transpose", 1)
+def transpose(context, node, attrs):
+    x = context.values[node.input[0]]
+    perm = attrs.get("perm", list(reversed(range(len(x.axes)))))
+    return [Mapped(x.tensor, tuple(x.axes[p] for p in perm), x.feature_order, x.nonnegative)]
+
+
+def _squeeze(context, node, axes: list) -> list:
+    x = context.values[node.input[0]]
+    axes = sorted(ax % len(x.axes) for ax in axes)
+    if any(x.axes[ax] is not None for ax in axes):
+        # dropping size-1 Keras axes keeps the element order: the others keep their relative order
+        dropped = sorted(x.axes[ax] for ax in axes if x.axes[ax] is not None)
+        shape = list(x.tensor.shape)
+        if 0 in dropped or None in shape[1:]:
+            tensor = context.keras.ops.squeeze(x.tensor, axis=tuple(dropped))
+        else:
+            kept = [d for k, d in enumerate(shape) if k not in dropped][1:]
+            tensor = context.keras.layers.Reshape(kept, name=context.name("squeeze"))(x.tensor)
+        renumber = lambda k: None if k is None else k - sum(d < k for d in dropped)  # noqa: E731
+        return [Mapped(tensor, tuple(renumber(k) for i, k in enumerate(x.axes) if i not in axes))]
+    return [Mapped(x.tensor, tuple(k for i, k in enumerate(x.axes) if i not in axes), x.feature_order, x.nonnegative)]
+
+
+def _unsqueeze(context, node, added: list) -> list:
+    x = context.values[node.input[0]]
+    axes = list(x.axes)
+    rank = len(axes) + len(added)
+    for ax in sorted(ax % rank for ax in added):
+        axes.insert(ax, None)
+    return [Mapped(x.tensor, tuple(axes), x.feature_order, x.nonnegative)]
+
+
+def _axes_input(context, node, what: str) -> list:
+    return [int(v) for v in np.atleast_1d(context.constant(node.input[1], f"{what} axes"))]
+
+
+@add_converter("Squeeze", 1)
+def squeeze_attribute(context, node, attrs):
+    """Squeeze before opset 13: its axes are an attribute (every size-1 axis when absent)."""
+    if "axes" not in attrs:
+        return _squeeze(context, node, [i for i, d in enumerate(context.static_shape(node.input[0])) if d == 1])
+    return _squeeze(context, node, list(attrs["axes"]))
+
+
+@add_converter("Squeeze", 13)
+def squeeze_input(context, node, attrs):
+    """Squeeze from opset 13: its axes are an optional input (every size-1 axis when omitted)."""
+    if len(node.input) < 2 or not node.input[1]:
+        return squeeze_attribute(context, node, {})
+    return _squeeze(context, node, _axes_input(context, node, "Squeeze"))
+
+
+@add_converter("Unsqueeze", 1)
+def unsqueeze_attribute(context, node, attrs):
+    return _unsqueeze(context, node, list(attrs["axes"]))
+
+
+@add_converter("Unsqueeze", 13)
+def unsqueeze_input(context, node, attrs):
+    return _unsqueeze(context, node, _axes_input(context, node, "Unsqueeze"))
+
+
+def _take_any(context, node, axis: int) -> list:
+    """Gather by keras.ops.take in ONNX's layout (negative indices read from the end, as ONNX's)."""
+    data, indices = operands(context, node.input[:2])
+    rank = len(data.shape)
+    return [in_onnx_order(context.keras.ops.take(data, indices, axis=axis % rank))]
+
+
+@add_converter("Gather", 1)
+def gather(context, node, attrs):
+    """An embedding (a constant 2-D table read along axis 0: a trainable Embedding layer), one constant index
+    along an axis (a crop or keras.ops.take), or keras.ops.take of anything else."""
+    axis = attrs.get("axis", 0)
+    if node.input[0] in context.constants:  # a lookup table: an embedding
+        table = context.constants[node.input[0]]
+        indices = context.values[node.input[1]]
+        if axis != 0 or table.ndim != 2 or indices.axes != identity(len(indices.axes)) or \
+                not str(table.dtype).startswith("float"):
+            return _take_any(context, node, axis)
+        layer = context.keras.layers.Embedding(table.shape[0], table.shape[1], name=context.name("embedding"))
+        tensor = layer(indices.tensor)
+        layer.set_weights([table])
+        return [Mapped(tensor, identity(len(indices.axes) + 1))]
+    # picking one index along an axis (e.g. the last time step): Cropping1D on Keras axis 1 of a 3-D tensor
+    index = context.constants.get(node.input[1])
+    x = context.values[node.input[0]]
+    if index is None or index.ndim != 0 or isinstance(context.dims(node.input[0])[axis % len(x.axes)], BatchDim):
+        return _take_any(context, node, axis)
+    if len([k for k in x.axes if k is not None]) != 3 or x.axes[axis] is None or x.tensor.shape[0] is not None:
+        return [_take(context, node, x, axis, int(index))]
+    keras_axis = x.axes[axis]
+    if keras_axis not in (1, 2):
+        raise RosettaError("keras mapper: Gather along the batch axis is not supported")
+    if keras_axis == 2:
+        wanted = tuple({1: 2, 2: 1}.get(k, k) for k in x.axes)
+        x = materialize(context, x, wanted)
+    size = context.static_shape(node.input[0])[axis]
+    i = int(index) % size
+    cropped = context.keras.layers.Cropping1D((i, size - 1 - i), name=context.name("pick"))(x.tensor)
+    features = context.static_shape(node.input[0])[[l for l, k in enumerate(x.axes) if k == 2][0]]
+    tensor = context.keras.layers.Reshape((features,), name=context.name("reshape"))(cropped)
+    remaining = [k for l, k in enumerate(x.axes) if l != axis]
+    return [Mapped(tensor, tuple(None if k is None else (k if k < 1 else k - 1) for k in remaining))]
+
+
+def _take(context, node, x: Mapped, axis: int, index: int) -> Mapped:
+    """One index along a (non-batch) axis, as keras.ops.take (attention's q, k, v from one tensor)."""
+    dims = context.dims(node.input[0])
+    if isinstance(dims[axis], BatchDim) or x.feature_order is not None:
+        raise RosettaError("keras mapper: Gather along the batch axis, or of a channels-last flattened "
+                           "tensor, is not supported")
+    if not -dims[axis] <= index < dims[axis]:
+        raise RosettaError("keras mapper: Gather index out of range")
+    keras_axis = x.axes[axis]
+    remaining = [k for i, k in enumerate(x.axes) if i != axis]
+    if keras_axis is None:
+        return Mapped(x.tensor, tuple(remaining), None, x.nonnegative)
+    tensor = context.keras.ops.take(x.tensor, index % dims[axis], axis=keras_axis)
+    return Mapped(tensor, tuple(None if k is None else k - (k > keras_axis) for k in remaining), None, x.nonnegative)

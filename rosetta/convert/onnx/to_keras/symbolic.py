@@ -1,0 +1,135 @@
+"""Shapes read at run time, followed at conversion time.
+
+Shape -> Gather/Slice/Concat/Mul... -> Reshape, and ConstantOfShape/Expand zero states: every size is known
+except the batch, held as a BatchDim (a multiple of it), so the arithmetic folds to constants or to a Reshape
+with -1 for the one axis that holds the batch. A node whose inputs are all such values (or constants) is
+evaluated here instead of mapped to a layer: ONNX's shape operators on numpy object arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rosetta.convert.onnx.to_keras.context import MAX_INDEX, BatchDim, Filled, MappingContext
+from rosetta.errors import RosettaError
+from rosetta.frameworks.onnx_graph import onnx_slice
+
+_INT_TYPES = (2, 3, 4, 5, 6, 7, 12, 13)  # onnx.TensorProto's (u)int8/16/32/64
+
+
+def whole_axis(start: int, end: int, step: int) -> bool:
+    """Whether Slice bounds take a whole axis, whatever its size (the batch axis, of unknown size)."""
+    return step == 1 and start in (0, -(2 ** 63)) and end >= MAX_INDEX
+
+
+def slice_parameters(values: list) -> tuple:
+    """(starts, ends, axes, steps) of a Slice from its inputs 1..4 as arrays (None where omitted)."""
+    starts, ends = (np.ravel(v).astype(np.int64) for v in values[:2])
+    axes = np.ravel(values[2]).astype(np.int64) if len(values) > 2 and values[2] is not None else np.arange(len(starts))
+    steps = np.ravel(values[3]).astype(np.int64) if len(values) > 3 and values[3] is not None \
+        else np.ones(len(starts), np.int64)
+    return starts, ends, axes, steps
+
+
+def _arithmetic(op: str):
+    def compute(x, y):
+        if op == "Mul":
+            return x * y
+        if op == "Add":
+            return x + y
+        if op == "Sub":
+            if isinstance(x, BatchDim) or isinstance(y, BatchDim):
+                raise RosettaError("keras mapper: shape arithmetic subtracts from the batch size")
+            return x - y
+        if isinstance(y, BatchDim):
+            raise RosettaError("keras mapper: shape arithmetic divides by the batch size")
+        if isinstance(x, BatchDim):
+            return x // y
+        return int(x / y) if isinstance(x, float) or isinstance(y, float) else \
+            (abs(int(x)) // abs(int(y))) * (1 if (x >= 0) == (y >= 0) else -1)  # ONNX truncates
+    return compute
+
+
+def evaluate_symbolic(context: MappingContext, node, attributes: dict) -> list:
+    """A node computing on shapes (ints and BatchDims) or on Filled tensors, evaluated here: the result is a
+    constant once no batch size is left in it. Its inputs are constants or symbolic values."""
+    op, a = node.op_type, attributes
+    inputs = [context.symbolic_input(name) if name else None for name in node.input]
+    first = inputs[0]
+    if isinstance(first, Filled):
+        return [evaluate_filled(context, node, a, first)]
+    if any(isinstance(v, Filled) for v in inputs) and op != "Expand":
+        raise RosettaError(f"keras mapper: {op} of a filled tensor of run-time shape is not supported")
+    data = np.asarray(first, dtype=object) if first is not None else None
+    if op in ("Identity", "Cast"):
+        if op == "Cast" and a["to"] not in _INT_TYPES:
+            raise RosettaError("keras mapper: Cast of the batch size to a non-integer type is not supported")
+        return [data]
+    if op == "Gather":
+        return [np.take(data, np.asarray(inputs[1]).astype(np.int64), axis=a.get("axis", 0))]
+    if op == "Concat":
+        return [np.concatenate([np.asarray(v, dtype=object) for v in inputs], axis=a["axis"])]
+    if op == "Unsqueeze":
+        axes = a.get("axes", inputs[1] if len(inputs) > 1 else None)
+        rank = data.ndim + len(np.ravel(axes))
+        return [np.expand_dims(data, tuple(sorted(int(x) % rank for x in np.ravel(axes))))]
+    if op == "Squeeze":
+        axes = a.get("axes", inputs[1] if len(inputs) > 1 else None)
+        return [np.squeeze(data, None if axes is None else tuple(int(x) % data.ndim for x in np.ravel(axes)))]
+    if op == "Reshape":
+        target = [int(v) for v in np.ravel(inputs[1])]
+        if not a.get("allowzero", 0):
+            target = [data.shape[i] if d == 0 else d for i, d in enumerate(target)]
+        return [data.reshape(target)]
+    if op == "Slice":
+        index = [slice(None)] * data.ndim
+        for start, end, axis, step in zip(*slice_parameters(inputs[1:5])):
+            index[int(axis) % data.ndim] = onnx_slice(int(start), int(end), int(step), data.shape[int(axis)])
+        return [data[tuple(index)]]
+    if op in ("Mul", "Div", "Add", "Sub"):
+        other = np.asarray(inputs[1], dtype=object)
+        if any(isinstance(v, (float, np.floating)) for v in np.ravel(np.concatenate([np.ravel(data), np.ravel(other)]))):
+            raise RosettaError(f"keras mapper: {op} of the batch size and a float is not supported")
+        return [np.frompyfunc(_arithmetic(op), 2, 1)(data, other)]
+    if op == "ConstantOfShape":
+        value = a.get("value")
+        from onnx import numpy_helper
+
+        fill = numpy_helper.to_array(value).reshape(()) if value is not None else np.zeros((), np.float32)
+        return [Filled(fill, list(data.ravel()))]
+    if op == "Expand":
+        value, shape = inputs[0], list(np.ravel(np.asarray(inputs[1], dtype=object)))
+        value = np.asarray(value)
+        if isinstance(inputs[0], Filled) or value.size != 1 or len(shape) < value.ndim:
+            raise RosettaError("keras mapper: Expand to a run-time shape is supported for one repeated value only")
+        return [Filled(value.reshape(()), shape)]
+    raise RosettaError(f"keras mapper: {op} on a shape holding the run-time batch size is not supported")
+
+
+def evaluate_filled(context: MappingContext, node, a: dict, filled: Filled) -> Filled:
+    """Ops that move a filled tensor around without changing its value: only its shape is followed."""
+    op, shape = node.op_type, list(filled.shape)
+    if op in ("Identity", "Cast"):
+        dtype = filled.value.dtype if op == "Identity" else \
+            __import__("onnx").helper.tensor_dtype_to_np_dtype(a["to"])
+        return Filled(filled.value.astype(dtype), shape)
+    if op in ("Unsqueeze", "Squeeze"):
+        axes = a.get("axes") or [int(v) for v in np.ravel(context.constant(node.input[1], f"{op} axes"))]
+        if op == "Squeeze":
+            return Filled(filled.value, [d for i, d in enumerate(shape) if i not in {x % len(shape) for x in axes}])
+        for axis in sorted(x % (len(shape) + len(axes)) for x in axes):
+            shape.insert(axis, 1)
+        return Filled(filled.value, shape)
+    if op == "Transpose":
+        return Filled(filled.value, [shape[p] for p in a.get("perm", list(reversed(range(len(shape)))))])
+    if op == "Slice":
+        bounds = [context.constant(n, "Slice bounds") for n in node.input[1:3]]
+        optional = [context.optional_constant(node, index, f"Slice {what}") for index, what in ((3, "axes"), (4, "steps"))]
+        for start, end, axis, step in zip(*slice_parameters(bounds + optional)):
+            axis = int(axis) % len(shape)
+            if isinstance(shape[axis], BatchDim):
+                if not whole_axis(int(start), int(end), int(step)):
+                    raise RosettaError("keras mapper: Slice of the batch axis is not supported")
+                continue
+            shape[axis] = len(range(shape[axis])[onnx_slice(int(start), int(end), int(step), shape[axis])])
+        return Filled(filled.value, shape)
+    raise RosettaError(f"keras mapper: {op} of a filled tensor of run-time shape is not supported")

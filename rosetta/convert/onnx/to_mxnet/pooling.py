@@ -1,0 +1,54 @@
+"""Pooling: MaxPool and AveragePool as one Pooling each (padding inside it, ceil_mode as its 'full' convention,
+AveragePool's count_include_pad honoured), and GlobalMaxPool of any rank (the importer's 2-D Pooling fails on
+tf2onnx's GlobalMaxPooling1D). What Pooling cannot compute (dilations, a last window ONNX's ceil_mode drops) is
+refused before the import (refusals.py)."""
+
+from __future__ import annotations
+
+from rosetta.convert.onnx.to_mxnet.registry import mxnet_converter, mxnet_own, symbols
+from rosetta.errors import RosettaError
+
+
+@mxnet_converter("GlobalMaxPool")
+def global_max_pool(attrs, inputs, importer):
+    """ONNX GlobalMaxPool of any rank: the max over every axis but N and C, kept. MXNet's own converter
+    writes a 2-D Pooling, which fails on (N, C, L) (tf2onnx's GlobalMaxPooling1D)."""
+    return symbols().max(inputs[0], axis=(0, 1), exclude=True, keepdims=True), attrs, inputs
+
+
+def _pooling(pool_type: str, attrs, inputs, **options):
+    """One Pooling of MXNet with ONNX's kernel, strides and symmetric pads; ceil_mode as the 'full' convention,
+    where refusals.py lets it through (ONNX drops a last window that would start in the end padding, MXNet
+    does not)."""
+    kernel = tuple(attrs["kernel_shape"])
+    pads = tuple(attrs.get("pads", (0,) * 2 * len(kernel)))
+    return symbols().Pooling(inputs[0], kernel=kernel, stride=tuple(attrs.get("strides", (1,) * len(kernel))),
+                             pad=pads[:len(kernel)], pool_type=pool_type,
+                             pooling_convention="full" if attrs.get("ceil_mode", 0) else "valid", **options)
+
+
+def _symmetric(attrs) -> bool:
+    pads = tuple(attrs.get("pads", ()))
+    return pads[:len(pads) // 2] == pads[len(pads) // 2:]
+
+
+@mxnet_converter("MaxPool")
+def max_pool(attrs, inputs, importer):
+    """ONNX MaxPool with the same padding at both ends of each axis -> one Pooling with `pad`, whose padded
+    positions never win the max, as ONNX's do not; the importer writes an edge-mode Pad before every padded
+    Pooling (ResNet-50's stem: 4 % of its time), which is kept for pads that differ at the two ends (an edge
+    value never exceeds the max either)."""
+    if _symmetric(attrs):
+        return _pooling("max", attrs, inputs), attrs, inputs
+    return mxnet_own("MaxPool")(attrs, inputs, importer)
+
+
+@mxnet_converter("AveragePool")
+def average_pool(attrs, inputs, importer):
+    """ONNX AveragePool -> Pooling with ONNX's count_include_pad (default 0; MXNet's default counts the pads,
+    which the importer left in place: a silently smaller average at the borders). Pads that differ at the two
+    ends are refused: Pooling pads both ends alike."""
+    if not _symmetric(attrs):
+        raise RosettaError("AveragePool with pads that differ at the two ends cannot be converted to mxnet: MXNet's "
+                           "Pooling pads both ends of an axis alike")
+    return _pooling("avg", attrs, inputs, count_include_pad=bool(attrs.get("count_include_pad", 0))), attrs, inputs

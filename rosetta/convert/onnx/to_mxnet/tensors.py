@@ -1,0 +1,259 @@
+"""Ops that move, select or cast elements: Cast in MXNet's float32 world, Slice, Gather, Split, Where, Tile, Pad,
+and Expand/ConstantOfShape of a shape computed at run time.
+
+Integers: MXNet carries them as float32 (the importer loads every initializer as float32, the runner feeds
+integer inputs as float32), so `cast` keeps the dtype where ONNX casts to an integer type or to float32: to an
+integer it truncates toward zero (ONNX's float -> int), to bool it compares with 0. An int32 Cast among float32
+operands was a type error (tf2onnx's Embedding index wrap: Less / Not / Cast / Mul on the token ids).
+
+Slice: the importer's own converter fails on every opset-10+ Slice (it reads starts and ends as float32 and
+writes "1.0", or "nan" for an end past the axis, into slice_axis), so `slice_` replaces it: the bounds, made
+int32 by rewrites.bounded_slices, go to MXNet's `slice`, which clamps them as ONNX does.
+
+Expand and ConstantOfShape with a shape computed at run time (Keras' and torch's zero LSTM states, from
+Shape(x)): MXNet has no op that reads a shape from a tensor. `shapes_as_references` traces the shape to
+constants and axes of graph tensors (Shape -> Cast / Gather / Slice / Concat ...) and writes the node as
+RosettaExpand(x, tensors...): x times ones of that shape (numpy-style, both ways, as ONNX Expand; x * 1 is x
+exactly), the ones built from the tensors with broadcast_like. ConstantOfShape is Expand of its value.
+Gather by a scalar constant: the importer loads the scalar as shape (1,), so `scalar_gather_indices` writes
+it as a Gather by [index] and a Squeeze; Gather of indices computed at run time takes a negative one from the
+end (`take`'s wrap mode: ONNX calls any index out of range an error).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rosetta.convert.onnx import rewrites as rw
+from rosetta.convert.onnx.to_mxnet.registry import mxnet_converter, mxnet_own, symbols
+from rosetta.errors import RosettaError
+from rosetta.frameworks.onnx_graph import constant_values, default_opset, node_attributes, shape_tracer, static_shapes
+
+
+@mxnet_converter("Cast")
+def cast(attrs, inputs, importer):
+    """ONNX Cast in MXNet's float32 world (module docstring): to an integer type, truncation toward zero in
+    the input's dtype; to bool, x != 0; to float32, the input itself; to another float type, that type."""
+    from onnx import TensorProto
+
+    sym = symbols()
+    to = int(attrs["to"])
+    if to == TensorProto.FLOAT:
+        return sym.identity(inputs[0]), attrs, inputs
+    if to == TensorProto.BOOL:
+        return inputs[0] != 0, attrs, inputs
+    if to in (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
+              TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64):
+        return sym.trunc(inputs[0]), attrs, inputs
+    return mxnet_own("Cast")(attrs, inputs, importer)
+
+
+@mxnet_converter("RosettaExpand")
+def expand_to_references(attrs, inputs, importer):
+    """RosettaExpand(x, tensors...) (shapes_as_references): x * ones of the traced shape, whose axis k is
+    sizes[k], or where that is -1 the size of axis axes[k] of tensors[references[k]]."""
+    sym = symbols()
+    x, tensors = inputs[0], inputs[1:]
+    sizes, references, axes = (list(attrs[key]) for key in ("sizes", "references", "axes"))
+    # a single element of x's dtype (the float64 reference run casts parameters and data, never constants)
+    ones = sym.ones_like(sym.slice_axis(sym.reshape(x, shape=(-1,)), axis=0, begin=0, end=1))
+    ones = sym.reshape(ones, shape=(1,) * len(sizes))
+    static = [(k, size) for k, size in enumerate(sizes) if size != 1 and size >= 0]
+    if static:
+        ones = sym.broadcast_axis(ones, axis=tuple(k for k, _ in static), size=tuple(size for _, size in static))
+    for k, (size, reference, axis) in enumerate(zip(sizes, references, axes)):
+        if size < 0:
+            ones = sym.broadcast_like(ones, tensors[reference], lhs_axes=(k,), rhs_axes=(axis,))
+    return sym.broadcast_mul(x, ones), attrs, inputs
+
+
+@mxnet_converter("Slice")
+def slice_(attrs, inputs, importer):
+    """ONNX Slice (opset 10+, constant parameters within int32, as rw.bounded_slices leaves them) ->
+    sym.slice, in place of MXNet's own converter, which no opset-10+ Slice passes (module docstring)."""
+    sym = symbols()
+    if importer.opset_version < 10:  # parameters as int attributes, which MXNet's own converter reads
+        return mxnet_own("Slice")(attrs, inputs, importer)
+    if len(inputs) != 5 or any(parameter.name not in importer._params for parameter in inputs[1:]):
+        raise RosettaError("Slice with starts, ends, axes or steps computed at run time cannot be converted to mxnet")
+    starts, ends, axes, steps = ([int(v) for v in importer._params[p.name].asnumpy().ravel()] for p in inputs[1:])
+    if min(axes) < 0:
+        raise RosettaError("Slice on a negative axis of a tensor of unknown rank cannot be converted to mxnet")
+    begin, end, step = ([None] * (max(axes) + 1) for _ in range(3))
+    for axis, start, stop, stride in zip(axes, starts, ends, steps):
+        begin[axis], end[axis], step[axis] = start, stop, stride
+    return sym.slice(inputs[0], begin=tuple(begin), end=tuple(end), step=tuple(step)), attrs, inputs
+
+
+def shapes_as_references(model):
+    """Expand and ConstantOfShape whose shape is traced (onnx_graph.shape_tracer) to constants and axes of graph
+    tensors become RosettaExpand(x, tensors...) with attributes sizes (-1 for a traced axis), references and
+    axes; ConstantOfShape's x is its value. MXNet-only: the importer's `expand_to_references` reads it."""
+    from onnx import helper, numpy_helper
+
+    elements, _ = shape_tracer(model)
+    nodes = []
+    for node in model.graph.node:
+        shape = elements(node.input[0] if node.op_type == "ConstantOfShape" else node.input[-1]) \
+            if node.op_type in ("Expand", "ConstantOfShape") else None
+        if not shape or any(isinstance(e, int) and e < 1 for e in shape):  # rank 0, or 0 (MXNet: unknown)
+            nodes.append(node)
+            continue
+        tensors = list(dict.fromkeys(e[0] for e in shape if not isinstance(e, int)))
+        if node.op_type == "ConstantOfShape":
+            value = next((numpy_helper.to_array(a.t) for a in node.attribute if a.name == "value"), np.zeros(1, np.float32))
+            x = f"{node.output[0]}_value"
+            model.graph.initializer.append(numpy_helper.from_array(value.reshape(1), x))
+        else:
+            x = node.input[0]
+        nodes.append(helper.make_node(
+            "RosettaExpand", [x, *tensors], list(node.output), name=node.name,
+            sizes=[e if isinstance(e, int) else -1 for e in shape],
+            references=[-1 if isinstance(e, int) else tensors.index(e[0]) for e in shape],
+            axes=[-1 if isinstance(e, int) else e[1] for e in shape]))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return rw.remove_dead_nodes(model)
+
+
+def scalar_gather_indices(model):
+    """A Gather by a constant scalar index becomes a Gather by [index] and a Squeeze of that axis: MXNet's
+    importer loads a scalar initializer as shape (1,), so `take` kept the gathered axis (torch's h_n[-1])."""
+    from onnx import helper, numpy_helper
+
+    constants, opset = constant_values(model), default_opset(model)
+    nodes = []
+    for node in model.graph.node:
+        nodes.append(node)
+        if node.op_type != "Gather" or node.input[1] not in constants or constants[node.input[1]].ndim != 0:
+            continue
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+        output, gathered = node.output[0], f"{node.output[0]}_gathered"
+        model.graph.initializer.append(numpy_helper.from_array(constants[node.input[1]].reshape(1), f"{output}_index"))
+        node.input[1], node.output[0] = f"{output}_index", gathered
+        if opset >= 13:
+            model.graph.initializer.append(numpy_helper.from_array(np.array([axis], np.int64), f"{output}_axes"))
+            nodes.append(helper.make_node("Squeeze", [gathered, f"{output}_axes"], [output]))
+        else:
+            nodes.append(helper.make_node("Squeeze", [gathered], [output], axes=[axis]))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return model
+
+
+@mxnet_converter("Gather")
+def gather(attrs, inputs, importer):
+    """ONNX Gather -> `take` in wrap mode, which reads a negative index from the end as ONNX does (an index out of
+    range is an error in ONNX, so wrapping changes nothing else); the importer's uses clip mode (-1 as 0)."""
+    return symbols().take(inputs[0], inputs[1], axis=int(attrs.get("axis", 0)), mode="wrap"), attrs, inputs
+
+
+@mxnet_converter("Where")
+def where(attrs, inputs, importer):
+    """ONNX Where (the importer has none): MXNet's `where` takes operands of one shape, so each is broadcast to
+    the shape of all three first (adding zeros of the others' shapes: x + 0 is x)."""
+    sym = symbols()
+    condition, x, y = inputs
+    zeros = sym.broadcast_add(sym.broadcast_add(sym.zeros_like(condition), sym.zeros_like(x)), sym.zeros_like(y))
+    broadcast = [sym.broadcast_add(value, zeros) for value in (condition, x, y)]
+    return sym.where(*broadcast), attrs, inputs
+
+
+@mxnet_converter("Tile")
+def tile(attrs, inputs, importer):
+    """ONNX Tile (the importer has none) by constant repeats -> `tile`."""
+    if inputs[1].name not in importer._params:
+        raise RosettaError("Tile with repeats computed at run time cannot be converted to mxnet")
+    repeats = tuple(int(r) for r in importer._params[inputs[1].name].asnumpy().ravel())
+    return symbols().tile(inputs[0], reps=repeats), attrs, inputs[:1]
+
+
+@mxnet_converter("Split")
+def split(attrs, inputs, importer):
+    """ONNX Split by the sizes `split_sizes_as_attribute` writes: one slice_axis per output (MXNet's `split`
+    takes equal parts only)."""
+    sym = symbols()
+    if "split" not in attrs:
+        raise RosettaError("Split into parts whose sizes are computed at run time cannot be converted to mxnet")
+    axis, begin, parts = int(attrs.get("axis", 0)), 0, []
+    for size in attrs["split"]:
+        parts.append(sym.slice_axis(inputs[0], axis=axis, begin=begin, end=begin + int(size)))
+        begin += int(size)
+    return sym.Group(parts), attrs, inputs[:1]
+
+
+def split_sizes_as_attribute(model):
+    """MXNet: every Split gets its parts' sizes as the `split` attribute (opset-2 style) and loses its `split`
+    input and `num_outputs` attribute: from the constant input, or the axis' static size divided in
+    len(outputs) parts (num_outputs from opset 18: ceil parts, the last one smaller). `split` reads it."""
+    from onnx import helper
+
+    shapes, constants = static_shapes(model), constant_values(model)
+    for node in model.graph.node:
+        if node.op_type != "Split":
+            continue
+        attributes = node_attributes(node)
+        axis, parts = attributes.get("axis", 0), len(node.output)
+        sizes = attributes.get("split")
+        given = len(node.input) > 1 and bool(node.input[1])
+        if given:
+            sizes = [int(v) for v in constants[node.input[1]]] if node.input[1] in constants else None
+        shape = shapes.get(node.input[0])
+        if sizes is None and not given and shape is not None and shape[axis] is not None:
+            size = -(-shape[axis] // parts)
+            sizes = [size] * (parts - 1) + [shape[axis] - size * (parts - 1)]
+        if sizes is None:
+            continue  # left to the importer, which refuses it
+        del node.input[1:]
+        for attribute in [a for a in node.attribute if a.name in ("split", "num_outputs")]:
+            node.attribute.remove(attribute)
+        node.attribute.append(helper.make_attribute("split", sizes))
+    return rw.remove_dead_nodes(model)
+
+
+def shape_bounds_as_slice(model):
+    """MXNet: Shape with `start` or `end` (opset 15), which the importer ignores (all the sizes: a silently
+    longer shape), as Shape then a Slice of those bounds."""
+    from onnx import helper, numpy_helper
+
+    nodes = []
+    for node in model.graph.node:
+        attributes = node_attributes(node)
+        if node.op_type != "Shape" or not ({"start", "end"} & set(attributes)):
+            nodes.append(node)
+            continue
+        name = node.output[0]
+        model.graph.initializer.extend([
+            numpy_helper.from_array(np.array([attributes.get("start", 0)], np.int64), f"{name}_start"),
+            numpy_helper.from_array(np.array([attributes.get("end", 2 ** 62)], np.int64), f"{name}_end")])
+        nodes += [helper.make_node("Shape", [node.input[0]], [f"{name}_all"]),
+                  helper.make_node("Slice", [f"{name}_all", f"{name}_start", f"{name}_end"], [name])]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return model
+
+
+@mxnet_converter("Pad")
+def pad(attrs, inputs, importer):
+    """ONNX Pad, its pads and value attributes (before opset 11) or constant inputs, -> `pad`, which pads only
+    the spatial axes of 4-D and 5-D tensors and knows constant, edge and reflect: any other pad is refused by
+    name here (it would otherwise be refused when run, or be an unknown mode)."""
+    def constant(index):
+        name = inputs[index].name if len(inputs) > index else ""
+        if name and name not in importer._params:
+            raise RosettaError("Pad with pads or a value computed at run time cannot be converted to mxnet")
+        return importer._params[name].asnumpy().ravel() if name else None
+
+    pads = [int(p) for p in (constant(1) if len(inputs) > 1 else attrs.get("pads", ()))]
+    value = constant(2)
+    value = float(value[0]) if value is not None else float(attrs.get("value", 0.0))
+    mode = attrs.get("mode", "constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    rank = len(pads) // 2
+    if len(inputs) > 3 or rank not in (4, 5) or any(pads[axis] or pads[rank + axis] for axis in (0, 1)) \
+            or mode not in ("constant", "edge", "reflect"):
+        raise RosettaError(f"Pad mode={mode!r} of a {rank}-D tensor with pads {pads} cannot be converted to mxnet: "
+                           "MXNet's pad pads the spatial axes of 4-D and 5-D tensors only, in constant, edge or "
+                           "reflect mode")
+    width = tuple(p for axis in range(rank) for p in (pads[axis], pads[rank + axis]))
+    return symbols().pad(inputs[0], mode=mode, pad_width=width, constant_value=value), attrs, inputs[:1]
