@@ -70,7 +70,31 @@ def conv1d_text() -> keras.Model:
     return keras.Model(tokens, keras.layers.Dense(4, name="logits")(x))
 
 
-MODELS = {"mobilenetv2": mobilenetv2, "efficientnetb0": efficientnetb0, "resnet50": resnet50,
+def convnext_tiny() -> keras.Model:
+    """keras.applications.ConvNeXtTiny at 32x32: exact GELU, LayerNormalization, layer scale, depthwise 7x7."""
+    return keras.applications.ConvNeXtTiny(input_shape=(32, 32, 3), weights=None, classes=10,
+                                           classifier_activation=None)
+
+
+def efficientnetv2b0() -> keras.Model:
+    """keras.applications.EfficientNetV2B0 at 32x32: fused MBConv blocks, squeeze-excitation."""
+    return keras.applications.EfficientNetV2B0(input_shape=(32, 32, 3), weights=None, classes=10,
+                                               classifier_activation=None)
+
+
+def transformer_encoder() -> keras.Model:
+    """A Keras 3 transformer encoder block: MultiHeadAttention, residuals, LayerNormalization, an exact-GELU
+    feed-forward, pooled to logits (16 steps of 32 features)."""
+    sequence = keras.Input((16, 32), name="sequence")
+    attended = keras.layers.MultiHeadAttention(num_heads=4, key_dim=8)(sequence, sequence)
+    x = keras.layers.LayerNormalization()(sequence + attended)
+    fed = keras.layers.Dense(32)(keras.layers.Dense(64, activation="gelu")(x))
+    x = keras.layers.LayerNormalization()(x + fed)
+    return keras.Model(sequence, keras.layers.Dense(5, name="logits")(keras.layers.GlobalAveragePooling1D()(x)))
+
+
+MODELS = {"mobilenetv2": mobilenetv2, "convnext_tiny": convnext_tiny, "efficientnetv2b0": efficientnetv2b0,
+          "transformer_encoder": transformer_encoder, "efficientnetb0": efficientnetb0, "resnet50": resnet50,
           "lstm_text": lstm_text, "conv1d_text": conv1d_text}
 
 if __name__ == "__main__":

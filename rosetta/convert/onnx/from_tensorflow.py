@@ -57,6 +57,9 @@ def run_tf2onnx(saved_model: Path, target: Path, opset: int, nchw_inputs=(), nch
     from tf2onnx import tf_loader
     from tf2onnx.convert import from_graph_def
 
+    from rosetta.convert.onnx.tf2onnx_ops import register_handlers
+
+    register_handlers()
     errors = _ErrorRecords()
     logger = logging.getLogger("tf2onnx")
     logger.addHandler(errors)
