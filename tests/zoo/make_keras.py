@@ -83,14 +83,15 @@ def efficientnetv2b0() -> keras.Model:
 
 
 def transformer_encoder() -> keras.Model:
-    """A Keras 3 transformer encoder block: MultiHeadAttention, residuals, LayerNormalization, an exact-GELU
-    feed-forward, pooled to logits (16 steps of 32 features)."""
-    sequence = keras.Input((16, 32), name="sequence")
-    attended = keras.layers.MultiHeadAttention(num_heads=4, key_dim=8)(sequence, sequence)
-    x = keras.layers.LayerNormalization()(sequence + attended)
+    """A Keras 3 text transformer: token and position Embeddings, an encoder block (MultiHeadAttention,
+    residuals, LayerNormalization, an exact-GELU feed-forward), pooled to logits; 16 tokens of 100."""
+    tokens = keras.Input((16,), dtype="int32", name="tokens")
+    x = keras.layers.Embedding(100, 32)(tokens) + keras.layers.Embedding(16, 32)(keras.ops.arange(16))
+    attended = keras.layers.MultiHeadAttention(num_heads=4, key_dim=8)(x, x)
+    x = keras.layers.LayerNormalization()(x + attended)
     fed = keras.layers.Dense(32)(keras.layers.Dense(64, activation="gelu")(x))
     x = keras.layers.LayerNormalization()(x + fed)
-    return keras.Model(sequence, keras.layers.Dense(5, name="logits")(keras.layers.GlobalAveragePooling1D()(x)))
+    return keras.Model(tokens, keras.layers.Dense(5, name="logits")(keras.layers.GlobalAveragePooling1D()(x)))
 
 
 MODELS = {"mobilenetv2": mobilenetv2, "convnext_tiny": convnext_tiny, "efficientnetv2b0": efficientnetv2b0,
