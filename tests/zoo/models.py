@@ -162,7 +162,7 @@ LIBRARY_MODELS = (
     ("timm-mobilevit_xxs", "build_timm_mobilevit", (LARGE_IMAGE,)),
     ("timm-poolformer_s12", "build_timm_poolformer", (IMAGE,)),
     ("timm-regnetz_005", "build_timm_regnet", (IMAGE,)),
-    ("hf-bert", "build_hf_bert", (TOKENS, "attention_mask:Nx16:int64:0:2")),
+    ("hf-bert", "build_hf_bert", (TOKENS, "attention_mask:Nx16:int64:0:2", "token_type_ids:Nx16:int64:0:2")),
     ("hf-gpt2", "build_hf_gpt2", (TOKENS,)),
     ("hf-t5", "build_hf_t5", (SOURCE_TOKENS, MASK, DECODER_STEP)),
     ("hf-bart", "build_hf_bart", (SOURCE_TOKENS, MASK, DECODER_STEP)),
@@ -192,6 +192,23 @@ class ZooRun:
     @property
     def verdicts(self) -> dict[str, str]:
         return {row["target"]: row["verdict"] for row in self.results}
+
+    @property
+    def conversion_seconds(self) -> dict[str, float]:
+        """Each written target's conversion time: its last step's, as its manifest records it (`stats`); the
+        export all ONNX-route targets share is the `onnx` target's."""
+        seconds = {}
+        for manifest in sorted(self.output.glob("*/manifest.json")):
+            stats = json.loads(manifest.read_text()).get("stats") or {}
+            if "seconds" in stats:
+                seconds[manifest.parent.name] = float(stats["seconds"])
+        return seconds
+
+    @property
+    def verification_seconds(self) -> dict[str, float]:
+        """Each verified target's time to load and run its artifact (the result rows' `seconds`)."""
+        return {row["target"]: sum(float(v) for v in (row.get("seconds") or {}).values()) for row in self.results
+                if row.get("seconds")}
 
 
 def convert_to_all(name: str, folder: Path, *options: str, in_process: bool = False) -> ZooRun:

@@ -14,7 +14,11 @@ it has no training-mode graph). `training` chooses what happens to BatchNorm/Dro
             check could see its rate (the TorchScript exporter only; see `dropout_kept`)
   train     training-mode graph (Dropout active, BatchNorm using batch statistics); used on purpose to show
             that verification catches a model exported in the wrong mode
-The batch axis is dynamic. The result passes onnx.checker's full check (with shape inference).
+The batch axis is dynamic. The result passes onnx.checker's full check (with shape inference). A Hugging Face
+transformers model is exported with its attention masks as transformers 4 wrote them (frameworks.transformers
+plain_attention_masks), and what it computes from the sequence lengths alone (T5's relative position buckets)
+or reshapes by them only because the batch is free is made constant (dynamic_batch); it is verified against
+the model as it was built.
 """
 
 from __future__ import annotations
@@ -84,8 +88,11 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
     output_names = [spec.name for spec in source.outputs]
     target = Path(staging) / ARTIFACT
     log = io.StringIO()
+    from rosetta.frameworks.transformers import hugging_face_models, plain_attention_masks
+
+    masks = contextlib.nullcontext() if isinstance(module, torch.export.ExportedProgram) else plain_attention_masks(module)
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(log):
+        with warnings.catch_warnings(), contextlib.redirect_stdout(log), masks:
             warnings.simplefilter("ignore")
             if exporter == "torchscript":
                 mode = {"eval": torch.onnx.TrainingMode.EVAL, "preserve": torch.onnx.TrainingMode.PRESERVE,
@@ -110,6 +117,13 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
         if not isinstance(module, torch.export.ExportedProgram):
             module.eval()
 
+    rewrites = {}
+    if not isinstance(module, torch.export.ExportedProgram) and hugging_face_models(module):
+        from rosetta.convert.onnx.dynamic_batch import batch_independent_constants, constant_reshape_targets
+
+        onnx.save(constant_reshape_targets(batch_independent_constants(onnx.load(str(target)))), str(target))
+        rewrites = {"attention_masks": "rosetta.frameworks.transformers.additive_mask",
+                    "rewrites": ["dynamic_batch.batch_independent_constants", "dynamic_batch.constant_reshape_targets"]}
     model = load_checked(target)
     if training == "preserve":
         check_batchnorm_kept(module, model)
@@ -117,7 +131,8 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
     return Manifest(
         artifact=ARTIFACT, format="onnx", source=dict(source.origin),
         converter={"name": f"torch.onnx.export[{exporter}]", "version": torch.__version__,
-                   "onnx": onnx.__version__, "options": {"opset": opset, "exporter": exporter, "training": training}},
+                   "onnx": onnx.__version__, "options": {"opset": opset, "exporter": exporter, "training": training},
+                   **rewrites},
         inputs=value_info_signature(graph_inputs(model)), outputs=value_info_signature(model.graph.output),
         sha256=sha256_of(target), opset=actual_opset, chain=["torch", "onnx"],
     )

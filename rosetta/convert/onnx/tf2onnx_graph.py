@@ -2,17 +2,10 @@
 rewrite computes the same function (tests run both graphs in ONNX Runtime) and removes a pattern that only
 tf2onnx's reading of TensorFlow's graph put there, which the targets' converters then could not take.
 
-1. `constant_reshape_targets`: tf2onnx writes a Keras model's Einsum (EinsumDense, MultiHeadAttention's
-   attention products) and Tensordot (Dense on a sequence) as MatMuls between Reshapes whose target shapes it
-   computes from the input's shape at run time (Shape -> Gather -> ReduceProd / Max -> Concat), because the
-   batch size is unknown. Where every axis but the batch is static, each such shape is fixed but for the one
-   axis the batch size scales, which Reshape infers itself from -1. Left as they are, they reached onnx2tf
-   (whose layout guess then added [N,32,16] to [N,16,32]), rosetta's Keras mapper (ReduceProd, Max) and MXNet's
-   importer (a Concat of run-time values) as what they cannot take, and ONNX Runtime's symbolic shape
-   inference cannot follow them. The graph is run in ONNX Runtime at two batch sizes and the shape of each
-   such Reshape's output read: one that is equal at both, or differs on one axis only (the batch's), becomes
-   the Reshape's constant target, -1 on that axis; any other is left as it is. Only where the batch is the
-   graph's only free axis, so that the constant shapes hold for every batch size.
+1. `constant_reshape_targets` (dynamic_batch.py): the Reshape targets of tf2onnx's Einsum and Tensordot
+   decompositions, which it computes from the input's shape (Shape -> Gather -> ReduceProd / Max -> Concat)
+   only because the batch size is unknown, become constants (onnx2tf's layout guess added [N,32,16] to
+   [N,16,32] on them, rosetta's Keras mapper has no ReduceProd or Max, MXNet's importer no run-time Concat).
 2. `fused_layer_normalization`: Keras 3's LayerNormalization on TensorFlow is `moments` and arithmetic
    (x * inv + (beta - mean * inv), inv = gamma / sqrt(var + eps)), which tf2onnx writes as
    GlobalAveragePool / ReduceMean, Sub, Mul, Sqrt, Reciprocal, Neg, Mul, Add. Over the last axis it is ONNX's
@@ -36,87 +29,10 @@ from __future__ import annotations
 
 import numpy as np
 
-BATCH_SIZES = (2, 3)  # two sizes tell an axis the batch scales from a fixed one
+from rosetta.convert.onnx.dynamic_batch import constant_reshape_targets
+
 # tf2onnx's optimizers a Keras conversion runs without (see 4. above)
 KEEP_EINSUM = ("einsum_optimizer",)
-
-
-def constant_reshape_targets(model):
-    """The model with each batch-dependent run-time Reshape target made a constant (1. above)."""
-    import onnx
-    from onnx import helper, numpy_helper
-
-    from rosetta.convert.onnx.rewrites import remove_dead_nodes
-
-    initialized = {init.name for init in model.graph.initializer}
-    computed = [node for node in model.graph.node if node.op_type == "Reshape" and node.input[1] not in initialized
-                and not _is_constant_node(model, node.input[1])]
-    inputs = [value for value in model.graph.input if value.name not in initialized]
-    if not computed or not all(_only_batch_free(value) for value in inputs):
-        return model
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    measured = {}
-    for index, node in enumerate(computed):  # the shape of each Reshape's output, as an extra graph output
-        measured[node.output[0]] = f"rosetta_reshape_shape_{index}"
-        probe.graph.node.append(helper.make_node("Shape", [node.output[0]], [measured[node.output[0]]]))
-        probe.graph.output.append(helper.make_empty_tensor_value_info(measured[node.output[0]]))
-    runs = [_run_shapes(probe, inputs, batch) for batch in BATCH_SIZES]
-    if runs[0] is None or runs[1] is None:
-        return model
-    for node in computed:
-        first, second = (np.asarray(run[measured[node.output[0]]]) for run in runs)
-        target = _fixed_shape(first, second)
-        if target is None:
-            continue
-        name = f"{node.output[0]}_constant_shape"
-        model.graph.initializer.append(numpy_helper.from_array(target, name))
-        node.input[1] = name
-    return remove_dead_nodes(model)
-
-
-def _fixed_shape(first: np.ndarray, second: np.ndarray) -> np.ndarray | None:
-    """The constant Reshape target of an output whose shape was measured at two batch sizes, or None where the
-    shape is not fixed but for one axis (or has an empty axis, which -1 cannot stand beside)."""
-    if first.shape != second.shape or first.ndim != 1 or np.any(first <= 0) or np.any(second <= 0):
-        return None
-    differing = np.flatnonzero(first != second)
-    if len(differing) > 1:
-        return None
-    target = first.astype(np.int64)
-    target[differing[0]] = -1
-    return target
-
-
-def _is_constant_node(model, name: str) -> bool:
-    return any(node.op_type == "Constant" and name in node.output for node in model.graph.node)
-
-
-def _only_batch_free(value) -> bool:
-    """A graph input whose axes are all static but the first."""
-    dims = value.type.tensor_type.shape.dim
-    return len(dims) > 0 and all(dim.HasField("dim_value") and dim.dim_value > 0 for dim in dims[1:])
-
-
-def _run_shapes(probe, inputs, batch: int) -> dict | None:
-    """The probe's outputs in ONNX Runtime on inputs of batch size `batch` (zeros: only shapes matter here)."""
-    import onnxruntime as ort
-    from onnx import helper
-
-    feeds = {}
-    for value in inputs:
-        tensor = value.type.tensor_type
-        dims = [batch] + [dim.dim_value for dim in tensor.shape.dim[1:]]
-        feeds[value.name] = np.zeros(dims, helper.tensor_dtype_to_np_dtype(tensor.elem_type))
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.intra_op_num_threads = 1
-    try:
-        session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        names = [output.name for output in session.get_outputs()]
-        return dict(zip(names, session.run(names, feeds)))
-    except Exception:  # noqa: BLE001 - a graph ONNX Runtime cannot run here is left as it is
-        return None
 
 
 def plain_onnx(model):

@@ -1,0 +1,159 @@
+"""Shapes and values an exporter computes at run time only because the batch size is unknown, made constants:
+semantics-preserving rewrites for graphs whose only free axis is the batch (rosetta's signatures: N x static).
+
+Each rewrite reads the graph's own values, run in ONNX Runtime at two batch sizes on zeros (only shapes matter
+for what it rewrites): what is equal at both does not depend on the batch, and what differs on one axis only
+is the batch's. A graph with another free axis is left as it is.
+
+- `constant_reshape_targets`: a Reshape whose target is computed at run time (tf2onnx's Einsum and Tensordot:
+  Shape -> Gather -> ReduceProd / Max -> Concat) and whose output shape is fixed but for the batch's axis gets
+  that shape as a constant target, -1 on the batch's axis (Reshape infers it from the element count, so every
+  batch size gives what the original gives). ONNX Runtime's symbolic shape inference cannot follow such
+  targets (ReduceProd of a Gather of a Shape), so rewrites.symbolic_reshape_shapes cannot either.
+- `batch_independent_constants`: a tensor computed from the inputs' shapes alone (Shape, Size, and anything
+  computed from them and constants only: Range, Equal, Where, Log, Min, ...) whose value is the same at both
+  batch sizes is an initializer. Hugging Face's T5 computes its relative position buckets that way from the
+  sequence lengths (Log, Min, Where on Range), BART its positions (Range, Expand)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+BATCH_SIZES = (2, 3)  # two sizes tell an axis the batch scales from a fixed one
+# ops whose output is not a function of their inputs' values, or that hold subgraphs: never folded
+_NOT_FOLDED = ("RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli",
+               "Loop", "If", "Scan", "SequenceMap")
+
+
+def constant_reshape_targets(model):
+    """The model with each run-time Reshape target that only the batch makes run-time a constant."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    from rosetta.convert.onnx.rewrites import remove_dead_nodes
+
+    initialized = {init.name for init in model.graph.initializer}
+    computed = [node for node in model.graph.node if node.op_type == "Reshape" and node.input[1] not in initialized
+                and not _is_constant_node(model, node.input[1])]
+    inputs = [value for value in model.graph.input if value.name not in initialized]
+    if not computed or not all(_only_batch_free(value) for value in inputs):
+        return model
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    measured = {}
+    for index, node in enumerate(computed):  # the shape of each Reshape's output, as an extra graph output
+        measured[node.output[0]] = f"rosetta_reshape_shape_{index}"
+        probe.graph.node.append(helper.make_node("Shape", [node.output[0]], [measured[node.output[0]]]))
+        probe.graph.output.append(helper.make_empty_tensor_value_info(measured[node.output[0]]))
+    runs = [_run_shapes(probe, inputs, batch) for batch in BATCH_SIZES]
+    if runs[0] is None or runs[1] is None:
+        return model
+    for node in computed:
+        first, second = (np.asarray(run[measured[node.output[0]]]) for run in runs)
+        target = _fixed_shape(first, second)
+        if target is None:
+            continue
+        name = f"{node.output[0]}_constant_shape"
+        model.graph.initializer.append(numpy_helper.from_array(target, name))
+        node.input[1] = name
+    return remove_dead_nodes(model)
+
+
+def _fixed_shape(first: np.ndarray, second: np.ndarray) -> np.ndarray | None:
+    """The constant Reshape target of an output whose shape was measured at two batch sizes, or None where the
+    shape is not fixed but for one axis (or has an empty axis, which -1 cannot stand beside)."""
+    if first.shape != second.shape or first.ndim != 1 or np.any(first <= 0) or np.any(second <= 0):
+        return None
+    differing = np.flatnonzero(first != second)
+    if len(differing) > 1:
+        return None
+    target = first.astype(np.int64)
+    target[differing[0]] = -1
+    return target
+
+
+def _is_constant_node(model, name: str) -> bool:
+    return any(node.op_type == "Constant" and name in node.output for node in model.graph.node)
+
+
+def _only_batch_free(value) -> bool:
+    """A graph input whose axes are all static but the first."""
+    dims = value.type.tensor_type.shape.dim
+    return len(dims) > 0 and all(dim.HasField("dim_value") and dim.dim_value > 0 for dim in dims[1:])
+
+
+def _run_shapes(probe, inputs, batch: int) -> dict | None:
+    """The probe's outputs in ONNX Runtime on inputs of batch size `batch` (zeros: only shapes matter here)."""
+    import onnxruntime as ort
+    from onnx import helper
+
+    feeds = {}
+    for value in inputs:
+        tensor = value.type.tensor_type
+        dims = [batch] + [dim.dim_value for dim in tensor.shape.dim[1:]]
+        feeds[value.name] = np.zeros(dims, helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 1
+    try:
+        session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        names = [output.name for output in session.get_outputs()]
+        return dict(zip(names, session.run(names, feeds)))
+    except Exception:  # noqa: BLE001 - a graph ONNX Runtime cannot run here is left as it is
+        return None
+
+
+
+
+def batch_independent_constants(model):
+    """The model with each tensor computed from input shapes only, and equal at two batch sizes, an initializer."""
+    from onnx import helper, numpy_helper
+
+    from rosetta.convert.onnx.rewrites import remove_dead_nodes
+
+    initialized = {init.name for init in model.graph.initializer}
+    inputs = [value for value in model.graph.input if value.name not in initialized]
+    if not inputs or not all(_only_batch_free(value) for value in inputs):
+        return model
+    known = set(initialized) | {""}
+    derived, derived_nodes = set(), set()
+    for index, node in enumerate(model.graph.node):
+        if node.op_type in _NOT_FOLDED:
+            continue
+        if node.op_type == "Constant":
+            known.update(node.output)
+        elif node.op_type in ("Shape", "Size") or \
+                (node.input and all(name in known or name in derived for name in node.input)
+                 and any(name in derived for name in node.input)):
+            derived.update(node.output)
+            derived_nodes.add(index)
+    frontier = list(dict.fromkeys(name for index, node in enumerate(model.graph.node) if index not in derived_nodes
+                                  for name in node.input if name in derived))
+    frontier += [output.name for output in model.graph.output if output.name in derived and output.name not in frontier]
+    if not frontier:
+        return model
+    import onnx
+
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    graph_outputs = {output.name for output in probe.graph.output}
+    for name in frontier:
+        if name not in graph_outputs:
+            probe.graph.output.append(helper.make_empty_tensor_value_info(name))
+    runs = [_run_shapes(probe, inputs, batch) for batch in BATCH_SIZES]
+    if runs[0] is None or runs[1] is None:
+        return model
+    folded = {}
+    for name in frontier:
+        first, second = (np.asarray(run[name]) for run in runs)
+        if first.shape == second.shape and first.dtype == second.dtype and np.array_equal(first, second):
+            folded[name] = first
+    if not folded:
+        return model
+    for node in model.graph.node:  # readers take the constant; the nodes that computed it fall away
+        for position, name in enumerate(node.input):
+            if name in folded and name not in graph_outputs:
+                node.input[position] = f"{name}_batch_independent"
+    model.graph.initializer.extend(numpy_helper.from_array(value, f"{name}_batch_independent")
+                                   for name, value in folded.items() if name not in graph_outputs)
+    return remove_dead_nodes(model)
