@@ -169,16 +169,18 @@ def check_given_folder(folder: Path, manifest, trust_code: bool, label: str) -> 
 
 
 def torch_outputs(module, inputs: tuple[TensorSpec, ...], text: str) -> tuple[object, tuple[TensorSpec, ...]]:
-    """A factory's module as rosetta runs and exports it (a mapping of outputs returned as a tuple:
-    sources.torch.with_tensor_outputs) and its outputs, found by running it once on generated inputs of batch 2."""
+    """A factory's module as rosetta runs and exports it (inputs by keyword where they name its parameters, a
+    mapping of outputs returned as a tuple: sources.torch.as_rosetta_calls) and its outputs, found by running
+    it once on generated inputs of batch 2."""
     import torch
 
     from rosetta.frameworks.torch import TorchModuleRunner
-    from rosetta.sources.torch import with_tensor_outputs
+    from rosetta.sources.torch import as_rosetta_calls
 
     feeds = generate_inputs(inputs, 2, 0)
     try:
-        module, names = with_tensor_outputs(module, tuple(torch.from_numpy(array) for array in feeds.values()))
+        module, names = as_rosetta_calls(module, tuple(torch.from_numpy(array) for array in feeds.values()),
+                                         [spec.name for spec in inputs])
         runner = TorchModuleRunner(module, names or [f"output_{i}" for i in range(64)], "float32")
         result = runner.predict(feeds)
     except RosettaError:

@@ -130,3 +130,23 @@ def test_tensorflow_exact_gelu_is_written_as_torch_writes_it():
     after = plain.erfc_as_one_plus_erf(plain.negation_in_constants(copy(before)))
     assert sorted(node.op_type for node in after.graph.node) == ["Add", "Erf", "Mul", "Mul", "Mul"]
     assert_same_function(before, after, {"x": (16,)})
+
+
+def test_what_the_sequence_length_alone_computes_becomes_a_constant_and_the_batch_dependent_stays():
+    """T5's position buckets: Range over a length read from the input's shape (rosetta.convert.onnx.dynamic_batch);
+    the batch size read the same way varies, so the Expand it feeds stays computed."""
+    from rosetta.convert.onnx.dynamic_batch import batch_independent_constants
+
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Gather", ["shape", "one"], ["length"]),
+             helper.make_node("Range", ["zero", "length", "step"], ["positions"]),
+             helper.make_node("Cast", ["positions"], ["bias"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["x", "bias"], ["shifted"]), helper.make_node("Relu", ["shifted"], ["y"])]
+    before = graph(nodes, [("x", ["N", 4, 6])], ["y"], {"one": np.array(2), "zero": np.array(0), "step": np.array(1)})
+    after = batch_independent_constants(copy(before))
+    assert op_types(after) == {"Add", "Relu"}
+    assert_same_function(before, after, {"x": (4, 6)})
+    batch = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Gather", ["shape", "first"], ["n"]),
+             helper.make_node("Concat", ["n", "six"], ["target"], axis=0), helper.make_node("Expand", ["row", "target"], ["y"])]
+    varying = graph(batch, [("x", ["N", 6])], ["y"], {"first": np.array([0]), "six": np.array([6]),
+                                                       "row": np.ones((1, 6), np.float32)})
+    assert op_types(batch_independent_constants(copy(varying))) == op_types(varying)

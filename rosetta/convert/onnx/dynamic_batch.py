@@ -127,33 +127,34 @@ def batch_independent_constants(model):
                  and any(name in derived for name in node.input)):
             derived.update(node.output)
             derived_nodes.add(index)
-    frontier = list(dict.fromkeys(name for index, node in enumerate(model.graph.node) if index not in derived_nodes
-                                  for name in node.input if name in derived))
-    frontier += [output.name for output in model.graph.output if output.name in derived and output.name not in frontier]
-    if not frontier:
+    if not derived:
         return model
     import onnx
 
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
     graph_outputs = {output.name for output in probe.graph.output}
-    for name in frontier:
-        if name not in graph_outputs:
-            probe.graph.output.append(helper.make_empty_tensor_value_info(name))
+    for name in sorted(derived - graph_outputs):
+        probe.graph.output.append(helper.make_empty_tensor_value_info(name))
     runs = [_run_shapes(probe, inputs, batch) for batch in BATCH_SIZES]
     if runs[0] is None or runs[1] is None:
         return model
     folded = {}
-    for name in frontier:
+    for name in derived - graph_outputs:
         first, second = (np.asarray(run[name]) for run in runs)
         if first.shape == second.shape and first.dtype == second.dtype and np.array_equal(first, second):
             folded[name] = first
-    if not folded:
-        return model
-    for node in model.graph.node:  # readers take the constant; the nodes that computed it fall away
+    # each reader that is not itself folded takes the constant; what computed it then falls away
+    used = set()
+    for node in model.graph.node:
+        if all(output in folded for output in node.output):
+            continue
         for position, name in enumerate(node.input):
-            if name in folded and name not in graph_outputs:
+            if name in folded:
                 node.input[position] = f"{name}_batch_independent"
-    model.graph.initializer.extend(numpy_helper.from_array(value, f"{name}_batch_independent")
-                                   for name, value in folded.items() if name not in graph_outputs)
+                used.add(name)
+    if not used:
+        return model
+    model.graph.initializer.extend(numpy_helper.from_array(folded[name], f"{name}_batch_independent")
+                                   for name in sorted(used))
     return remove_dead_nodes(model)

@@ -15,10 +15,11 @@ it has no training-mode graph). `training` chooses what happens to BatchNorm/Dro
   train     training-mode graph (Dropout active, BatchNorm using batch statistics); used on purpose to show
             that verification catches a model exported in the wrong mode
 The batch axis is dynamic. The result passes onnx.checker's full check (with shape inference). A Hugging Face
-transformers model is exported with its attention masks as transformers 4 wrote them (frameworks.transformers
-plain_attention_masks), and what it computes from the sequence lengths alone (T5's relative position buckets)
-or reshapes by them only because the batch is free is made constant (dynamic_batch); it is verified against
-the model as it was built.
+transformers model is exported with its attention masks and attention in plain ops (frameworks.transformers
+plain_attention_masks), and verified against the model as it was built. What the TorchScript exporter computes
+from the input's shape only because the batch is free is made constant (dynamic_batch: a view(x.size(0), ...)
+as Reshape(x, [-1, ...]), T5's relative position buckets from its sequence lengths), which MXNet's importer
+(a run-time Concat), onnx2tf and rosetta's Keras mapper could not take.
 """
 
 from __future__ import annotations
@@ -118,12 +119,13 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
             module.eval()
 
     rewrites = {}
-    if not isinstance(module, torch.export.ExportedProgram) and hugging_face_models(module):
+    if exporter == "torchscript" and not isinstance(module, torch.export.ExportedProgram):
         from rosetta.convert.onnx.dynamic_batch import batch_independent_constants, constant_reshape_targets
 
         onnx.save(constant_reshape_targets(batch_independent_constants(onnx.load(str(target)))), str(target))
-        rewrites = {"attention_masks": "rosetta.frameworks.transformers.additive_mask",
-                    "rewrites": ["dynamic_batch.batch_independent_constants", "dynamic_batch.constant_reshape_targets"]}
+        rewrites = {"rewrites": ["dynamic_batch.batch_independent_constants", "dynamic_batch.constant_reshape_targets"],
+                    **({"attention": "rosetta.frameworks.transformers.plain_attention_masks"}
+                       if hugging_face_models(module) else {})}
     model = load_checked(target)
     if training == "preserve":
         check_batchnorm_kept(module, model)
