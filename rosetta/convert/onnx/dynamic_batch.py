@@ -13,7 +13,11 @@ is the batch's. A graph with another free axis is left as it is.
 - `batch_independent_constants`: a tensor computed from the inputs' shapes alone (Shape, Size, and anything
   computed from them and constants only: Range, Equal, Where, Log, Min, ...) whose value is the same at both
   batch sizes is an initializer. Hugging Face's T5 computes its relative position buckets that way from the
-  sequence lengths (Log, Min, Where on Range), BART its positions (Range, Expand)."""
+  sequence lengths (Log, Min, Where on Range), BART its positions (Range, Expand).
+- `static_output_shapes`: the graph outputs' declared shapes, measured: an axis of the same size at both batch
+  sizes gets that size. torch.onnx declares the output of a Resize to the input's size (DeepLabV3, FCN) with
+  symbolic axes ('Resizeout_dim_2'), so a target that changes the layout (onnx2tf: channels-last) could not be
+  told from one that does not, and the output came back unturned."""
 
 from __future__ import annotations
 
@@ -158,3 +162,35 @@ def batch_independent_constants(model):
     model.graph.initializer.extend(numpy_helper.from_array(folded[name], f"{name}_batch_independent")
                                    for name in sorted(used))
     return remove_dead_nodes(model)
+
+
+def static_output_shapes(model):
+    """The model with each graph output's axes that do not vary with the batch size declared static."""
+    import onnx
+
+    initialized = {init.name for init in model.graph.initializer}
+    inputs = [value for value in model.graph.input if value.name not in initialized]
+    if not inputs or not all(_only_batch_free(value) for value in inputs):
+        return model
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    from onnx import helper
+
+    measured = {}
+    for index, output in enumerate(model.graph.output):
+        measured[output.name] = f"rosetta_output_shape_{index}"
+        probe.graph.node.append(helper.make_node("Shape", [output.name], [measured[output.name]]))
+        probe.graph.output.append(helper.make_empty_tensor_value_info(measured[output.name]))
+    runs = [_run_shapes(probe, inputs, batch) for batch in BATCH_SIZES]
+    if runs[0] is None or runs[1] is None:
+        return model
+    for output in model.graph.output:
+        first, second = (np.asarray(run[measured[output.name]]) for run in runs)
+        dims = output.type.tensor_type.shape.dim
+        if len(dims) != len(first):
+            continue
+        for dim, size, other in zip(dims, first.tolist(), second.tolist()):
+            if size == other and not dim.HasField("dim_value"):
+                dim.Clear()
+                dim.dim_value = int(size)
+    return model

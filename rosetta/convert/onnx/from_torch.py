@@ -19,7 +19,9 @@ transformers model is exported with its attention masks and attention in plain o
 plain_attention_masks), and verified against the model as it was built. What the TorchScript exporter computes
 from the input's shape only because the batch is free is made constant (dynamic_batch: a view(x.size(0), ...)
 as Reshape(x, [-1, ...]), T5's relative position buckets from its sequence lengths), which MXNet's importer
-(a run-time Concat), onnx2tf and rosetta's Keras mapper could not take.
+(a run-time Concat), onnx2tf and rosetta's Keras mapper could not take; the outputs' declared shapes are
+measured (a Resize to the input's size is declared with symbolic axes by the exporter, and a channels-last
+target's output could not be told apart).
 """
 
 from __future__ import annotations
@@ -120,10 +122,13 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
 
     rewrites = {}
     if exporter == "torchscript" and not isinstance(module, torch.export.ExportedProgram):
-        from rosetta.convert.onnx.dynamic_batch import batch_independent_constants, constant_reshape_targets
+        from rosetta.convert.onnx.dynamic_batch import (batch_independent_constants, constant_reshape_targets,
+                                                        static_output_shapes)
 
-        onnx.save(constant_reshape_targets(batch_independent_constants(onnx.load(str(target)))), str(target))
-        rewrites = {"rewrites": ["dynamic_batch.batch_independent_constants", "dynamic_batch.constant_reshape_targets"],
+        rewritten = constant_reshape_targets(batch_independent_constants(onnx.load(str(target))))
+        onnx.save(static_output_shapes(rewritten), str(target))
+        rewrites = {"rewrites": ["dynamic_batch.batch_independent_constants", "dynamic_batch.constant_reshape_targets",
+                                 "dynamic_batch.static_output_shapes"],
                     **({"attention": "rosetta.frameworks.transformers.plain_attention_masks"}
                        if hugging_face_models(module) else {})}
     model = load_checked(target)
