@@ -148,9 +148,7 @@ def boolean_mask(transformers_sdpa, batch_size, q_length, kv_length, q_offset=0,
                  attention_mask=None, allow_is_causal_skip=True, allow_is_bidirectional_skip=False, use_vmap=False,
                  **kwargs):
     """sdpa_mask's (batch, 1, q_length, kv_length) boolean mask (True: attended), from constants and the padding
-    mask only; None where transformers' would skip it (a causal mask SDPA applies itself, no padding)."""
-    import torch
-
+    mask only; None where transformers' would skip it (attending everything, no padding)."""
     arguments = dict(batch_size=batch_size, q_length=q_length, kv_length=kv_length, q_offset=q_offset,
                      kv_offset=kv_offset, attention_mask=attention_mask, allow_is_causal_skip=allow_is_causal_skip,
                      allow_is_bidirectional_skip=allow_is_bidirectional_skip, use_vmap=use_vmap, **kwargs,

@@ -31,29 +31,18 @@ _NOT_FOLDED = ("RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUnifo
 
 def constant_reshape_targets(model):
     """The model with each run-time Reshape target that only the batch makes run-time a constant."""
-    import onnx
-    from onnx import helper, numpy_helper
+    from onnx import numpy_helper
 
     from rosetta.convert.onnx.rewrites import remove_dead_nodes
 
     initialized = {init.name for init in model.graph.initializer}
     computed = [node for node in model.graph.node if node.op_type == "Reshape" and node.input[1] not in initialized
                 and not _is_constant_node(model, node.input[1])]
-    inputs = [value for value in model.graph.input if value.name not in initialized]
-    if not computed or not all(_only_batch_free(value) for value in inputs):
-        return model
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    measured = {}
-    for index, node in enumerate(computed):  # the shape of each Reshape's output, as an extra graph output
-        measured[node.output[0]] = f"rosetta_reshape_shape_{index}"
-        probe.graph.node.append(helper.make_node("Shape", [node.output[0]], [measured[node.output[0]]]))
-        probe.graph.output.append(helper.make_empty_tensor_value_info(measured[node.output[0]]))
-    runs = [_run_shapes(probe, inputs, batch) for batch in BATCH_SIZES]
-    if runs[0] is None or runs[1] is None:
+    runs = _measured(model, [node.output[0] for node in computed], shapes=True) if computed else None
+    if runs is None:
         return model
     for node in computed:
-        first, second = (np.asarray(run[measured[node.output[0]]]) for run in runs)
+        first, second = (run[node.output[0]] for run in runs)
         target = _fixed_shape(first, second)
         if target is None:
             continue
@@ -86,6 +75,32 @@ def _only_batch_free(value) -> bool:
     return len(dims) > 0 and all(dim.HasField("dim_value") and dim.dim_value > 0 for dim in dims[1:])
 
 
+def _measured(model, names: list[str], shapes: bool = False) -> list[dict] | None:
+    """{name: value (or its shape, with `shapes`)} of the named tensors at each of BATCH_SIZES, run in ONNX
+    Runtime on zeros; None where the batch is not the graph's only free axis, or the graph does not run."""
+    import onnx
+    from onnx import helper
+
+    initialized = {init.name for init in model.graph.initializer}
+    inputs = [value for value in model.graph.input if value.name not in initialized]
+    if not inputs or not all(_only_batch_free(value) for value in inputs):
+        return None
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    probed = {}
+    outputs = {output.name for output in model.graph.output}
+    for index, name in enumerate(dict.fromkeys(names)):  # each an extra graph output (its Shape's, with `shapes`)
+        probed[name] = f"rosetta_measured_{index}" if shapes else name
+        if shapes:
+            probe.graph.node.append(helper.make_node("Shape", [name], [probed[name]]))
+        if shapes or name not in outputs:
+            probe.graph.output.append(helper.make_empty_tensor_value_info(probed[name]))
+    runs = [_run_shapes(probe, inputs, batch) for batch in BATCH_SIZES]
+    if any(run is None for run in runs):
+        return None
+    return [{name: np.asarray(run[probed[name]]) for name in probed} for run in runs]
+
+
 def _run_shapes(probe, inputs, batch: int) -> dict | None:
     """The probe's outputs in ONNX Runtime on inputs of batch size `batch` (zeros: only shapes matter here)."""
     import onnxruntime as ort
@@ -111,17 +126,14 @@ def _run_shapes(probe, inputs, batch: int) -> dict | None:
 
 def batch_independent_constants(model):
     """The model with each tensor computed from input shapes only, and equal at two batch sizes, an initializer."""
-    from onnx import helper, numpy_helper
+    from onnx import numpy_helper
 
     from rosetta.convert.onnx.rewrites import remove_dead_nodes
 
     initialized = {init.name for init in model.graph.initializer}
-    inputs = [value for value in model.graph.input if value.name not in initialized]
-    if not inputs or not all(_only_batch_free(value) for value in inputs):
-        return model
     known = set(initialized) | {""}
-    derived, derived_nodes = set(), set()
-    for index, node in enumerate(model.graph.node):
+    derived = set()
+    for node in model.graph.node:
         if node.op_type in _NOT_FOLDED:
             continue
         if node.op_type == "Constant":
@@ -130,22 +142,13 @@ def batch_independent_constants(model):
                 (node.input and all(name in known or name in derived for name in node.input)
                  and any(name in derived for name in node.input)):
             derived.update(node.output)
-            derived_nodes.add(index)
-    if not derived:
-        return model
-    import onnx
-
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    graph_outputs = {output.name for output in probe.graph.output}
-    for name in sorted(derived - graph_outputs):
-        probe.graph.output.append(helper.make_empty_tensor_value_info(name))
-    runs = [_run_shapes(probe, inputs, batch) for batch in BATCH_SIZES]
-    if runs[0] is None or runs[1] is None:
+    graph_outputs = {output.name for output in model.graph.output}
+    runs = _measured(model, sorted(derived - graph_outputs)) if derived - graph_outputs else None
+    if runs is None:
         return model
     folded = {}
     for name in derived - graph_outputs:
-        first, second = (np.asarray(run[name]) for run in runs)
+        first, second = (run[name] for run in runs)
         if first.shape == second.shape and first.dtype == second.dtype and np.array_equal(first, second):
             folded[name] = first
     # each reader that is not itself folded takes the constant; what computed it then falls away
@@ -166,26 +169,11 @@ def batch_independent_constants(model):
 
 def static_output_shapes(model):
     """The model with each graph output's axes that do not vary with the batch size declared static."""
-    import onnx
-
-    initialized = {init.name for init in model.graph.initializer}
-    inputs = [value for value in model.graph.input if value.name not in initialized]
-    if not inputs or not all(_only_batch_free(value) for value in inputs):
-        return model
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    from onnx import helper
-
-    measured = {}
-    for index, output in enumerate(model.graph.output):
-        measured[output.name] = f"rosetta_output_shape_{index}"
-        probe.graph.node.append(helper.make_node("Shape", [output.name], [measured[output.name]]))
-        probe.graph.output.append(helper.make_empty_tensor_value_info(measured[output.name]))
-    runs = [_run_shapes(probe, inputs, batch) for batch in BATCH_SIZES]
-    if runs[0] is None or runs[1] is None:
+    runs = _measured(model, [output.name for output in model.graph.output], shapes=True)
+    if runs is None:
         return model
     for output in model.graph.output:
-        first, second = (np.asarray(run[measured[output.name]]) for run in runs)
+        first, second = (run[output.name] for run in runs)
         dims = output.type.tensor_type.shape.dim
         if len(dims) != len(first):
             continue

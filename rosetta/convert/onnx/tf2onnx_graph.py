@@ -47,8 +47,6 @@ def erfc_as_one_plus_erf(model):
     """Sub(1, Erf(Mul(x, k))) with a negative constant k, as Add(Erf(Mul(x, -k)), 1) (3. above)."""
     from onnx import helper, numpy_helper
 
-    from rosetta.convert.onnx.rewrites import remove_dead_nodes
-
     graph = _Graph(model)
     replaced = {}
     for node in model.graph.node:
@@ -65,12 +63,7 @@ def erfc_as_one_plus_erf(model):
         replaced[id(node)] = [helper.make_node("Mul", [x, names["factor"]], [names["scaled"]]),
                               helper.make_node("Erf", [names["scaled"]], [names["erf"]]),
                               helper.make_node("Add", [names["erf"], node.input[0]], [node.output[0]])]
-    if not replaced:
-        return model
-    nodes = [new for node in model.graph.node for new in replaced.get(id(node), [node])]
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-    return remove_dead_nodes(model)
+    return _with_nodes_replaced(model, replaced)
 
 
 def einsum_as_matmul(model):
@@ -132,7 +125,7 @@ def tensordot_as_matmul(model):
     """Reshape(x, [-1, K]) -> MatMul(W) -> Reshape to x's leading axes and M, as MatMul(x, W) (5. above)."""
     from onnx import helper
 
-    from rosetta.convert.onnx.rewrites import _static_shapes, remove_dead_nodes
+    from rosetta.convert.onnx.rewrites import _static_shapes
 
     graph, shapes = _Graph(model), _static_shapes(model)
     replaced = {}
@@ -150,19 +143,14 @@ def tensordot_as_matmul(model):
             continue
         replaced[id(unflatten)] = helper.make_node("MatMul", [flatten.input[0], node.input[1]], [unflatten.output[0]],
                                                    name=f"{node.name}_on_sequence")
-    if not replaced:
-        return model
-    nodes = [replaced.get(id(node), node) for node in model.graph.node]
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-    return remove_dead_nodes(model)
+    return _with_nodes_replaced(model, {key: [node] for key, node in replaced.items()})
 
 
 def fused_layer_normalization(model):
     """Keras 3's LayerNormalization over the last axis, as tf2onnx writes it, as one ONNX LayerNormalization."""
     from onnx import helper, numpy_helper
 
-    from rosetta.convert.onnx.rewrites import _constants, _opset, _static_shapes, remove_dead_nodes
+    from rosetta.convert.onnx.rewrites import _opset, _static_shapes
 
     if _opset(model) < 17:  # LayerNormalization is opset 17
         return model
@@ -183,12 +171,7 @@ def fused_layer_normalization(model):
             fused[id(output_add)] = helper.make_node("LayerNormalization", [x, *names], [output_add.output[0]],
                                                      name=f"{output_add.name}_layer_normalization", axis=-1,
                                                      epsilon=epsilon)
-    if not fused:
-        return model
-    nodes = [fused.get(id(node), node) for node in model.graph.node]
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-    return remove_dead_nodes(model)
+    return _with_nodes_replaced(model, {key: [node] for key, node in fused.items()})
 
 
 def _layer_norm_at(graph: "_Graph", reciprocal, ranks: dict):
@@ -258,6 +241,19 @@ def negation_in_constants(model):
                     graph.constants[negated] = -graph.constants[other]
                 node.input[position], node.input[1 - position] = negation.input[0], negated
                 break
+    return remove_dead_nodes(model)
+
+
+def _with_nodes_replaced(model, replaced: dict):
+    """The model with each node whose id() is a key of `replaced` replaced by those nodes, in its place, and
+    what no longer feeds anything removed."""
+    from rosetta.convert.onnx.rewrites import remove_dead_nodes
+
+    if not replaced:
+        return model
+    nodes = [new for node in model.graph.node for new in replaced.get(id(node), [node])]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
     return remove_dead_nodes(model)
 
 
