@@ -1,8 +1,11 @@
-"""The real-model zoo benchmark: every model of tests/zoo/models.py (Keras applications, Gluon model zoo,
-plain torch.nn) converted with `rosetta convert MODEL --to all`, one model at a time.
+"""The real-model zoo benchmark: every model of tests/zoo/models.py (torchvision, timm, Hugging Face
+transformers, Keras applications, the Gluon model zoo, plain torch.nn) converted with
+`rosetta convert MODEL --to all`, one model at a time.
 
-Prints the verdict of every (model, target), the share of PASS cells, the wall time of each model's
-`--to all`, and the reason of every cell that is not PASS; writes it all as JSON. Exits 0 whatever the
+Prints the verdict of every (model, target), each model's conversion time (its targets' conversion steps, from
+their manifests), verification time (loading and running each artifact) and wall time of the whole
+`--to all`, the share of PASS cells in all, per target and per source library, and the reason of every cell
+that is not PASS; writes it all as JSON. Exits 0 whatever the
 verdicts: it measures; tests/zoo/test_zoo.py holds the expected table.
 
     python scripts/zoo.py --json zoo.json [--models keras-mobilenetv2,torch-bilstm] [--work-dir zoo-work]
@@ -32,6 +35,23 @@ def pass_percent(runs: list[ZooRun]) -> float:
     return 100.0 * cells.count("PASS") / len(cells) if cells else 0.0
 
 
+def library_of(model: str) -> str:
+    """The source library a zoo model comes from, by its name's prefix (tv-, timm-, hf-, keras-, gluon-, torch-)."""
+    return {"tv": "torchvision", "timm": "timm", "hf": "transformers", "keras": "Keras", "gluon": "Gluon",
+            "torch": "plain torch.nn"}.get(model.split("-", 1)[0], "other")
+
+
+def pass_shares(runs: list[ZooRun]) -> dict[str, str]:
+    """PASS cells of all, per target and per source library: 'passed of cells (percent)'."""
+    groups: dict[str, list[str]] = {}
+    for run in runs:
+        for target, verdict in run.verdicts.items():
+            groups.setdefault(f"target {target}", []).append(verdict)
+            groups.setdefault(f"library {library_of(run.model)}", []).append(verdict)
+    return {label: f"{cells.count('PASS')} of {len(cells)} ({100.0 * cells.count('PASS') / len(cells):.0f} %)"
+            for label, cells in sorted(groups.items())}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="all", help=f"comma-separated, or all: {', '.join(ZOO)}")
@@ -54,15 +74,18 @@ def main() -> None:
     targets = list(dict.fromkeys(target for run in runs for target in run.verdicts))
     console = Console(width=200)
     table = Table(title=f"rosetta convert MODEL --to all: {len(runs)} zoo models")
-    for column in ("model", *targets, "--to all s", "exit"):
+    for column in ("model", *targets, "convert s", "verify s", "--to all s", "exit"):
         table.add_column(column)
     for run in runs:
         cells = [run.verdicts.get(t, "-") for t in targets]
-        table.add_row(run.model, *(f"[{STYLES.get(c, '')}]{c}" for c in cells), f"{run.seconds:.0f}",
-                      str(run.exit_status))
+        table.add_row(run.model, *(f"[{STYLES.get(c, '')}]{c}" for c in cells),
+                      f"{sum(run.conversion_seconds.values()):.0f}", f"{sum(run.verification_seconds.values()):.0f}",
+                      f"{run.seconds:.0f}", str(run.exit_status))
     console.print(table)
     console.print(f"PASS: {pass_percent(runs):.1f} % of {sum(len(r.verdicts) for r in runs)} cells; "
                   f"total --to all time {sum(r.seconds for r in runs):.0f} s")
+    for label, share in pass_shares(runs).items():
+        console.print(f"  {label}: {share}", highlight=False)
     for run in runs:
         if not run.results:  # rosetta stopped before any row: its own message says why
             console.print(f"[bold red]{run.model}[/]: no results (exit {run.exit_status}): {run.log.strip()[-500:]}")
@@ -74,7 +97,10 @@ def main() -> None:
     args.json.write_text(json.dumps({
         "pass_percent": pass_percent(runs),
         "verdicts": {run.model: run.verdicts for run in runs},
+        "pass_shares": pass_shares(runs),
+        "seconds": round(sum(run.seconds for run in runs), 1),
         "models": [{"model": run.model, "arguments": run.arguments, "seconds": round(run.seconds, 1),
+                    "conversion_seconds": run.conversion_seconds, "verification_seconds": run.verification_seconds,
                     "exit_status": run.exit_status, "results": run.results} for run in runs],
     }, indent=2) + "\n")
     print(f"wrote {args.json}")

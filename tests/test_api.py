@@ -116,6 +116,29 @@ def test_a_torch_module_can_be_the_candidate_too():
     assert rosetta.verify(exported(net), wrong).verdict == "FAIL"
 
 
+class DictOutputs(torch.nn.Module):
+    """Returns a mapping, as Hugging Face's ModelOutput and torchvision's segmentation models do, with a value
+    that is not a tensor (a cache object's place)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = small_net()
+
+    def forward(self, image):
+        logits = self.net(image)
+        return {"logits": logits, "cache": None, "probabilities": logits.softmax(-1)}
+
+
+def test_a_module_returning_a_mapping_converts_with_its_tensors_named_by_key(tmp_path):
+    conversion = rosetta.convert(DictOutputs().eval(), "onnx,torch", inputs=["image:Nx3x8x8:float32"],
+                                 output_dir=tmp_path / "out")
+    assert conversion.passed, conversion.report.message()
+    for row in conversion.report:
+        assert [output.name for output in row.outputs] == ["logits", "probabilities"]
+    graph = onnx.load(str(next((tmp_path / "out" / "onnx").glob("*.onnx"))))
+    assert [output.name for output in graph.graph.output] == ["logits", "probabilities"]
+
+
 def test_assert_same_function_passes_and_fails_with_the_layer_it_diverges_at():
     model = exported(small_net())
     rosetta.testing.assert_same_function(model, off_by(model, 1.0))

@@ -92,8 +92,9 @@ def _torch_model(module, inputs: list[TensorSpec], label: str):
     for name, value in module.state_dict().items():
         digest.update(name.encode())
         digest.update(value.detach().cpu().numpy().tobytes())
+    module, outputs = torch_outputs(module, specs, label)
     return UserModel(ModelFile(label, "torch-factory", None, function="<in memory>"), "torch-factory", specs,
-                     torch_outputs(module, specs, label), module=module, trust_code=True,
+                     outputs, module=module, trust_code=True,
                      key=f"memory-{digest.hexdigest()[:12]}", display=label)
 
 

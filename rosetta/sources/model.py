@@ -121,7 +121,8 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
             raise RosettaError(f"{text}: a PyTorch factory has no declared inputs; give each with --input "
                                "name:SHAPE:DTYPE, e.g. --input image:Nx3x32x32:float32")
         inputs = tuple(with_embedding_range(spec, module) for spec in overrides)
-        return UserModel(model_file, "torch-factory", inputs, torch_outputs(module, inputs, text), module=module,
+        module, outputs = torch_outputs(module, inputs, text)
+        return UserModel(model_file, "torch-factory", inputs, outputs, module=module,
                          trust_code=trust_code, key="factory-" + hashlib.sha256(text.encode()).hexdigest()[:12])
     if model_file.format == "artifact":
         folder = model_file.path
@@ -168,18 +169,27 @@ def check_given_folder(folder: Path, manifest, trust_code: bool, label: str) -> 
                 isolation("tensorflow"), f"checking {label}")
 
 
-def torch_outputs(module, inputs: tuple[TensorSpec, ...], text: str) -> tuple[TensorSpec, ...]:
-    """A factory's outputs, found by running it once on generated inputs of batch 2."""
+def torch_outputs(module, inputs: tuple[TensorSpec, ...], text: str) -> tuple[object, tuple[TensorSpec, ...]]:
+    """A factory's module as rosetta runs and exports it (inputs by keyword where they name its parameters, a
+    mapping of outputs returned as a tuple: sources.torch.as_rosetta_calls) and its outputs, found by running
+    it once on generated inputs of batch 2."""
+    import torch
+
     from rosetta.frameworks.torch import TorchModuleRunner
+    from rosetta.sources.torch import as_rosetta_calls
 
     feeds = generate_inputs(inputs, 2, 0)
     try:
-        runner = TorchModuleRunner(module, [f"output_{i}" for i in range(64)], "float32")
+        module, names = as_rosetta_calls(module, tuple(torch.from_numpy(array) for array in feeds.values()),
+                                         [spec.name for spec in inputs])
+        runner = TorchModuleRunner(module, names or [f"output_{i}" for i in range(64)], "float32")
         result = runner.predict(feeds)
+    except RosettaError:
+        raise
     except Exception as error:
         from rosetta.errors import one_line
 
         raise RosettaError(f"{text} fails on inputs of the --input shapes: {one_line(error)}") from None
-    names = ["output"] if len(result) == 1 else list(result)
-    return tuple(TensorSpec(name, (None,) + tuple(value.shape[1:]), str(value.dtype))
-                 for name, value in zip(names, result.values()))
+    names = names or (["output"] if len(result) == 1 else list(result))
+    return module, tuple(TensorSpec(name, (None,) + tuple(value.shape[1:]), str(value.dtype))
+                         for name, value in zip(names, result.values()))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rosetta.errors import RosettaError, UntrustedModel, one_line
 from rosetta.frameworks.torch import load_exported
+from rosetta.frameworks.torchvision import make_importable
 from rosetta.sources.readers import write_manifest
 from rosetta.trust import TRUST_HINT
 
@@ -52,6 +53,7 @@ def load_factory(model_file, trust_code: bool):
 
     if not trust_code:
         raise UntrustedModel(f"{model_file.text} is Python code: building the model runs it; {TRUST_HINT}")
+    make_importable()  # torchvision, timm and transformers import torchvision, whose PyPI build may not load here
     try:
         if model_file.path is not None:
             name = f"rosetta_user_{model_file.path.stem}"
@@ -74,3 +76,36 @@ def load_factory(model_file, trust_code: bool):
     if not isinstance(model, torch.nn.Module):
         raise RosettaError(f"{model_file.text} returned a {type(model).__name__}, not a torch.nn.Module")
     return model.eval()
+
+
+def as_rosetta_calls(module, example: tuple, input_names: list[str]):
+    """`module` as rosetta runs and exports it, and its output names (None: named by position). Its inputs go
+    in by keyword where every input's name is a parameter of its forward (Hugging Face's forwards take
+    input_ids, past_key_values, attention_mask, ... in that order), else by position. A module that returns a
+    mapping (Hugging Face's ModelOutput, torchvision's segmentation and FPN dicts) returns that mapping's
+    tensors as a tuple, named by their keys; what is not a tensor (a key-value cache object, None) is left out,
+    as torch.onnx.export cannot return it. `example`: input tensors to call it on."""
+    import inspect
+    from collections.abc import Mapping
+
+    import torch
+
+    from rosetta.frameworks.torch_outputs import TensorInterface
+
+    try:
+        parameters = inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        parameters = {}
+    by_name = tuple(input_names) if input_names and all(name in parameters for name in input_names) else None
+    with torch.no_grad():
+        result = module(**dict(zip(by_name, example))) if by_name else module(*example)
+    keys = None
+    if isinstance(result, Mapping):
+        keys = tuple(key for key, value in result.items() if isinstance(value, torch.Tensor))
+        if not keys:
+            raise RosettaError(f"{type(module).__name__} returns a mapping with no tensor in it "
+                               f"({', '.join(map(str, result))})")
+    if by_name is None and keys is None:
+        return module, None
+    names = [key if str(key).isidentifier() else f"output_{key}" for key in keys] if keys else None  # FPN "0".."3"
+    return TensorInterface(module, by_name, keys), names

@@ -70,7 +70,32 @@ def conv1d_text() -> keras.Model:
     return keras.Model(tokens, keras.layers.Dense(4, name="logits")(x))
 
 
-MODELS = {"mobilenetv2": mobilenetv2, "efficientnetb0": efficientnetb0, "resnet50": resnet50,
+def convnext_tiny() -> keras.Model:
+    """keras.applications.ConvNeXtTiny at 32x32: exact GELU, LayerNormalization, layer scale, depthwise 7x7."""
+    return keras.applications.ConvNeXtTiny(input_shape=(32, 32, 3), weights=None, classes=10,
+                                           classifier_activation=None)
+
+
+def efficientnetv2b0() -> keras.Model:
+    """keras.applications.EfficientNetV2B0 at 32x32: fused MBConv blocks, squeeze-excitation."""
+    return keras.applications.EfficientNetV2B0(input_shape=(32, 32, 3), weights=None, classes=10,
+                                               classifier_activation=None)
+
+
+def transformer_encoder() -> keras.Model:
+    """A Keras 3 text transformer: token and position Embeddings, an encoder block (MultiHeadAttention,
+    residuals, LayerNormalization, an exact-GELU feed-forward), pooled to logits; 16 tokens of 100."""
+    tokens = keras.Input((16,), dtype="int32", name="tokens")
+    x = keras.layers.Embedding(100, 32)(tokens) + keras.layers.Embedding(16, 32)(keras.ops.arange(16))
+    attended = keras.layers.MultiHeadAttention(num_heads=4, key_dim=8)(x, x)
+    x = keras.layers.LayerNormalization()(x + attended)
+    fed = keras.layers.Dense(32)(keras.layers.Dense(64, activation="gelu")(x))
+    x = keras.layers.LayerNormalization()(x + fed)
+    return keras.Model(tokens, keras.layers.Dense(5, name="logits")(keras.layers.GlobalAveragePooling1D()(x)))
+
+
+MODELS = {"mobilenetv2": mobilenetv2, "convnext_tiny": convnext_tiny, "efficientnetv2b0": efficientnetv2b0,
+          "transformer_encoder": transformer_encoder, "efficientnetb0": efficientnetb0, "resnet50": resnet50,
           "lstm_text": lstm_text, "conv1d_text": conv1d_text}
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""The real-model zoo: architectures nobody here wrote (Keras applications, the Gluon model zoo) or that users
-write every day in plain torch.nn, each converted with `rosetta convert MODEL --to all`.
+"""The real-model zoo: architectures nobody here wrote, from the libraries people port from (torchvision, timm,
+Hugging Face transformers, Keras applications, the Gluon model zoo), and what users write every day in plain
+torch.nn, each converted with `rosetta convert MODEL --to all`.
 
 `ZOO` maps a model's name to its builder: `builder(folder)` writes the model file into `folder` and returns the
 `rosetta convert` arguments that read it (the path, and any --input / --trust-code). A new model is one more
@@ -132,6 +133,51 @@ def torch_densenet(folder: Path) -> list[str]:
     return _torch_factory(folder, "build_densenet", "image:Nx3x32x32:float32")
 
 
+IMAGE, LARGE_IMAGE = "image:Nx3x32x32:float32", "image:Nx3x64x64:float32"
+TOKENS = "input_ids:Nx16:int64:0:100"  # torch_nets.VOCABULARY
+SOURCE_TOKENS, MASK, DECODER_STEP = "input_ids:Nx12:int64:0:100", "attention_mask:Nx12:int64:0:2", \
+    "decoder_input_ids:Nx1:int64:0:100"
+# (zoo name, factory in torch_nets.py, its --input specs): the libraries' own definitions
+LIBRARY_MODELS = (
+    ("tv-resnet18", "build_tv_resnet18", (IMAGE,)),
+    ("tv-mobilenet_v3_small", "build_tv_mobilenet_v3_small", (IMAGE,)),
+    ("tv-efficientnet_b0", "build_tv_efficientnet_b0", (IMAGE,)),
+    ("tv-regnet_y_400mf", "build_tv_regnet_y_400mf", (IMAGE,)),
+    ("tv-shufflenet_v2", "build_tv_shufflenet_v2", (IMAGE,)),
+    ("tv-squeezenet1_1", "build_tv_squeezenet", (IMAGE,)),
+    ("tv-convnext", "build_tv_convnext", (IMAGE,)),
+    ("tv-vit", "build_tv_vit", (IMAGE,)),
+    ("tv-swin", "build_tv_swin", (IMAGE,)),
+    ("tv-resnet18-fpn", "build_tv_resnet18_fpn", (LARGE_IMAGE,)),
+    ("tv-deeplabv3-mobilenet", "build_tv_deeplabv3", (LARGE_IMAGE,)),
+    ("tv-fcn-resnet18", "build_tv_fcn", (LARGE_IMAGE,)),
+    ("timm-mobilenetv3", "build_timm_mobilenetv3", (IMAGE,)),
+    ("timm-tf_efficientnet_b0", "build_timm_tf_efficientnet_b0", (IMAGE,)),
+    ("timm-mixnet_s", "build_timm_mixnet", (IMAGE,)),
+    ("timm-resnest14d", "build_timm_resnest", (IMAGE,)),
+    ("timm-convnext_atto", "build_timm_convnext", (IMAGE,)),
+    ("timm-vit", "build_timm_vit", (IMAGE,)),
+    ("timm-deit-distilled", "build_timm_deit_distilled", (IMAGE,)),
+    ("timm-swin", "build_timm_swin", (IMAGE,)),
+    ("timm-mobilevit_xxs", "build_timm_mobilevit", (LARGE_IMAGE,)),
+    ("timm-poolformer_s12", "build_timm_poolformer", (IMAGE,)),
+    ("timm-regnetz_005", "build_timm_regnet", (IMAGE,)),
+    ("hf-bert", "build_hf_bert", (TOKENS, "attention_mask:Nx16:int64:0:2", "token_type_ids:Nx16:int64:0:2")),
+    ("hf-gpt2", "build_hf_gpt2", (TOKENS,)),
+    ("hf-t5", "build_hf_t5", (SOURCE_TOKENS, MASK, DECODER_STEP)),
+    ("hf-bart", "build_hf_bart", (SOURCE_TOKENS, MASK, DECODER_STEP)),
+    ("hf-vit", "build_hf_vit", ("pixel_values:Nx3x32x32:float32",)),
+    ("hf-wav2vec2", "build_hf_wav2vec2", ("input_values:Nx1600:float32",)),
+)
+for _name, _factory, _inputs in LIBRARY_MODELS:
+    register(_name)(lambda folder, factory=_factory, inputs=_inputs: _torch_factory(folder, factory, *inputs))
+for _name, _file in (("keras-convnext_tiny", "convnext_tiny"), ("keras-efficientnetv2b0", "efficientnetv2b0"),
+                     ("keras-transformer-encoder", "transformer_encoder")):
+    register(_name)(lambda folder, name=_file: _keras_model(folder, name))
+for _name in ("resnet18_v2", "mobilenet0.25"):
+    register(f"gluon-{_name}")(lambda folder, name=_name: _gluon_model(folder, name))
+
+
 @dataclass
 class ZooRun:
     """One model's `rosetta convert --to all`: its result rows (README: --json), exit status and wall time."""
@@ -146,6 +192,23 @@ class ZooRun:
     @property
     def verdicts(self) -> dict[str, str]:
         return {row["target"]: row["verdict"] for row in self.results}
+
+    @property
+    def conversion_seconds(self) -> dict[str, float]:
+        """Each written target's conversion time: its last step's, as its manifest records it (`stats`); the
+        export all ONNX-route targets share is the `onnx` target's."""
+        seconds = {}
+        for manifest in sorted(self.output.glob("*/manifest.json")):
+            stats = json.loads(manifest.read_text()).get("stats") or {}
+            if "seconds" in stats:
+                seconds[manifest.parent.name] = float(stats["seconds"])
+        return seconds
+
+    @property
+    def verification_seconds(self) -> dict[str, float]:
+        """Each verified target's time to load and run its artifact (the result rows' `seconds`)."""
+        return {row["target"]: sum(float(v) for v in (row.get("seconds") or {}).values()) for row in self.results
+                if row.get("seconds")}
 
 
 def convert_to_all(name: str, folder: Path, *options: str, in_process: bool = False) -> ZooRun:

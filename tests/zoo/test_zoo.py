@@ -1,7 +1,8 @@
 """The real-model zoo (tests/zoo/models.py): the verdict every model gets in every target, as measured by
-`python scripts/zoo.py`. A few of the cheapest, most varied models are converted here for real; the whole
-table is checked statically: at least PASS_FLOOR cells PASS, and every other cell a CANNOT (a converter's
-refusal with its reason) or one of the KNOWN_ERRORS, never a silent FAIL or an INCONCLUSIVE."""
+`python scripts/zoo.py`. A few of the cheapest, most varied models are converted here for real (a Keras 3
+transformer with exact GELU and MultiHeadAttention among them); the whole table is checked statically: at
+least PASS_FLOOR cells PASS, every model's source library is in it, and every other cell a CANNOT (a
+converter's refusal with its reason) or one of the KNOWN_ERRORS, never a silent FAIL or an INCONCLUSIVE."""
 
 from __future__ import annotations
 

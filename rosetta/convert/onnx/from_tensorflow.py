@@ -51,17 +51,26 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     )
 
 
-def run_tf2onnx(saved_model: Path, target: Path, opset: int, nchw_inputs=(), nchw_outputs=()) -> None:
-    """tf2onnx on a SavedModel's serving signature, as its command line converts it; one-line error with
+def run_tf2onnx(saved_model: Path, target: Path, opset: int, nchw_inputs=(), nchw_outputs=(),
+                without_optimizers=()) -> None:
+    """tf2onnx on a SavedModel's serving signature, as its command line converts it, with rosetta's handlers
+    for the ops it lacks (tf2onnx_ops), and without the named optimizers of its own; one-line error with
     tf2onnx's own reason. from_graph_def converts what it can and logs each op it cannot (the command line
     stops at the first): any error it logs refuses the conversion, naming every op it could not convert."""
-    from tf2onnx import tf_loader
+    from tf2onnx import optimizer, tf_loader
     from tf2onnx.convert import from_graph_def
 
+    from rosetta.convert.onnx.tf2onnx_ops import register_handlers
+
+    register_handlers()
     errors = _ErrorRecords()
     logger = logging.getLogger("tf2onnx")
     logger.addHandler(errors)
+    optimizers = optimizer._get_optimizers()  # tf2onnx's own ordered registry of graph optimizers, by name
+    every_optimizer = dict(optimizers)
     try:
+        for name in without_optimizers:
+            optimizers.pop(name, None)
         graph_def, inputs, outputs, _, renamed = tf_loader.from_saved_model(
             str(saved_model), None, None, return_initialized_tables=True, return_tensors_to_rename=True)
         from_graph_def(graph_def, input_names=inputs, output_names=outputs, opset=opset, tensors_to_rename=renamed,
@@ -71,6 +80,8 @@ def run_tf2onnx(saved_model: Path, target: Path, opset: int, nchw_inputs=(), nch
         raise RosettaError(f"tf2onnx failed: {cause_line(str(error)) or type(error).__name__}"[:300]) from None
     finally:
         logger.removeHandler(errors)
+        optimizers.clear()
+        optimizers.update(every_optimizer)  # in their order
     if errors.messages or not target.is_file():
         target.unlink(missing_ok=True)
         raise RosettaError(f"tf2onnx failed: {(errors.messages or ['wrote no model'])[-1]}"[:300])

@@ -14,7 +14,14 @@ it has no training-mode graph). `training` chooses what happens to BatchNorm/Dro
             check could see its rate (the TorchScript exporter only; see `dropout_kept`)
   train     training-mode graph (Dropout active, BatchNorm using batch statistics); used on purpose to show
             that verification catches a model exported in the wrong mode
-The batch axis is dynamic. The result passes onnx.checker's full check (with shape inference).
+The batch axis is dynamic. The result passes onnx.checker's full check (with shape inference). A Hugging Face
+transformers model is exported with its attention masks and attention in plain ops (frameworks.transformers
+plain_attention_masks), and verified against the model as it was built. What the TorchScript exporter computes
+from the input's shape only because the batch is free is made constant (dynamic_batch: a view(x.size(0), ...)
+as Reshape(x, [-1, ...]), T5's relative position buckets from its sequence lengths), which MXNet's importer
+(a run-time Concat), onnx2tf and rosetta's Keras mapper could not take; the outputs' declared shapes are
+measured (a Resize to the input's size is declared with symbolic axes by the exporter, and a channels-last
+target's output could not be told apart).
 """
 
 from __future__ import annotations
@@ -84,8 +91,11 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
     output_names = [spec.name for spec in source.outputs]
     target = Path(staging) / ARTIFACT
     log = io.StringIO()
+    from rosetta.frameworks.transformers import hugging_face_models, plain_attention_masks
+
+    masks = contextlib.nullcontext() if isinstance(module, torch.export.ExportedProgram) else plain_attention_masks(module)
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(log):
+        with warnings.catch_warnings(), contextlib.redirect_stdout(log), masks:
             warnings.simplefilter("ignore")
             if exporter == "torchscript":
                 mode = {"eval": torch.onnx.TrainingMode.EVAL, "preserve": torch.onnx.TrainingMode.PRESERVE,
@@ -110,6 +120,17 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
         if not isinstance(module, torch.export.ExportedProgram):
             module.eval()
 
+    rewrites = {}
+    if exporter == "torchscript" and not isinstance(module, torch.export.ExportedProgram):
+        from rosetta.convert.onnx.dynamic_batch import (batch_independent_constants, constant_reshape_targets,
+                                                        static_output_shapes)
+
+        rewritten = constant_reshape_targets(batch_independent_constants(onnx.load(str(target))))
+        onnx.save(static_output_shapes(rewritten), str(target))
+        rewrites = {"rewrites": ["dynamic_batch.batch_independent_constants", "dynamic_batch.constant_reshape_targets",
+                                 "dynamic_batch.static_output_shapes"],
+                    **({"attention": "rosetta.frameworks.transformers.plain_attention_masks"}
+                       if hugging_face_models(module) else {})}
     model = load_checked(target)
     if training == "preserve":
         check_batchnorm_kept(module, model)
@@ -117,7 +138,8 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
     return Manifest(
         artifact=ARTIFACT, format="onnx", source=dict(source.origin),
         converter={"name": f"torch.onnx.export[{exporter}]", "version": torch.__version__,
-                   "onnx": onnx.__version__, "options": {"opset": opset, "exporter": exporter, "training": training}},
+                   "onnx": onnx.__version__, "options": {"opset": opset, "exporter": exporter, "training": training},
+                   **rewrites},
         inputs=value_info_signature(graph_inputs(model)), outputs=value_info_signature(model.graph.output),
         sha256=sha256_of(target), opset=actual_opset, chain=["torch", "onnx"],
     )
