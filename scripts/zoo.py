@@ -8,7 +8,10 @@ their manifests), verification time (loading and running each artifact) and wall
 that is not PASS; writes it all as JSON. Exits 0 whatever the
 verdicts: it measures; tests/zoo/test_zoo.py holds the expected table.
 
-    python scripts/zoo.py --json zoo.json [--models keras-mobilenetv2,torch-bilstm] [--work-dir zoo-work]
+    python scripts/zoo.py --json zoo.json [--models keras-mobilenetv2,torch-bilstm] [--work-dir zoo-work] [--resume]
+
+The JSON is rewritten after every model, so a run that is stopped keeps what it measured; --resume keeps the
+models already in it and runs the rest.
 """
 
 from __future__ import annotations
@@ -57,18 +60,23 @@ def main() -> None:
     parser.add_argument("--models", default="all", help=f"comma-separated, or all: {', '.join(ZOO)}")
     parser.add_argument("--work-dir", type=Path, help="keep the model files and converted artifacts here")
     parser.add_argument("--json", type=Path, default=Path("zoo.json"))
+    parser.add_argument("--resume", action="store_true", help="keep the models already in --json, run the rest")
     args = parser.parse_args()
     models = list(ZOO) if args.models == "all" else args.models.split(",")
     unknown = [m for m in models if m not in ZOO]
     if unknown:
         parser.error(f"unknown zoo model(s) {', '.join(unknown)}; choose from: {', '.join(ZOO)}")
 
+    kept = {}
+    if args.resume and args.json.is_file():
+        kept = {entry["model"]: entry for entry in json.loads(args.json.read_text())["models"] if entry["model"] in models}
     runs = []
     with tempfile.TemporaryDirectory() as scratch, progress_bar(len(models), "zoo") as advance:
         root = args.work_dir or Path(scratch)
         for model in models:
             advance(model)
-            runs.append(convert_to_all(model, root / model))
+            runs.append(KeptRun(kept[model], root) if model in kept else convert_to_all(model, root / model))
+            write_json(args.json, runs)
         advance(None)
 
     targets = list(dict.fromkeys(target for run in runs for target in run.verdicts))
@@ -94,7 +102,14 @@ def main() -> None:
                 console.print(f"[{STYLES.get(row['verdict'], '')}]{row['verdict']}[/] {run.model} -> {row['target']}: "
                               f"{row['reason']}", highlight=False)
 
-    args.json.write_text(json.dumps({
+    write_json(args.json, runs)
+    print(f"wrote {args.json}")
+
+
+def write_json(path: Path, runs: list[ZooRun]) -> None:
+    from rosetta.atomic import atomic_write_text
+
+    atomic_write_text(path, json.dumps({
         "pass_percent": pass_percent(runs),
         "verdicts": {run.model: run.verdicts for run in runs},
         "pass_shares": pass_shares(runs),
@@ -103,7 +118,23 @@ def main() -> None:
                     "conversion_seconds": run.conversion_seconds, "verification_seconds": run.verification_seconds,
                     "exit_status": run.exit_status, "results": run.results} for run in runs],
     }, indent=2) + "\n")
-    print(f"wrote {args.json}")
+
+
+class KeptRun(ZooRun):
+    """A model measured by an earlier run (--resume): its figures as that run wrote them."""
+
+    def __init__(self, entry: dict, root: Path) -> None:
+        super().__init__(entry["model"], entry["arguments"], entry["results"], entry["exit_status"],
+                         entry["seconds"], root / entry["model"] / "out", "")
+        self.kept_conversion, self.kept_verification = entry["conversion_seconds"], entry["verification_seconds"]
+
+    @property
+    def conversion_seconds(self) -> dict[str, float]:
+        return self.kept_conversion
+
+    @property
+    def verification_seconds(self) -> dict[str, float]:
+        return self.kept_verification
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def trace_module(module, arrays: list[np.ndarray], precision: str = "float32") -
             layers.append(Layer(name, kind, type(leaf).__name__, _numpy(first), seen[name].pop(), params, config))
         return hook
 
-    for name, leaf in model.named_modules():
+    for name, leaf in _user_modules(model):
         if name and not any(True for _ in leaf.children()):
             handles += [leaf.register_forward_pre_hook(before(name)), leaf.register_forward_hook(after(name))]
     tensors = [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
@@ -52,7 +52,7 @@ def run_leaf(module, name: str, inputs: list[np.ndarray], precision: str = "floa
     import torch
 
     dtype = getattr(torch, precision)
-    leaf = copy.deepcopy(dict(module.named_modules())[name]).to(dtype).eval()
+    leaf = copy.deepcopy(dict(_user_modules(module))[name]).to(dtype).eval()
     tensors = [torch.from_numpy(np.ascontiguousarray(a)) for a in inputs]
     with torch.inference_mode():
         output = leaf(*[t.to(dtype) if t.is_floating_point() else t for t in tensors])
@@ -112,3 +112,12 @@ def _recurrent(state: dict, leaf) -> dict:
         for key in [k for k in state if k.startswith("bias_ih")]:
             params[key.replace("bias_ih", "bias")] = state[key] + state[key.replace("bias_ih", "bias_hh")]
     return params
+
+
+def _user_modules(module):
+    """The named modules as the user's model names them: rosetta's calling wrapper (frameworks.torch_outputs:
+    inputs by keyword, a mapping's tensors out) adds no name of its own."""
+    from rosetta.frameworks.torch_outputs import TensorInterface
+
+    inner = module.module if isinstance(module, TensorInterface) else module
+    return inner.named_modules()

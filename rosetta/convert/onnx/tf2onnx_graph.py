@@ -125,9 +125,9 @@ def tensordot_as_matmul(model):
     """Reshape(x, [-1, K]) -> MatMul(W) -> Reshape to x's leading axes and M, as MatMul(x, W) (5. above)."""
     from onnx import helper
 
-    from rosetta.convert.onnx.rewrites import _static_shapes
+    from rosetta.frameworks.onnx_graph import static_shapes
 
-    graph, shapes = _Graph(model), _static_shapes(model)
+    graph, shapes = _Graph(model), static_shapes(model)
     replaced = {}
     for node in model.graph.node:
         flatten = graph.made_by(node.input[0], "Reshape") if node.op_type == "MatMul" else None
@@ -150,17 +150,17 @@ def fused_layer_normalization(model):
     """Keras 3's LayerNormalization over the last axis, as tf2onnx writes it, as one ONNX LayerNormalization."""
     from onnx import helper, numpy_helper
 
-    from rosetta.convert.onnx.rewrites import _opset, _static_shapes
+    from rosetta.frameworks.onnx_graph import default_opset, static_shapes
 
-    if _opset(model) < 17:  # LayerNormalization is opset 17
+    if default_opset(model) < 17:  # LayerNormalization is opset 17
         return model
     graph = _Graph(model)
-    ranks = {name: len(shape) for name, shape in _static_shapes(model).items()}
+    ranks = {name: len(shape) for name, shape in static_shapes(model).items()}
     fused = {}  # the Add that computes a normalisation's output -> the LayerNormalization node in its place
     for node in model.graph.node:
         if node.op_type == "Reciprocal" and (found := _layer_norm_at(graph, node, ranks)) is not None:
             x, output_add, gamma, beta, epsilon = found
-            width = ranks.get(x) and _static_shapes(model)[x][-1]
+            width = ranks.get(x) and static_shapes(model)[x][-1]
             scale, bias = (_as_vector(graph.constants.get(name), width, default)
                            for name, default in ((gamma, 1.0), (beta, 0.0)))
             if scale is None or bias is None:
@@ -261,9 +261,9 @@ class _Graph:
     """Who makes and who reads each tensor of a graph, and its constants: what the pattern matchers walk."""
 
     def __init__(self, model) -> None:
-        from rosetta.convert.onnx.rewrites import _constants
+        from rosetta.frameworks.onnx_graph import constant_values
 
-        self.constants = _constants(model)
+        self.constants = constant_values(model)
         self.producers = {output: node for node in model.graph.node for output in node.output}
         self.readers: dict[str, list] = {}
         for node in model.graph.node:

@@ -209,7 +209,7 @@ def _below_zero_indices(view: GraphView, matched: list) -> str:
 
 def _match_group_normalization(view: GraphView, norm):
     """torch's GroupNorm: Reshape(x, [0, G, -1]), InstanceNormalization with unit scale and zero bias (the group
-    statistics), Reshape back to Shape(x), then Mul and Add of per-channel constants (C, 1, ...): one
+    statistics), Reshape back to Shape(x) (or x's static shape, a constant), then Mul and Add of per-channel constants (C, 1, ...): one
     GroupNormalization (ONNX's opset-21 form, per-channel scale and bias) whose weights stay trainable."""
     import onnx
 
@@ -223,10 +223,18 @@ def _match_group_normalization(view: GraphView, norm):
         return None
     x, groups = grouping.input[0], int(shape[1])
     back = view.sole_reader(norm.output[0], "Reshape")
-    source = view.made_by(back.input[1], "Shape") if back is not None else None
-    if source is None or source.input[0] != x or source.attribute or view.sole_reader(back.input[1], "Reshape") is not back:
+    if back is None:
         return None
-    matched, output, weights = [grouping, norm, source, back], back.output[0], []
+    source = view.made_by(back.input[1], "Shape")
+    if source is not None:
+        if source.input[0] != x or source.attribute or view.sole_reader(back.input[1], "Reshape") is not back:
+            return None
+        matched = [grouping, norm, source, back]
+    elif _is_static_shape_of(view.constants.get(back.input[1]), view.shapes.get(x)):
+        matched = [grouping, norm, back]  # Shape(x) made a constant (convert.onnx.dynamic_batch)
+    else:
+        return None
+    output, weights = back.output[0], []
     channels = (view.shapes.get(x) or [None, None])[1]
     for op_type in ("Mul", "Add"):
         step = view.sole_reader(output, op_type)
@@ -243,6 +251,13 @@ def _match_group_normalization(view: GraphView, norm):
     epsilon = node_attributes(norm).get("epsilon", 1e-5)
     return matched, onnx.helper.make_node("GroupNormalization", [x] + names, [output], num_groups=groups,
                                           epsilon=epsilon, domain=FUSED)
+
+
+def _is_static_shape_of(target, shape) -> bool:
+    """Whether a constant Reshape target is `shape` (x's static shape), its batch axis -1, 0 or its size."""
+    if target is None or not shape or target.ndim != 1 or target.size != len(shape) or None in shape[1:]:
+        return False
+    return int(target[0]) in (-1, 0, shape[0] or -1) and [int(v) for v in target[1:]] == list(shape[1:])
 
 
 FUSIONS = {"group_normalization": _match_group_normalization, "layer_normalization": _match_layer_normalization, "gelu": _match_gelu, "matmul_bias": _match_matmul_bias,
