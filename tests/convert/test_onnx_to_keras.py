@@ -318,6 +318,12 @@ BEYOND_LAYERS = {
     "pixel_shuffle": (lambda: nn.Sequential(nn.Conv2d(3, 8, 1), nn.PixelShuffle(2)), (2, 3, 4, 5)),
     "conv_3d_ceil_pools": (lambda: nn.Sequential(nn.Conv3d(2, 3, 3, padding=1, dilation=1), nn.MaxPool3d(2, ceil_mode=True),
                                                  nn.AvgPool3d(2, padding=1, count_include_pad=False)), (2, 2, 5, 4, 5)),
+    # Hugging Face's Conv1D and every x.view(-1, x.size(-1)) before a Linear: the batch merged into the rows
+    "flattened_linear": (lambda: FunctionModule(lambda m, x: m.fc(x.reshape(-1, x.shape[-1])).reshape(x.shape[0], x.shape[1], -1),
+                                                fc=nn.Linear(4, 6)), (2, 5, 4)),
+    # a Reshape to (-1, K) merges the batch into the rows (not a flatten): a softmax over K tells them apart
+    "merged_batch_softmax": (lambda: FunctionModule(lambda m, x: torch.softmax(m.fc(x).reshape(-1, 3), -1).reshape(x.shape[0], -1),
+                                                    fc=nn.Linear(4, 6)), (2, 4)),
     "bidirectional_gru": (lambda: FunctionModule(lambda m, x: m.gru(x)[0], gru=nn.GRU(4, 5, bidirectional=True,
                                                                                         batch_first=True)), (2, 6, 4)),
 }

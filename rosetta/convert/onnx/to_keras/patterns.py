@@ -142,6 +142,41 @@ def _match_matmul_bias(view: GraphView, matmul):
                                                 domain=FUSED)
 
 
+def _match_flattened_gemm(view: GraphView, gemm):
+    """Reshape(x, [-1, K]) -> Gemm by constants -> Reshape back to x's leading axes (Hugging Face's Conv1D and
+    every `x.view(-1, x.size(-1))` before a Linear): the batch axis merged into the rows, which Keras cannot
+    write, for a product on the last axis, which it can: one Dense with a trainable bias (MatMul, FUSED)."""
+    import onnx
+
+    if gemm.op_type != "Gemm" or node_attributes(gemm).get("transA", 0):
+        return None
+    flatten = view.made_by(gemm.input[0], "Reshape")
+    weight = view.constants.get(gemm.input[1])
+    bias = view.constants.get(gemm.input[2]) if len(gemm.input) > 2 and gemm.input[2] else None
+    if flatten is None or weight is None or weight.ndim != 2 or (len(gemm.input) > 2 and gemm.input[2] and bias is None):
+        return None
+    x, target = flatten.input[0], view.constants.get(flatten.input[1])
+    shape = view.shapes.get(x)
+    attrs = node_attributes(gemm)
+    kernel = (weight.T if attrs.get("transB", 0) else weight) * attrs.get("alpha", 1.0)
+    if target is None or shape is None or len(shape) < 3 or None in shape[1:] or \
+            [int(v) for v in target.reshape(-1)] != [-1, shape[-1]] or kernel.shape[0] != shape[-1] or \
+            view.sole_reader(gemm.input[0], "Gemm") is not gemm:
+        return None
+    back = view.sole_reader(gemm.output[0], "Reshape")
+    restored = view.constants.get(back.input[1]) if back is not None else None
+    units = kernel.shape[1]
+    if restored is None or not _is_static_shape_of(restored, [shape[0], *shape[1:-1], units]):
+        return None
+    name_kernel, name_bias = f"{back.output[0]}/kernel", f"{back.output[0]}/bias"
+    view.constants[name_kernel] = kernel.astype(np.float32)
+    bias_vector = np.zeros(units, np.float32) if bias is None else \
+        np.broadcast_to(bias * attrs.get("beta", 1.0), (units,)).astype(np.float32)
+    view.constants[name_bias] = bias_vector
+    return [flatten, gemm, back], onnx.helper.make_node("MatMul", [x, name_kernel, name_bias], [back.output[0]],
+                                                        domain=FUSED)
+
+
 def _below_zero(view: GraphView, name: str):
     """(indices, [nodes]) when `name` is Less(indices, 0), the indices possibly Cast first (exact for the sign)."""
     less = view.made_by(name, "Less")
@@ -261,6 +296,7 @@ def _is_static_shape_of(target, shape) -> bool:
 
 
 FUSIONS = {"group_normalization": _match_group_normalization, "layer_normalization": _match_layer_normalization, "gelu": _match_gelu, "matmul_bias": _match_matmul_bias,
+           "flattened_gemm": _match_flattened_gemm,
            "embedding_index_wrap": _match_index_wrap}
 
 

@@ -87,6 +87,19 @@ def flatten_op(context, node, attrs):
     return [Mapped(context.keras.ops.reshape(x.tensor, shape), identity(2), batch_multiple=multiple)]
 
 
+def _keeps_the_batch_and_flattens(target: list, source: list) -> bool:
+    """Whether Reshape(x, target) of x (N, ...) is (N, the product of the rest): [0, -1], [0, P] or [-1, P]
+    with P that product. [-1, K] with K another size merges the batch into the rows (Hugging Face's
+    `x.view(-1, x.size(-1))`): not a flatten."""
+    if len(target) != 2 or any(isinstance(d, BatchDim) or d is None for d in source[1:]):
+        return False
+    if isinstance(target[0], BatchDim) or isinstance(target[1], BatchDim):
+        return False
+    rest = int(np.prod([int(d) for d in source[1:]]))
+    first, second = int(target[0]), int(target[1])
+    return (first == 0 and second in (-1, rest)) or (first == -1 and second in (-1, rest))
+
+
 @add_converter("Reshape", 5, reads_symbolic=True)
 def reshape(context, node, attrs):
     """A Reshape that keeps the batch on an axis of its own is a Reshape layer (the batch axis first in
@@ -95,8 +108,8 @@ def reshape(context, node, attrs):
     target = context.shape_value(node.input[1], "Reshape shape")
     x = context.values[node.input[0]]
     source = context.dims(node.input[0])
-    if node.input[1] in context.constants and source[0] == BatchDim(1) and x.axes[0] == 0 and (
-            len(target) == 2 and target[0] in (0, -1) or (len(target) == 2 and target[1] == -1)):
+    if node.input[1] in context.constants and source[0] == BatchDim(1) and x.axes[0] == 0 and \
+            _keeps_the_batch_and_flattens(target, source):
         return flatten_batch_first(context, node, x)
     if not attrs.get("allowzero", 0):
         target = [source[i] if not isinstance(d, BatchDim) and d == 0 else d for i, d in enumerate(target)]
