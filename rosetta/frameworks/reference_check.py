@@ -74,6 +74,13 @@ class ReferenceCheck:
                       "stand_ins": [NodeCheck(**s) for s in fields.get("stand_ins", [])]})
 
 
+def fully_checked(check: dict | None) -> bool:
+    """Whether a check (ReferenceCheck.to_json) compared every float piece of the model and believed each one:
+    the float64 run is then the model's function piece by piece, and the floor it gives is float32's own, however
+    deep the model makes it (verify.tolerance.FLOOR_CEILING guards only what was not checked)."""
+    return bool(check) and bool(check.get("trusted")) and not check.get("unchecked") and check.get("nodes", 0) > 0
+
+
 def ulps_text(value: float) -> str:
     return f"{value:.3g}" if math.isfinite(value) else str(value)
 

@@ -9,7 +9,7 @@ models): then the calibrated noise-floor tolerance applies; otherwise FLOAT32_ON
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +45,9 @@ class ReferenceOutputs:
         from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
 
         if self.float64 is not None:
-            return policy
+            from rosetta.frameworks.reference_check import fully_checked
+
+            return replace(policy, float64_checked=fully_checked(self.about.get("check")))
         multiple = policy.multiple if multiple_given else FLOAT32_ONLY_MULTIPLE
         return TolerancePolicy(multiple, policy.atol, policy.rtol, policy.per_output, float64_reference=False,
                                float64_doubt=self.about.get("float64_doubt", ""))

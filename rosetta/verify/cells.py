@@ -106,7 +106,11 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         result.tolerance = policy.to_json()
         return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float32, policy,
                               second=reference.second)
-    return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float64, cell.tolerance,
+    from rosetta.frameworks.reference_check import fully_checked
+
+    policy = replace(cell.tolerance, float64_checked=fully_checked(reference.check))
+    result.tolerance = policy.to_json()
+    return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float64, policy,
                           second=reference.second)
 
 

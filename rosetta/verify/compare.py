@@ -71,7 +71,8 @@ def compare_output(name: str, target: np.ndarray | None, reference32: np.ndarray
 
 def _floor_in_doubt(name: str, floor: float, scale: float, policy: TolerancePolicy) -> str:
     """Why this output's noise floor is more than float32 arithmetic explains (FLOOR_CEILING), or ""."""
-    if not (policy.calibrated and policy.float64_reference) or scale <= 0 or floor <= FLOOR_CEILING * scale:
+    if not (policy.calibrated and policy.float64_reference) or policy.float64_checked or scale <= 0 or \
+            floor <= FLOOR_CEILING * scale:
         return ""
     return (f"{name}: the reference's float32 and float64 runs differ by {floor / scale:.2g} of the output's scale "
             f"(float32 arithmetic explains under {FLOOR_CEILING:g}), so one of them computes another function: the "

@@ -320,6 +320,10 @@ DIRECT = {
         [helper.make_node("MatMul", ["x", "w"], ["product"]), helper.make_node("Add", ["bias", "product"], ["y"])],
         [("x", ["N", 4])], [("w", RNG.normal(size=(4, 3)).astype(np.float32)),
                             ("bias", RNG.normal(size=3).astype(np.float32))]), None),
+    rw.scalar_constants_as_vectors: (_small_graph(  # attention's scale, a 0-d constant after the scores' MatMul
+        [helper.make_node("MatMul", ["x", "w"], ["scores"]), helper.make_node("Mul", ["scores", "scale"], ["y"])],
+        [("x", ["N", 4])], [("w", RNG.normal(size=(4, 3)).astype(np.float32)),
+                            ("scale", np.array(0.35355338, np.float32))]), None),
     rw.conv_transpose_as_depth_to_space: (_small_graph(  # U-Net's 2x2, stride-2 upsampling
         [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
         [("x", ["N", 3, 4, 4])], [("w", RNG.normal(size=(3, 2, 2, 2)).astype(np.float32)),

@@ -159,6 +159,22 @@ def test_a_floor_above_the_ceiling_is_inconclusive_never_pass():
     assert verdict == INCONCLUSIVE and "the reference is in doubt" in reason and outputs[0].reference_doubt
     _, verdict, _ = compare_outputs({"y": reference32["y"] * 1.5}, reference32, reference64, TolerancePolicy())
     assert verdict == FAIL  # wrong even against the inflated floor
+    # a float64 run checked piece by piece, every piece believed: that floor is float32's own (a deep network's)
+    checked = TolerancePolicy(float64_checked=True)
+    outputs, verdict, _ = compare_outputs(reference32, reference32, reference64, checked)
+    assert verdict == "PASS" and not outputs[0].reference_doubt
+    _, verdict, _ = compare_outputs({"y": reference32["y"] * 1.5}, reference32, reference64, checked)
+    assert verdict == FAIL
+
+
+def test_only_a_check_of_every_piece_lifts_the_ceiling():
+    from rosetta.frameworks.reference_check import fully_checked
+
+    whole = {"trusted": True, "nodes": 272, "unchecked": 0, "parted": None}
+    assert fully_checked(whole)
+    assert not fully_checked({**whole, "unchecked": 3})  # a piece no float32 value could be compared with
+    assert not fully_checked({**whole, "trusted": False, "parted": {"node": "lrn"}})
+    assert not fully_checked({**whole, "nodes": 0}) and not fully_checked(None) and not fully_checked({})
 
 
 def test_the_row_says_which_reference_and_why_when_the_float64_run_is_not_used(tmp_path):

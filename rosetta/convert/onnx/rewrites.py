@@ -459,6 +459,32 @@ def constant_operands_second(model):
     return model
 
 
+def scalar_constants_as_vectors(model):
+    """onnx2tf: a 0-d constant operand of Mul, Add, Sub or Div beside a tensor of rank 1 or more becomes a
+    1-element vector (the same broadcast, the same values). onnx2tf's Mul takes a scalar constant after a MatMul
+    for a value of its own and builds a model whose output is that Python float ("Output tensors of a
+    Functional model must be the output of a TensorFlow Layer ... Found: 0.35355"): the attention scale of every
+    Hugging Face transformer, 1/sqrt(head size)."""
+    from onnx import numpy_helper
+
+    constants = constant_values(model)
+    ranks = {name: len(shape) for name, shape in static_shapes(model).items()}
+    made: dict[str, str] = {}
+    for node in model.graph.node:
+        if node.op_type not in ("Mul", "Add", "Sub", "Div") or len(node.input) != 2:
+            continue
+        for position, other in ((0, 1), (1, 0)):
+            name = node.input[position]
+            value = constants.get(name)
+            if value is None or value.ndim != 0 or node.input[other] in constants or ranks.get(node.input[other], 0) < 1:
+                continue
+            if name not in made:
+                made[name] = f"{name}_as_vector"
+                model.graph.initializer.append(numpy_helper.from_array(value.reshape(1), made[name]))
+            node.input[position] = made[name]
+    return remove_dead_nodes(model) if made else model
+
+
 def conv_transpose_as_depth_to_space(model):
     """onnx2tf: a 2-D ConvTranspose whose kernel equals its stride (no overlap: U-Net's 2x2, stride-2
     upsampling), without padding, dilation or groups, written as a 1x1 Conv to s*s*C_out channels and

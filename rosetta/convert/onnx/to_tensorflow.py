@@ -46,7 +46,7 @@ REWRITES = (rw.explicit_pads, rw.resize_except_upsampling_as_gathers_and_matmuls
             rw.depth_to_space_as_reshapes,
             rw.group_normalization_as_instance_normalization, rw.layer_normalization_statistics_as_primitives,
             rw.fold_constant_subgraphs, rw.static_shape_parts, rw.fold_constant_subgraphs, rw.symbolic_reshape_shapes,
-            rw.constant_operands_second, rw.conv_transpose_as_depth_to_space)
+            rw.constant_operands_second, rw.scalar_constants_as_vectors, rw.conv_transpose_as_depth_to_space)
 
 
 def rewrite_for_onnx2tf(model):
