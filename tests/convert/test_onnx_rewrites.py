@@ -320,6 +320,10 @@ DIRECT = {
         [helper.make_node("MatMul", ["x", "w"], ["product"]), helper.make_node("Add", ["bias", "product"], ["y"])],
         [("x", ["N", 4])], [("w", RNG.normal(size=(4, 3)).astype(np.float32)),
                             ("bias", RNG.normal(size=3).astype(np.float32))]), None),
+    rw.scope_safe_node_names: (_small_graph(  # torch.onnx's names: a root scope TensorFlow refuses
+        [helper.make_node("Relu", ["x"], ["r"], name="/stages/conv_dw/Relu"),
+         helper.make_node("Neg", ["r"], ["y"], name="/stages/conv_dw/Relu")],  # names need not be unique in ONNX
+        [("x", ["N", 4])], []), None),
     rw.scalar_constants_as_vectors: (_small_graph(  # attention's scale, a 0-d constant after the scores' MatMul
         [helper.make_node("MatMul", ["x", "w"], ["scores"]), helper.make_node("Mul", ["scores", "scale"], ["y"])],
         [("x", ["N", 4])], [("w", RNG.normal(size=(4, 3)).astype(np.float32)),

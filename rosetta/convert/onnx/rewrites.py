@@ -485,6 +485,30 @@ def scalar_constants_as_vectors(model):
     return remove_dead_nodes(model) if made else model
 
 
+_SCOPE_NAME = r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$"  # TensorFlow's root scope names
+
+
+def scope_safe_node_names(model):
+    """onnx2tf names TensorFlow's ops and variables after the ONNX nodes, and TensorFlow refuses a root scope name
+    that starts with "/" ("'/stages/stages.0/blocks/blocks.0/conv_dw/Conv/kernel' is not a valid root scope
+    name": torch.onnx's names of grouped convolutions, timm's ConvNeXt, RegNet, ResNeSt): node names, which
+    compute nothing, are made valid and kept unique; tensor names are unchanged."""
+    import re
+
+    taken: set[str] = set()
+    for index, node in enumerate(model.graph.node):
+        name = node.name
+        if not re.match(_SCOPE_NAME, name):
+            name = re.sub(r"[^A-Za-z0-9_.\\/>-]", "_", name).lstrip("/") or f"node_{index}"
+            name = name if re.match(r"^[A-Za-z0-9.]", name) else f"n{name}"
+        base, suffix = name, 1
+        while name in taken:
+            name, suffix = f"{base}_{suffix}", suffix + 1
+        taken.add(name)
+        node.name = name
+    return model
+
+
 def conv_transpose_as_depth_to_space(model):
     """onnx2tf: a 2-D ConvTranspose whose kernel equals its stride (no overlap: U-Net's 2x2, stride-2
     upsampling), without padding, dilation or groups, written as a 1x1 Conv to s*s*C_out channels and
