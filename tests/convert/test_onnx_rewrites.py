@@ -322,7 +322,7 @@ DIRECT = {
                             ("bias", RNG.normal(size=3).astype(np.float32))]), None),
     rw.scope_safe_node_names: (_small_graph(  # torch.onnx's names: a root scope TensorFlow refuses
         [helper.make_node("Relu", ["x"], ["r"], name="/stages/conv_dw/Relu"),
-         helper.make_node("Neg", ["r"], ["y"], name="/stages/conv_dw/Relu")],  # names need not be unique in ONNX
+         helper.make_node("Neg", ["r"], ["y"], name="stages/conv_dw/Relu")],  # the same name once "/" goes: kept apart
         [("x", ["N", 4])], []), None),
     rw.scalar_constants_as_vectors: (_small_graph(  # attention's scale, a 0-d constant after the scores' MatMul
         [helper.make_node("MatMul", ["x", "w"], ["scores"]), helper.make_node("Mul", ["scores", "scale"], ["y"])],
