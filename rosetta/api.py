@@ -401,8 +401,13 @@ def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: st
 
             from dataclasses import asdict
 
-            manifest = convert_reference_model(names, targets, via, output, seed=seed, export=export, force=force)
+            options.pop("max_memory", None)  # a reference model's size is known: nothing to bound
+            results_file = _path(options.pop("results_file", None))
             _refuse_unused(options)
+            check_writable(results_file)
+            manifest = convert_reference_model(names, targets, via, output, seed=seed, export=export, force=force)
+            if results_file:
+                write_json(results_file, asdict(manifest))
             return Conversion({manifest.chain[-1]: output}, Report([], "rosetta convert"), output, asdict(manifest))
         from rosetta.verify.files import convert_and_verify_file
 

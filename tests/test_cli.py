@@ -56,6 +56,9 @@ def test_convert_writes_artifact_and_manifest(tmp_path, capsys):
     assert (tmp_path / "cnn" / "model.onnx").is_file()
     manifest = json.loads((tmp_path / "cnn" / "manifest.json").read_text())
     assert manifest["source"] == {"model": "cnn", "seed": 0} and manifest["opset"] == 17
+    # a reference model named as MODEL is converted as with --model (and --json is its manifest)
+    assert main(["convert", "cnn", "--to", "onnx", "-o", str(tmp_path / "named"), "--json", str(tmp_path / "m.json")]) == 0
+    assert json.loads((tmp_path / "m.json").read_text())["sha256"] == manifest["sha256"]
 
 
 def test_verify_passes_and_writes_json(tmp_path):

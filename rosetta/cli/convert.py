@@ -66,6 +66,8 @@ MODEL_FILE_ONLY = {"input": "--input", "trust_code": "--trust-code", "atol": "--
 def run(args) -> int:
     check_locate_options(args)
     check_input_options(args)
+    if args.path is not None and not args.model and args.path in api.list_models() and not Path(args.path).exists():
+        args.model, args.path = args.path, None  # a reference model named as MODEL: as --model NAME
     if args.path is not None:
         if args.model:
             raise RosettaError("give a model file or --model NAME, not both")
