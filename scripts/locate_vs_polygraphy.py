@@ -37,7 +37,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--polygraphy", default="polygraphy", help="Polygraphy's command (default: polygraphy)")
     parser.add_argument("--batch", type=int, default=2)
-    parser.add_argument("--layer", default="layer3.0.conv2.weight", help="the initializer multiplied by 1.05")
+    parser.add_argument("--layer", default="layer3/layer3.0/conv2",
+                        help="the Conv whose weights are multiplied by 1.05: a part of its node name")
     parser.add_argument("--json", type=Path, default=Path("locate-vs-polygraphy.json"))
     args = parser.parse_args()
     if shutil.which(args.polygraphy) is None:
@@ -52,7 +53,10 @@ def main() -> None:
                         "-o", str(work / "converted"), "--no-progress"], check=True, capture_output=True)
         reference = next((work / "converted").rglob("*.onnx"))
         model = onnx.load(str(reference))
-        edit_initializers(model, [args.layer], lambda _, array: array * 1.05)
+        weights = [node.input[1] for node in model.graph.node if node.op_type == "Conv" and args.layer in node.name]
+        if not weights:
+            parser.error(f"no Conv node of ResNet-50's export has {args.layer!r} in its name")
+        edit_initializers(model, weights[:1], lambda _, array: array * 1.05)
         candidate = work / "modified.onnx"
         onnx.save(model, str(candidate))
         name = model.graph.input[0].name
