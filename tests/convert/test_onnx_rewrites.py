@@ -320,6 +320,12 @@ DIRECT = {
         [helper.make_node("MatMul", ["x", "w"], ["product"]), helper.make_node("Add", ["bias", "product"], ["y"])],
         [("x", ["N", 4])], [("w", RNG.normal(size=(4, 3)).astype(np.float32)),
                             ("bias", RNG.normal(size=3).astype(np.float32))]), None),
+    rw.resize_sizes_as_scales: (_small_graph(  # torchvision's F.interpolate(x, size=(8, 8)) of an FCN head
+        [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Slice", ["shape", "zero", "two"], ["nc"]),
+         helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+         helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear",
+                          coordinate_transformation_mode="half_pixel")],
+        [("x", ["N", 3, 4, 4])], [("zero", _int64(0)), ("two", _int64(2)), ("hw", _int64(8, 8))]), "Concat"),
     rw.scope_safe_node_names: (_small_graph(  # torch.onnx's names: a root scope TensorFlow refuses
         [helper.make_node("Relu", ["x"], ["r"], name="/stages/conv_dw/Relu"),
          helper.make_node("Neg", ["r"], ["y"], name="stages/conv_dw/Relu")],  # the same name once "/" goes: kept apart

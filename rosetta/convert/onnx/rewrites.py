@@ -485,6 +485,46 @@ def scalar_constants_as_vectors(model):
     return remove_dead_nodes(model) if made else model
 
 
+def resize_sizes_as_scales(model):
+    """A Resize to `sizes` computed from its own input's shape (torchvision's F.interpolate(x, size=...):
+    Concat(Shape(x)[0:2], [H, W])) given as the constant `scales` it means: 1 for the axes whose size it keeps
+    (the batch, of unknown size), size / input size for the others, in float32 as ONNX Runtime computes the
+    scale of `sizes` (and only where floor(input x scale) gives the size back). What then needs no run-time
+    shape is written by every target's Resize rewrites; FCN's, DeepLabV3's and FPN's upsampling was CANNOT in
+    tensorflow and MXNet ("scales or sizes computed at run time")."""
+    from onnx import numpy_helper
+
+    elements, dim = shape_tracer(model, follow_equal_sizes=True)
+    static = static_shapes(model)
+    changed = False
+    for node in model.graph.node:
+        attributes = node_attributes(node)
+        if node.op_type != "Resize" or len(node.input) < 4 or not node.input[3] or "axes" in attributes or \
+                text(attributes.get("keep_aspect_ratio_policy", "stretch")) != "stretch":
+            continue
+        x, sizes, shape = node.input[0], elements(node.input[3]), static.get(node.input[0])
+        if sizes is None or shape is None or len(sizes) != len(shape):
+            continue
+        scales = []
+        for axis, (size, have) in enumerate(zip(sizes, shape)):
+            if size == dim(x, axis):
+                scales.append(np.float32(1.0))
+                continue
+            if not isinstance(size, int) or not have:
+                break
+            scale = np.float32(size) / np.float32(have)
+            if int(np.floor(np.float32(have) * scale)) != size:
+                break
+            scales.append(scale)
+        else:
+            name = f"{node.input[3]}_as_scales"
+            model.graph.initializer.append(numpy_helper.from_array(np.array(scales, np.float32), name))
+            node.input[2] = name
+            del node.input[3]  # sizes: given as the scales
+            changed = True
+    return remove_dead_nodes(model) if changed else model
+
+
 _SCOPE_NAME = r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$"  # TensorFlow's root scope names
 
 

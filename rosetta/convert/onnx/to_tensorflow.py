@@ -42,7 +42,7 @@ def _layout(onnx_shape: list, tf_shape: list) -> str:
 # that symbolic shape inference can follow the Reshapes; their shapes made static; a Linear's bias moved to the
 # second operand; non-overlapping ConvTranspose as Conv + DepthToSpace (that one left to onnx2tf, which gets it
 # right in DCR mode).
-REWRITES = (rw.scope_safe_node_names, rw.explicit_pads, rw.resize_except_upsampling_as_gathers_and_matmuls, rw.trilu_as_where,
+REWRITES = (rw.scope_safe_node_names, rw.resize_sizes_as_scales, rw.explicit_pads, rw.resize_except_upsampling_as_gathers_and_matmuls, rw.trilu_as_where,
             rw.depth_to_space_as_reshapes,
             rw.group_normalization_as_instance_normalization, rw.layer_normalization_statistics_as_primitives,
             rw.fold_constant_subgraphs, rw.static_shape_parts, rw.fold_constant_subgraphs, rw.symbolic_reshape_shapes,
