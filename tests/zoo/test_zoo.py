@@ -35,13 +35,23 @@ EXPECTED: dict[str, dict[str, str]] = {model: dict(zip(TARGETS, row.split())) fo
 # a Keras text model (Embedding index wrap, Conv1D, GlobalMaxPool, and two CANNOT rows), one Gluon model, an
 # attention model and a recurrent one: the cheapest that cover the three source formats (Keras file, MXNet
 # symbol, PyTorch factory); the Keras applications (a minute or two each) are measured by scripts/zoo.py
-CONVERTED_HERE = ["keras-conv1d-text", "gluon-mobilenetv2_0.25", "torch-transformer", "torch-bilstm"]
+CONVERTED_HERE = ["keras-conv1d-text", "gluon-mobilenetv2_0.25", "torch-transformer", "torch-bilstm",
+                  "keras-transformer-encoder"]  # a Keras 3 transformer: exact GELU, MultiHeadAttention
 
 
 def test_expected_covers_the_whole_zoo_and_every_target():
     assert list(EXPECTED) == list(ZOO)
     for model, verdicts in EXPECTED.items():
         assert tuple(verdicts) == TARGETS, model
+
+
+def test_the_zoo_holds_the_libraries_people_port_from():
+    """At least 40 models, from torchvision, timm, Hugging Face transformers, Keras applications, Gluon's model
+    zoo and plain torch.nn, each library with several."""
+    libraries = {"tv": "torchvision", "timm": "timm", "hf": "transformers", "keras": "Keras", "gluon": "Gluon",
+                 "torch": "torch.nn"}
+    counts = {name: sum(model.split("-", 1)[0] == prefix for model in ZOO) for prefix, name in libraries.items()}
+    assert len(ZOO) >= 40 and all(count >= 3 for count in counts.values()), counts
 
 
 CELLS = {(model, target): verdict for model, verdicts in EXPECTED.items() for target, verdict in verdicts.items()}
