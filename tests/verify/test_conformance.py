@@ -72,6 +72,8 @@ SUITE_SUBSET = {
         "test_resize_upsample_scales_nearest", "test_resize_downsample_scales_linear",
         "test_resize_upsample_sizes_cubic", "test_constant_pad", "test_loop11", "test_gelu_default_1",
         "test_einsum_batch_matmul", "test_averagepool_2d_ceil", "test_upsample_nearest", "test_convtranspose_output_shape",
+        # what onnx2torch still gets silently wrong in the whole run: IsInf's detect_positive/negative, TopK's ties
+        "test_isinf_positive", "test_top_k_same_values", "test_hardmax_default_axis",
     ],
     "pytorch-converted": [
         "test_PixelShuffle", "test_Conv1d",
