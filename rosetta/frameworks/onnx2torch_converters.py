@@ -18,7 +18,9 @@ the one place that writes its private registry. onnx2torch is imported here with
   are a constant; Split-18 (num_outputs, the last part smaller), Pad from opset 18 without `axes` (onnx2torch's
   opset-13 Pad is the same function).
 - Replacing onnx2torch's (silently wrong): CumSum (it defaults `reverse` to 1; ONNX to 0), Pad-2 (it reads the pad
-  value from an attribute `constant_value`; ONNX names it `value`), NonZero (torch.nonzero is ONNX's transpose);
+  value from an attribute `constant_value`; ONNX names it `value`), NonZero (torch.nonzero is ONNX's transpose),
+  IsInf (its detect_positive/detect_negative flags ignored), TopK (ties in torch.topk's order, not lowest index
+  first: a stable sort);
   ConvTranspose with output_shape or auto_pad, which onnx2torch ignores, is refused by name.
 - Wrapping onnx2torch's: LayerNormalization takes nn.LayerNorm's normalized_shape from the input's inferred
   shape, which is 0 where shape inference left an axis symbolic (torch's TransformerEncoder/mixer exports after a
@@ -373,6 +375,52 @@ def _pad_2(original):
     return convert
 
 
+class OnnxIsInf(torch.nn.Module, OnnxToTorchModule):
+    """ONNX IsInf with its detect_positive and detect_negative flags (onnx2torch's reads neither)."""
+
+    def __init__(self, positive: bool, negative: bool) -> None:
+        super().__init__()
+        self.positive, self.negative = positive, negative
+
+    def forward(self, x):
+        if self.positive and self.negative:
+            return torch.isinf(x)
+        if self.positive:
+            return torch.isposinf(x)
+        if self.negative:
+            return torch.isneginf(x)
+        return torch.zeros_like(x, dtype=torch.bool)
+
+
+def _isinf(original):
+    def convert(node, graph) -> OperationConverterResult:
+        return _result(OnnxIsInf(bool(node.attributes.get("detect_positive", 1)),
+                                 bool(node.attributes.get("detect_negative", 1))), node)
+    return convert
+
+
+class OnnxTopK(torch.nn.Module, OnnxToTorchModule):
+    """ONNX TopK, whose equal values come lowest index first: a stable sort, then the first k (torch.topk
+    orders ties as it likes, onnx2torch's TopK with it)."""
+
+    def __init__(self, axis: int, largest: bool) -> None:
+        super().__init__()
+        self.axis, self.largest = axis, largest
+
+    def forward(self, x, k):
+        count = int(k.reshape(-1)[0]) if isinstance(k, torch.Tensor) else int(k)
+        values, indices = torch.sort(x, dim=self.axis, descending=self.largest, stable=True)
+        return values.narrow(self.axis, 0, count), indices.narrow(self.axis, 0, count)
+
+
+def _topk(original):
+    def convert(node, graph) -> OperationConverterResult:
+        if len(node.input_values) < 2:  # TopK-1: k an attribute
+            return original(node, graph)
+        return _result(OnnxTopK(node.attributes.get("axis", -1), bool(node.attributes.get("largest", 1))), node)
+    return convert
+
+
 class OnnxNonZero(torch.nn.Module, OnnxToTorchModule):
     """ONNX NonZero: the indices of the non-zero elements, one row per axis (torch.nonzero's transpose)."""
 
@@ -557,13 +605,15 @@ ADDED = [("GRU", (7, 14), _gru), ("LSTM", (7, 14), _lstm), ("GlobalMaxPool", (1,
          ("Pad", (18,), _pad_18), *[(op, (18,), _reduction_18) for op in _REDUCTIONS_18]]
 # (op, versions or None for all, wrapper of onnx2torch's converter) that replace onnx2torch's own
 REPLACED = [("LayerNormalization", None, _layer_norm_with_scale_shape), ("Dropout", (12, 13), _dropout_with_constant_ratio),
-            ("CumSum", None, _cumsum), ("Pad", (2,), _pad_2), ("NonZero", None, _nonzero),
+            ("CumSum", None, _cumsum), ("Pad", (2,), _pad_2), ("NonZero", None, _nonzero), ("IsInf", None, _isinf),
+            ("TopK", None, _topk),
             ("ConvTranspose", None, _conv_transpose_without_output_shape),
             ("ConstantOfShape", None, _constant_of_shape_from_sizes), ("Gather", None, _gather_of_a_constant_index),
             ("Squeeze", tuple(range(13, 100)), _squeeze_of_constant_axes)]
 # {op: the module class or converter that computes it}, for a manifest
 CONVERTERS = {"GRU": OnnxGRU, "LSTM": OnnxLSTM, "GlobalMaxPool": OnnxGlobalMaxPool, "GroupNormalization": OnnxGroupNorm,
               "Trilu": OnnxTrilu, "Split": OnnxSplit18, "CumSum": OnnxCumSum, "NonZero": OnnxNonZero, "Pad": _pad_18,
+              "IsInf": OnnxIsInf, "TopK": OnnxTopK,
               **dict.fromkeys(_REDUCTIONS_18, _reduction_18)}
 
 
