@@ -320,6 +320,8 @@ DIRECT = {
         [helper.make_node("MatMul", ["x", "w"], ["product"]), helper.make_node("Add", ["bias", "product"], ["y"])],
         [("x", ["N", 4])], [("w", RNG.normal(size=(4, 3)).astype(np.float32)),
                             ("bias", RNG.normal(size=3).astype(np.float32))]), None),
+    rw.explicit_default_axes: (_small_graph(  # opset 13: the last axis, where MXNet's importer reads 1
+        [helper.make_node("Hardmax", ["x"], ["y"])], [("x", ["N", 3, 4])], [], opset=13), None),
     rw.resize_sizes_as_scales: (_small_graph(  # torchvision's F.interpolate(x, size=(8, 8)) of an FCN head
         [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Slice", ["shape", "zero", "two"], ["nc"]),
          helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),

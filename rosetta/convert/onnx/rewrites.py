@@ -525,6 +525,21 @@ def resize_sizes_as_scales(model):
     return remove_dead_nodes(model) if changed else model
 
 
+def explicit_default_axes(model):
+    """MXNet: Softmax, LogSoftmax and Hardmax of opset 13 and later, whose axis attribute is omitted, get it
+    written (-1, the default since opset 13): MXNet's importer reads an omitted one as the old default, 1, and
+    flattens from it (ONNX's test_hardmax_default_axis FAILed: a rank-3 Hardmax over the wrong axes)."""
+    from onnx import helper
+
+    if default_opset(model) < 13:
+        return model
+    for node in model.graph.node:
+        if node.op_type in ("Softmax", "LogSoftmax", "Hardmax") and node.domain in ("", "ai.onnx") and \
+                not any(attribute.name == "axis" for attribute in node.attribute):
+            node.attribute.append(helper.make_attribute("axis", -1))
+    return model
+
+
 _SCOPE_NAME = r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$"  # TensorFlow's root scope names
 
 

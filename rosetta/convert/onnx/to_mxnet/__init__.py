@@ -40,7 +40,7 @@ FLOAT_TYPES = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT
 REWRITES = (rw.constant_reshape_shapes, rw.drop_zero_initial_states, rw.static_shapes_as_constants,
             rw.explicit_pads, rw.cast_like_as_cast,
             rw.gelu_as_primitives, rw.flatten_as_reshape,
-            rw.resize_sizes_as_scales, rw.resize_as_gathers_and_matmuls, rw.trilu_as_where, rw.depth_to_space_as_reshapes,
+            rw.explicit_default_axes, rw.resize_sizes_as_scales, rw.resize_as_gathers_and_matmuls, rw.trilu_as_where, rw.depth_to_space_as_reshapes,
             rw.group_normalization_as_instance_normalization, rw.constant_of_shape_as_initializers,
             rw.decompose_layer_normalization, tensors.shape_bounds_as_slice, rw.positive_gather_indices,
             rw.bounded_slices, arithmetic.same_shape_adds, arithmetic.integer_divisions,
