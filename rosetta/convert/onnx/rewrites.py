@@ -489,7 +489,8 @@ def resize_sizes_as_scales(model):
     """A Resize to `sizes` computed from its own input's shape (torchvision's F.interpolate(x, size=...):
     Concat(Shape(x)[0:2], [H, W])) given as the constant `scales` it means: 1 for the axes whose size it keeps
     (the batch, of unknown size), size / input size for the others, in float32 as ONNX Runtime computes the
-    scale of `sizes` (and only where floor(input x scale) gives the size back). What then needs no run-time
+    scale of `sizes` (and only where floor(input x scale), in float64, gives the size back: 5/3 in float32 times
+    3 is 4.99999988). What then needs no run-time
     shape is written by every target's Resize rewrites; FCN's, DeepLabV3's and FPN's upsampling was CANNOT in
     tensorflow and MXNet ("scales or sizes computed at run time")."""
     from onnx import numpy_helper
@@ -513,7 +514,7 @@ def resize_sizes_as_scales(model):
             if not isinstance(size, int) or not have:
                 break
             scale = np.float32(size) / np.float32(have)
-            if int(np.floor(np.float32(have) * scale)) != size:
+            if int(np.floor(float(have) * float(scale))) != size:  # as a runtime computes floor(in x scale)
                 break
             scales.append(scale)
         else:
