@@ -17,7 +17,6 @@ def trace_module(module, arrays: list[np.ndarray], precision: str = "float32") -
     model = copy.deepcopy(module).to(dtype).eval()
     layers: list[Layer] = []
     seen: dict[str, list] = {}
-    handles = []
 
     def before(name):
         def hook(_, args):
@@ -33,18 +32,32 @@ def trace_module(module, arrays: list[np.ndarray], precision: str = "float32") -
             layers.append(Layer(name, kind, type(leaf).__name__, _numpy(first), seen[name].pop(), params, config))
         return hook
 
-    for name, leaf in _user_modules(model):
-        if name and not any(True for _ in leaf.children()):
-            handles += [leaf.register_forward_pre_hook(before(name)), leaf.register_forward_hook(after(name))]
     tensors = [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
     tensors = [t.to(dtype) if t.is_floating_point() else t for t in tensors]
+    run_with_leaf_hooks(model, leaf_modules(_user_modules(model)), before, after, tensors)
+    return layers
+
+
+def leaf_modules(named_modules) -> list:
+    """(name, module) of the modules that hold no other: the layers a model computes with."""
+    return [(name, leaf) for name, leaf in named_modules if name and not any(True for _ in leaf.children())]
+
+
+def run_with_leaf_hooks(model, leaves, before, after, tensors, with_kwargs: bool = False) -> None:
+    """`model(*tensors)` in inference mode with before(name) and after(name) as each leaf's forward pre-hook and
+    hook, removed afterwards whatever happens."""
+    import torch
+
+    handles = []
+    for name, leaf in leaves:
+        handles += [leaf.register_forward_pre_hook(before(name), with_kwargs=with_kwargs),
+                    leaf.register_forward_hook(after(name), with_kwargs=with_kwargs)]
     try:
         with torch.inference_mode():
             model(*tensors)
     finally:
         for handle in handles:
             handle.remove()
-    return layers
 
 
 def run_leaf(module, name: str, inputs: list[np.ndarray], precision: str = "float32") -> np.ndarray:

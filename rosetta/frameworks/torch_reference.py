@@ -6,6 +6,7 @@ The two outputs differ by the float32 kernel's rounding only, unless one of the 
 from __future__ import annotations
 
 from rosetta.frameworks.reference_check import FLOAT32_EPS, NodeCheck, ReferenceCheck, local_ulps
+from rosetta.frameworks.torch_layers import leaf_modules, run_with_leaf_hooks
 
 TINY = 1.1754943508222875e-38  # the smallest normal float32
 
@@ -18,7 +19,6 @@ def check_float64_module(module32, module64, tensors32: list) -> ReferenceCheck:
                            against="PyTorch in float32", unit="leaf module")
     twins = dict(module64.named_modules())
     inputs: dict[str, list] = {}
-    handles = []
 
     def before(name):
         def hook(_, args, kwargs):  # the float32 call's inputs in float64: a copy, before an in-place op runs
@@ -46,16 +46,8 @@ def check_float64_module(module32, module64, tensors32: list) -> ReferenceCheck:
                 check.worst = record
         return hook
 
-    for name, leaf in module32.named_modules():
-        if name and not any(True for _ in leaf.children()) and name in twins:
-            handles.append(leaf.register_forward_pre_hook(before(name), with_kwargs=True))
-            handles.append(leaf.register_forward_hook(after(name), with_kwargs=True))
-    try:
-        with torch.inference_mode():
-            module32(*tensors32)
-    finally:
-        for handle in handles:
-            handle.remove()
+    leaves = [(name, leaf) for name, leaf in leaf_modules(module32.named_modules()) if name in twins]
+    run_with_leaf_hooks(module32, leaves, before, after, tensors32, with_kwargs=True)
     return check
 
 

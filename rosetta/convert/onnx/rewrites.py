@@ -467,6 +467,11 @@ def scalar_constants_as_vectors(model):
     Hugging Face transformer, 1/sqrt(head size)."""
     from onnx import numpy_helper
 
+    scalars = {init.name for init in model.graph.initializer if not init.dims} | \
+        {node.output[0] for node in model.graph.node if node.op_type == "Constant" and node.attribute
+         and node.attribute[0].name == "value" and not node.attribute[0].t.dims}
+    if not any(node.op_type in ("Mul", "Add", "Sub", "Div") and set(node.input) & scalars for node in model.graph.node):
+        return model  # nothing to do: no weight copied, no shape inference
     constants = constant_values(model)
     ranks = {name: len(shape) for name, shape in static_shapes(model).items()}
     made: dict[str, str] = {}
@@ -495,6 +500,8 @@ def resize_sizes_as_scales(model):
     tensorflow and MXNet ("scales or sizes computed at run time")."""
     from onnx import numpy_helper
 
+    if not any(node.op_type == "Resize" and len(node.input) > 3 and node.input[3] for node in model.graph.node):
+        return model  # no Resize to sizes: no shape inference
     elements, dim = shape_tracer(model, follow_equal_sizes=True)
     static = static_shapes(model)
     changed = False
