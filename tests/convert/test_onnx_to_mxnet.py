@@ -170,3 +170,24 @@ def test_gather_by_a_scalar_index_drops_the_axis(tmp_path):
                    [("y", TensorProto.FLOAT, None), ("z", TensorProto.FLOAT, None)],
                    [("last", np.array(-1, np.int64)), ("one", np.array(1, np.int64))])
     _check(model, {"x": np.random.default_rng(7).normal(size=(4, 3, 2)).astype(np.float32)}, tmp_path)
+
+
+def test_softplus_and_mish_keep_the_small_values_of_very_negative_inputs(tmp_path):
+    """MXNet's Activation(softrelu), the importer's Softplus, computes log(1 + exp(x)), which rounds to 0 below
+    x = -17 and loses digits long before (Mish_expanded FAILed by 9e-6 where the output is 1e-5); rosetta's
+    converters compute relu(x) + log1p(exp(-|x|)). Mish (opset 18) has no importer entry at all."""
+    x = np.concatenate([np.linspace(-30, 30, 61), [-20.5, -9.75, 0.0, 1e-4]]).astype(np.float32)
+    model = _model([helper.make_node("Softplus", ["x"], ["soft"]), helper.make_node("Mish", ["x"], ["mish"])],
+                   [("x", TensorProto.FLOAT, list(x.shape))],
+                   [("soft", TensorProto.FLOAT, list(x.shape)), ("mish", TensorProto.FLOAT, list(x.shape))], opset=18)
+    for got, want in zip(_mxnet(model, {"x": x}, tmp_path), _onnxruntime(model, {"x": x})):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=0)  # relative, down to the smallest outputs
+
+
+def test_lp_normalization_of_a_zero_vector_stays_zero(tmp_path):
+    """ONNX's reference divides by a norm of 0 taken as 1 (as ONNX Runtime): MXNet's x / norm gave NaN."""
+    nodes = [helper.make_node("LpNormalization", ["x"], ["l2"], axis=0),
+             helper.make_node("LpNormalization", ["x"], ["l1"], axis=1, p=1)]
+    x = np.array([[0.0, 1.0, -2.0], [0.0, 0.0, 0.0], [0.0, 3.0, 0.5]], np.float32)
+    model = _model(nodes, [("x", TensorProto.FLOAT, [3, 3])], [("l2", TensorProto.FLOAT, [3, 3]), ("l1", TensorProto.FLOAT, [3, 3])])
+    _check(model, {"x": x}, tmp_path)

@@ -160,7 +160,28 @@ def lp_normalization(attrs, inputs, importer):
     x, axis, p = inputs[0], int(attrs.get("axis", -1)), int(attrs.get("p", 2))
     norm = sym.sum(sym.abs(x), axis=axis, keepdims=True) if p == 1 else \
         sym.sqrt(sym.sum(sym.square(x), axis=axis, keepdims=True))
-    return sym.broadcast_div(x, norm), attrs, inputs
+    # a norm of 0 is taken as 1, as ONNX's reference computes it: zeros stay zeros (0 / 0 gave NaN)
+    return sym.broadcast_div(x, norm + (norm == 0)), attrs, inputs
+
+
+def _softplus(x):
+    """log(1 + exp(x)) as relu(x) + log1p(exp(-|x|)): exact to float32 where MXNet's Activation(softrelu), which
+    the importer writes, computes log(1 + exp(x)) and loses the small values (Mish_expanded FAILed by 9e-6
+    where the output is 1e-5)."""
+    sym = symbols()
+    return sym.relu(x) + sym.log1p(sym.exp(-sym.abs(x)))
+
+
+@mxnet_converter("Softplus")
+def softplus(attrs, inputs, importer):
+    """ONNX Softplus, computed without the importer's loss of small values (_softplus)."""
+    return _softplus(inputs[0]), attrs, inputs
+
+
+@mxnet_converter("Mish")
+def mish(attrs, inputs, importer):
+    """ONNX Mish (opset 18; the importer has none): x * tanh(softplus(x))."""
+    return inputs[0] * symbols().tanh(_softplus(inputs[0])), attrs, inputs
 
 
 @mxnet_converter("LRN")
