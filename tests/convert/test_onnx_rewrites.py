@@ -382,6 +382,52 @@ DIRECT = {
          helper.make_node("Add", ["x", "ones"], ["y"])], [("x", [2, 3, 4])], []), "Shape"),
     rw.flatten_as_reshape: (_small_graph(
         [helper.make_node("Flatten", ["x"], ["y"], axis=2)], [("x", ["N", 3, 4, 2])], []), "Flatten"),
+    rw.clip_bounds_as_max_min: (_small_graph(  # a lower bound computed at run time, then bounds with min > max
+        [helper.make_node("ReduceMean", ["x"], ["mean"], keepdims=0), helper.make_node("Clip", ["x", "mean"], ["floor"]),
+         helper.make_node("Clip", ["floor", "high", "low"], ["y"])],
+        [("x", ["N", 3])], [("high", np.array(1.5, np.float32)), ("low", np.array(0.8, np.float32))]), "Clip"),
+    rw.lp_normalization_as_primitives: (_small_graph(  # a column of zeros: its norm 0 is taken as 1
+        [helper.make_node("Mul", ["x", "mask"], ["masked"]), helper.make_node("LpNormalization", ["masked"], ["l2"], axis=0),
+         helper.make_node("LpNormalization", ["masked"], ["y_l1"], axis=-1, p=1), helper.make_node("Add", ["l2", "y_l1"], ["y"])],
+        [("x", ["N", 3])], [("mask", np.array([1, 0, 1], np.float32))]), "LpNormalization"),
+    rw.constant_attributes_as_tensors: (_small_graph(  # how ONNX's function bodies write Elu's and Selu's constants
+        [helper.make_node("Constant", [], ["alpha"], value_float=1.5), helper.make_node("Constant", [], ["shift"], value_floats=[0.5, 1, 2]),
+         helper.make_node("Mul", ["x", "alpha"], ["scaled"]), helper.make_node("Add", ["scaled", "shift"], ["y"])],
+        [("x", ["N", 3])], []), None),
+    rw.empty_axes_as_every_axis: (_small_graph(  # axes computed at run time, empty: every axis is reduced
+        [helper.make_node("Shape", ["x"], ["axes"], start=0, end=0), helper.make_node("ReduceSum", ["x", "axes"], ["y"])],
+        [("x", ["N", 3, 4])], []), None),
+    rw.unsigned_divisions_as_int64: (_small_graph(  # uint8 quotients, truncated
+        [helper.make_node("Mul", ["x", "ten"], ["scaled"]), helper.make_node("Cast", ["scaled"], ["a"], to=TensorProto.UINT8),
+         helper.make_node("Cast", ["x"], ["b"], to=TensorProto.UINT8), helper.make_node("Add", ["b", "one"], ["divisor"]),
+         helper.make_node("Div", ["a", "divisor"], ["q"]), helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)],
+        [("x", ["N", 5])], [("ten", np.array(10, np.float32)), ("one", np.array(1, np.uint8))]), None),
+    rw.integer_fmod_as_magnitudes: (_small_graph(  # C's fmod of dividends of both signs
+        [helper.make_node("Mul", ["x", "ten"], ["scaled"]), helper.make_node("Sub", ["scaled", "fifteen"], ["signed"]),
+         helper.make_node("Cast", ["signed"], ["a"], to=TensorProto.INT32), helper.make_node("Mul", ["x", "three"], ["d"]),
+         helper.make_node("Cast", ["d"], ["b"], to=TensorProto.INT32), helper.make_node("Add", ["b", "one"], ["divisor"]),
+         helper.make_node("Mod", ["a", "divisor"], ["r"], fmod=1), helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT)],
+        [("x", ["N", 6])], [("ten", np.array(10, np.float32)), ("fifteen", np.array(15, np.float32)),
+                            ("three", np.array(3, np.float32)), ("one", np.array(1, np.int32))]), None),
+    rw.one_hot_out_of_range_as_off: (_small_graph(  # indices from -10 to 5 in a depth of 5: some out of range
+        [helper.make_node("Mul", ["x", "ten"], ["scaled"]), helper.make_node("Sub", ["scaled", "fifteen"], ["shifted"]),
+         helper.make_node("Cast", ["shifted"], ["indices"], to=TensorProto.INT64),
+         helper.make_node("OneHot", ["indices", "depth", "values"], ["y"], axis=0)],
+        [("x", ["N", 6])], [("ten", np.array(10, np.float32)), ("fifteen", np.array(15, np.float32)),
+                            ("depth", np.array(5, np.int64)), ("values", np.array([-1.0, 3.0], np.float32))]), None),
+    rw.shifts_out_of_range_as_where: (_small_graph(  # amounts in range here (ONNX Runtime's own differ outside)
+        [helper.make_node("Mul", ["x", "ten"], ["scaled"]), helper.make_node("Cast", ["scaled"], ["a"], to=TensorProto.UINT8),
+         helper.make_node("Cast", ["x"], ["amount"], to=TensorProto.UINT8),
+         helper.make_node("BitShift", ["a", "amount"], ["shifted"], direction="LEFT"),
+         helper.make_node("Cast", ["shifted"], ["y"], to=TensorProto.FLOAT)],
+        [("x", ["N", 4])], [("ten", np.array(10, np.float32))]), None),
+    rw.unnamed_batch_of_5d_inputs: (_small_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], [("x", ["N", 2, 2, 3, 3])], []), None),
+    rw.shape_bounds_as_slice: (_small_graph(  # the sizes after the batch, as Shape-15 reads them
+        [helper.make_node("Shape", ["x"], ["sizes"], start=1, end=-1), helper.make_node("Cast", ["sizes"], ["y"], to=1)],
+        [("x", ["N", 3, 4, 2])], []), None),
+    rw.old_opsets_upgraded: (_small_graph(  # Pad-2, its pads and value attributes (opset 11 made them inputs)
+        [helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 2], value=2.0)], [("x", ["N", 3])], [], opset=9), None),
 }
 
 
@@ -411,7 +457,8 @@ def test_the_direct_rewrite_tests_cover_every_rewrite():
                          rw.decompose_layer_normalization, rw.constant_of_shape_as_initializers, rw.bounded_slices}
     public = {f for name, f in inspect.getmembers(rw, inspect.isfunction)
               if not name.startswith("_") and f.__module__ == rw.__name__} - {rw.apply, rw.names, rw.resize_plans,
-                                                                              rw.resize_is_upsampling}  # helpers
+                                                                              rw.resize_is_upsampling,
+                                                                              rw.run_time_axes_of_unknown_count}  # helpers
     assert public - covered_elsewhere - set(DIRECT) == set()
 
 
@@ -422,3 +469,19 @@ def test_onnx2tf_keeps_the_upsampling_real_models_use():
     rewritten = rw.resize_except_upsampling_as_gathers_and_matmuls(onnx.ModelProto.FromString(original.SerializeToString()))
     assert [n.op_type for n in rewritten.graph.node].count("Resize") == 1
     assert rewritten.graph.node[0].op_type == "Resize" and rewritten.graph.node[0].output[0] == "repeated"
+
+
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+def test_shifts_out_of_range_give_what_onnx_says(direction):
+    """A shift by a negative amount or by the width or more gives 0 (a right shift of a negative value, -1), as
+    ONNX's reference computes it: the rewritten graph gives that in ONNX Runtime, whose own BitShift does not."""
+    from onnx.reference import ReferenceEvaluator
+
+    graph = helper.make_graph([helper.make_node("BitShift", ["a", "b"], ["z"], direction=direction)], "g",
+                              [helper.make_tensor_value_info("a", TensorProto.UINT8, [5]),
+                               helper.make_tensor_value_info("b", TensorProto.UINT8, [5])],
+                              [helper.make_tensor_value_info("z", TensorProto.UINT8, [5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"a": np.array([200, 7, 1, 255, 16], np.uint8), "b": np.array([8, 9, 255, 1, 3], np.uint8)}
+    rewritten = rw.shifts_out_of_range_as_where(onnx.ModelProto.FromString(model.SerializeToString()))
+    np.testing.assert_array_equal(_run(rewritten, feeds), ReferenceEvaluator(model).run(None, feeds)[0])

@@ -15,6 +15,8 @@ import logging
 import re
 from pathlib import Path
 
+import numpy as np
+
 from rosetta.convert.targets import EXPORT_DEFAULTS
 from rosetta.errors import RosettaError, cause_line
 from rosetta.frameworks.onnx_graph import graph_inputs, load_checked, value_info_signature
@@ -38,6 +40,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     kept = {name: layout for name, layout in layouts.items() if name not in nchw["inputs"] + nchw["outputs"]}
     run_tf2onnx(previous.artifact_path(source), target, opset, nchw["inputs"], nchw["outputs"])
     restore_name_case(target, previous)
+    restore_scalar_inputs(target, previous)
     signature_in, signature_out = check_tensor_names(load_checked(target), previous)
     # a tensor whose layout the runner changes is fed and returned as the source model's: its signature
     before = {entry["name"]: entry for entry in previous.inputs + previous.outputs}
@@ -128,6 +131,34 @@ def restore_name_case(path: Path, previous) -> None:
     for node in model.graph.node:
         node.input[:] = [renamed.get(name, name) for name in node.input]
         node.output[:] = [renamed.get(name, name) for name in node.output]
+    onnx.save(model, str(path))
+
+
+def restore_scalar_inputs(path: Path, previous) -> None:
+    """A 0-d input of the source that the ONNX tf2onnx writes takes as a vector (onnx2tf declares it (None,) in
+    the SavedModel, TensorFlow itself takes the 0-d tensor into it; ONNX Runtime refuses the source's 0-d
+    array): declared 0-d again, and reshaped to the one-element vector the graph was converted for, so that the
+    round trip takes the source's inputs."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(path))
+    scalars = {entry["name"] for entry in previous.inputs if entry["shape"] == []}
+    restored = []
+    for value in model.graph.input:
+        dims = value.type.tensor_type.shape.dim
+        if value.name in scalars and len(dims) == 1 and dims[0].dim_value in (0, 1):
+            restored.append(value.name)
+            dims.pop()
+    if not restored:
+        return
+    vectors = {name: f"{name}__vector" for name in restored}
+    for node in model.graph.node:
+        node.input[:] = [vectors.get(name, name) for name in node.input]
+    model.graph.initializer.append(numpy_helper.from_array(np.array([1], np.int64), "rosetta__one_element"))
+    for index, name in enumerate(restored):
+        model.graph.node.insert(index, helper.make_node("Reshape", [name, "rosetta__one_element"], [vectors[name]],
+                                                        name=f"{name}__as_vector"))
     onnx.save(model, str(path))
 
 

@@ -92,6 +92,50 @@ def bypass_identity_of_initializers(model):
     return model
 
 
+OLDEST_OPSET_KEPT, UPGRADED_OPSET = 11, 13
+
+
+def old_opsets_upgraded(model):
+    """onnx2tf: a model below opset 11 (torch.onnx's of 2018; ONNX's pytorch-converted tests are opset 6)
+    brought to opset 13 by ONNX's version converter, which rewrites each op by its schema's adapters. onnx2tf
+    reads several ops by their later schema only (Pad-2's `value` was ignored: ConstantPad2d FAILed by the pad
+    value), and ONNX Runtime runs no AveragePool-1. Left as it is where the version converter cannot convert it."""
+    from onnx import version_converter
+
+    if not any(o.domain in ("", "ai.onnx") for o in model.opset_import) or default_opset(model) >= OLDEST_OPSET_KEPT:
+        return model
+    try:
+        return version_converter.convert_version(model, UPGRADED_OPSET)
+    except Exception:  # noqa: BLE001 - an op without an adapter, or a graph the converter cannot read
+        return model
+
+
+# Constant's attribute forms other than a tensor, and the array each stands for (ONNX's Constant-12/13)
+_CONSTANT_FORMS = {"value_float": (np.float32, "f"), "value_floats": (np.float32, "floats"),
+                   "value_int": (np.int64, "i"), "value_ints": (np.int64, "ints")}
+
+
+def constant_attributes_as_tensors(model):
+    """onnx2tf (its Constant reads `value` only: "'float' object has no attribute 'shape'"), the constant folder
+    and every importer that reads `value`: a Constant given as value_float(s) or value_int(s), as ONNX's function
+    bodies write them (Elu, Selu, HardSigmoid, LeakyRelu expanded), becomes the same Constant with a `value`
+    tensor of that dtype and rank."""
+    from onnx import helper, numpy_helper
+
+    for node in model.graph.node:
+        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx") or len(node.attribute) != 1:
+            continue
+        form = _CONSTANT_FORMS.get(node.attribute[0].name)
+        if form is None:
+            continue
+        dtype, field = form
+        value = np.asarray(list(getattr(node.attribute[0], field)) if field in ("floats", "ints")
+                           else getattr(node.attribute[0], field), dtype)
+        del node.attribute[:]
+        node.attribute.append(helper.make_attribute("value", numpy_helper.from_array(value)))
+    return model
+
+
 def constants_to_initializers(model):
     """Constant nodes become initializers (MXNet's importer has no Constant operator)."""
     from onnx import numpy_helper
@@ -358,8 +402,11 @@ def fold_constant_subgraphs(model):
     constants = constant_values(model)
     before = dict(constants)
 
-    def keep(node, results) -> bool:  # Constant nodes stay (dead ones are removed below); inexact floats too
-        return node.op_type == "Constant" or not (
+    outputs = {value.name for value in model.graph.output}
+
+    def keep(node, results) -> bool:  # Constant nodes stay (dead ones are removed below); inexact floats too; and
+        # what computes a graph output (an output that is an initializer is no tensor of onnx2tf's model)
+        return node.op_type == "Constant" or bool(outputs & set(node.output)) or not (
             all(r.dtype.kind in "iub" for r in results) or node.op_type in _EXACT_FOLD_OPS)
 
     kept = fold_constants(list(model.graph.node), constants, model.opset_import, keep)
@@ -389,6 +436,8 @@ def _symbolic_shapes(model) -> dict[str, list] | None:
                                                            guess_output_rank=False)
         except Exception:
             return None
+    if inferred is None:  # it declines graphs below opset 7 (returning None, with a message on stdout)
+        return None
     values = list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input)
     return {value.name: [d.dim_value if d.HasField("dim_value") else None for d in value.type.tensor_type.shape.dim]
             for value in values if value.type.tensor_type.HasField("shape")}
@@ -403,6 +452,7 @@ def static_shape_parts(model):
     shapes, constants = _symbolic_shapes(model), constant_values(model)
     if shapes is None:
         return model
+    outputs = {value.name for value in model.graph.output}  # kept computed: onnx2tf's model outputs tensors only
     producers = {output: node for node in model.graph.node for output in node.output}
     kept = []
     for node in model.graph.node:
@@ -418,7 +468,7 @@ def static_shape_parts(model):
                 starts, ends = (int(constants[name].ravel()[0]) for name in node.input[1:3])
                 steps = int(constants[node.input[4]].ravel()[0]) if len(node.input) > 4 and node.input[4] else 1
                 value = dims[starts:ends:steps]
-        if value is None or np.any(value < 0):
+        if value is None or np.any(value < 0) or node.output[0] in outputs:
             kept.append(node)
             continue
         model.graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
@@ -825,6 +875,260 @@ def explicit_pads(model):
         for attribute in [a for a in node.attribute if a.name in ("auto_pad", "pads")]:
             node.attribute.remove(attribute)
         node.attribute.append(helper.make_attribute("pads", begins + ends))
+    return model
+
+
+def shape_bounds_as_slice(model):
+    """MXNet and onnx2tf: Shape with `start` or `end` (opset 15), which both ignore (all the sizes: a silently
+    longer shape), as Shape then a Slice of those bounds."""
+    from onnx import helper, numpy_helper
+
+    nodes = []
+    for node in model.graph.node:
+        attributes = node_attributes(node)
+        if node.op_type != "Shape" or not ({"start", "end"} & set(attributes)):
+            nodes.append(node)
+            continue
+        name = node.output[0]
+        model.graph.initializer.extend([
+            numpy_helper.from_array(np.array([attributes.get("start", 0)], np.int64), f"{name}_start"),
+            numpy_helper.from_array(np.array([attributes.get("end", 2 ** 62)], np.int64), f"{name}_end")])
+        nodes += [helper.make_node("Shape", [node.input[0]], [f"{name}_all"]),
+                  helper.make_node("Slice", [f"{name}_all", f"{name}_start", f"{name}_end"], [name])]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return model
+
+
+def unnamed_batch_of_5d_inputs(model):
+    """onnx2tf: a 5-D graph input (a video clip, a volume) whose batch axis is named ("N") gets it unnamed (of
+    unknown size all the same): onnx2tf passes that name to Keras as the batch size of its 5-D inputs, which fails
+    ("not all arguments converted during string formatting"); it reads an unnamed axis as unknown."""
+    for value in model.graph.input:
+        dims = value.type.tensor_type.shape.dim
+        if len(dims) == 5 and dims[0].HasField("dim_param"):
+            dims[0].ClearField("dim_param")
+    return model
+
+
+def clip_bounds_as_max_min(model):
+    """onnx2tf: Clip (opset 11+) whose bounds are computed at run time, omitted before a given one, or constants
+    with min > max, as Min(Max(x, min), max), which is ONNX's definition (max wherever min > max). onnx2tf reads
+    such bounds by guesses (a bound of unknown shape taken as none: test_clip's FAIL by 1.55) and clips to min
+    where min > max. Clips with constant bounds in order (ReLU6) are left to onnx2tf, which recognises them."""
+    from onnx import helper
+
+    constants = constant_values(model)
+
+    def replace(node):
+        bounds = list(node.input[1:3])
+        if node.op_type != "Clip" or len(node.input) < 2:
+            return None
+        given = [name for name in bounds if name]
+        if not given:  # both omitted: no bound
+            return [helper.make_node("Identity", [node.input[0]], [node.output[0]], name=node.name)]
+        if all(name in constants for name in given) and bounds[-1] and (len(given) < 2 or np.all(
+                constants[bounds[0]] <= constants[bounds[1]])):
+            return None
+        nodes, current = [], node.input[0]
+        for index, (name, op_type) in enumerate(zip(bounds, ("Max", "Min"))):
+            if not name:
+                continue
+            last = index == len(bounds) - 1 or not bounds[index + 1]
+            output = node.output[0] if last else f"{node.output[0]}_{op_type.lower()}"
+            nodes.append(helper.make_node(op_type, [current, name], [output], name=f"{node.name or output}_{op_type}"))
+            current = output
+        return nodes
+
+    _replace_nodes(model, replace)
+    return model
+
+
+REDUCTIONS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+              "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
+
+
+def empty_axes_as_every_axis(model):
+    """onnx2tf: a reduction whose axes are computed at run time (ReduceSum from opset 13, the others from 18) and
+    are known to be empty (a 1-D tensor of size 0) reduces every axis, as ONNX says (noop_with_empty_axes=0);
+    onnx2tf reduced none (ReduceSum_default_axes_keepdims FAILed by its shape). The axes become Concat(axes,
+    0..rank-1), so the run-time tensor is still read. Axes of unknown count are left for refuse_unknown_axes."""
+    from onnx import helper, numpy_helper
+
+    constants, shapes = constant_values(model), static_shapes(model)
+
+    def replace(node):
+        if node.op_type not in REDUCTIONS or len(node.input) < 2 or not node.input[1] or node.input[1] in constants \
+                or node_attributes(node).get("noop_with_empty_axes", 0) or shapes.get(node.input[1]) != [0] \
+                or shapes.get(node.input[0]) is None:
+            return None
+        every = f"{node.output[0]}_every_axis"
+        model.graph.initializer.append(numpy_helper.from_array(np.arange(len(shapes[node.input[0]]), dtype=np.int64), every))
+        concat = helper.make_node("Concat", [node.input[1], every], [f"{every}s"], axis=0)
+        node.input[1] = f"{every}s"
+        return [concat, node]
+
+    _replace_nodes(model, replace)
+    return model
+
+
+def run_time_axes_of_unknown_count(model) -> list[str]:
+    """The reductions whose axes are computed at run time and may be empty (their count is unknown): what
+    empty_axes_as_every_axis cannot decide."""
+    constants, shapes = constant_values(model), static_shapes(model)
+    return [node.op_type for node in model.graph.node
+            if node.op_type in REDUCTIONS and len(node.input) > 1 and node.input[1] and node.input[1] not in constants
+            and not node_attributes(node).get("noop_with_empty_axes", 0)
+            and (shapes.get(node.input[1]) is None or shapes[node.input[1]][0] is None)]
+
+
+def shifts_out_of_range_as_where(model):
+    """onnx2tf (TensorFlow's shifts, like C's, mask or wrap a shift amount): BitShift with ONNX's result where the
+    amount is negative or at least the width, 0, or for a right shift of a negative signed value -1, and the
+    shift itself by an amount brought in range elsewhere: Where(out of range, fill, BitShift(x, amount or 0))."""
+    from onnx import helper, numpy_helper
+
+    types = element_types(model)
+
+    def replace(node):
+        if node.op_type != "BitShift" or node.input[0] not in types or node.input[1] not in types:
+            return None
+        x, amount, name = node.input[0], node.input[1], node.output[0]
+        x_dtype = helper.tensor_dtype_to_np_dtype(types[x])
+        amount_dtype = helper.tensor_dtype_to_np_dtype(types[amount])
+        for suffix, value, dtype in (("zero", 0, amount_dtype), ("width", 8 * x_dtype.itemsize, amount_dtype),
+                                     ("x_zero", 0, x_dtype), ("x_minus_one", -1 if x_dtype.kind == "i" else 0, x_dtype)):
+            model.graph.initializer.append(numpy_helper.from_array(np.array(value, dtype), f"{name}_{suffix}"))
+        right_signed = text(node_attributes(node).get("direction", "")) == "RIGHT" and x_dtype.kind == "i"
+        fill = [helper.make_node("Less", [x, f"{name}_x_zero"], [f"{name}_negative"]),
+                helper.make_node("Where", [f"{name}_negative", f"{name}_x_minus_one", f"{name}_x_zero"],
+                                 [f"{name}_fill"])] if right_signed else \
+            [helper.make_node("Identity", [f"{name}_x_zero"], [f"{name}_fill"])]
+        shift = helper.make_node("BitShift", [x, f"{name}_amount"], [f"{name}_shifted"], name=node.name)
+        shift.attribute.extend(node.attribute)
+        return [helper.make_node("Less", [amount, f"{name}_zero"], [f"{name}_below"]),
+                helper.make_node("Less", [amount, f"{name}_width"], [f"{name}_within"]),
+                helper.make_node("Not", [f"{name}_within"], [f"{name}_above"]),
+                helper.make_node("Or", [f"{name}_below", f"{name}_above"], [f"{name}_out"]),
+                helper.make_node("Where", [f"{name}_out", f"{name}_zero", amount], [f"{name}_amount"]),
+                shift, *fill,
+                helper.make_node("Where", [f"{name}_out", f"{name}_fill", f"{name}_shifted"], [name])]
+
+    _replace_nodes(model, replace)
+    return model
+
+
+def unsigned_divisions_as_int64(model):
+    """onnx2tf (which divides unsigned integers as floats and returns the quotient as floats: test_div_uint8
+    FAILed by 0.93): Div of uint8, uint16 or uint32 computed in int64, which holds every such value, and cast
+    back; the quotient of non-negative integers truncates either way."""
+    from onnx import TensorProto, helper
+
+    types = element_types(model)
+
+    def replace(node):
+        kind = types.get(node.input[0]) if node.op_type == "Div" else None
+        if kind not in (TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32):
+            return None
+        name = node.output[0]
+        return [helper.make_node("Cast", [node.input[0]], [f"{name}_a64"], to=TensorProto.INT64),
+                helper.make_node("Cast", [node.input[1]], [f"{name}_b64"], to=TensorProto.INT64),
+                helper.make_node("Div", [f"{name}_a64", f"{name}_b64"], [f"{name}_q64"], name=node.name),
+                helper.make_node("Cast", [f"{name}_q64"], [name], to=kind)]
+
+    _replace_nodes(model, replace)
+    return model
+
+
+def integer_fmod_as_magnitudes(model):
+    """onnx2tf (which computes every Mod as Python's remainder, with the divisor's sign, and ignores fmod): an
+    integer Mod with fmod=1 (C's, with the dividend's sign) as Sign(a) x Mod(|a|, |b|), its fmod=0 remainder of
+    the magnitudes, equal to fmod's there. Floats with fmod=1 are refused (onnx2tf_refusals)."""
+    from onnx import helper
+
+    types = element_types(model)
+
+    def replace(node):
+        if node.op_type != "Mod" or not node_attributes(node).get("fmod", 0) or types.get(node.input[0]) in _FLOAT_TYPES \
+                or node.input[0] not in types:
+            return None
+        a, b, name = node.input[0], node.input[1], node.output[0]
+        return [helper.make_node("Abs", [a], [f"{name}_abs_a"]), helper.make_node("Abs", [b], [f"{name}_abs_b"]),
+                helper.make_node("Mod", [f"{name}_abs_a", f"{name}_abs_b"], [f"{name}_magnitude"], fmod=0),
+                helper.make_node("Sign", [a], [f"{name}_sign"]),
+                helper.make_node("Mul", [f"{name}_sign", f"{name}_magnitude"], [name])]
+
+    _replace_nodes(model, replace)
+    return model
+
+
+def one_hot_out_of_range_as_off(model):
+    """onnx2tf (which wraps every index into the depth, as Python's modulo: an index of 5 in a depth of 5 became
+    hot at 0, test_onehot_out_of_range_indices FAILed): OneHot's rows of indices outside [-depth, depth), which
+    ONNX leaves all off, made the off value after it: Where(in range, along the one-hot axis, OneHot, off)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    types, shapes, opset = element_types(model), static_shapes(model), default_opset(model)
+
+    def replace(node):
+        if node.op_type != "OneHot" or node.input[0] not in types or shapes.get(node.input[0]) is None or opset < 13:
+            return None
+        indices, depth, values, name = node.input[0], node.input[1], node.input[2], node.output[0]
+        rank = len(shapes[indices]) + 1
+        axis = int(node_attributes(node).get("axis", -1)) % rank
+        model.graph.initializer.extend([numpy_helper.from_array(np.array([axis], np.int64), f"{name}_axis"),
+                                        numpy_helper.from_array(np.array(0, np.int64), f"{name}_off_index")])
+        one_hot = helper.make_node("OneHot", list(node.input), [f"{name}_hot"], name=node.name)
+        one_hot.attribute.extend(node.attribute)
+        return [one_hot,
+                helper.make_node("Cast", [depth], [f"{name}_depth"], to=types[indices]),
+                helper.make_node("Neg", [f"{name}_depth"], [f"{name}_low"]),
+                helper.make_node("Less", [indices, f"{name}_low"], [f"{name}_below"]),
+                helper.make_node("Less", [indices, f"{name}_depth"], [f"{name}_under"]),
+                helper.make_node("Not", [f"{name}_below"], [f"{name}_above_low"]),
+                helper.make_node("And", [f"{name}_above_low", f"{name}_under"], [f"{name}_in_range"]),
+                helper.make_node("Unsqueeze", [f"{name}_in_range", f"{name}_axis"], [f"{name}_rows"]),
+                helper.make_node("Gather", [values, f"{name}_off_index"], [f"{name}_off"]),
+                helper.make_node("Where", [f"{name}_rows", f"{name}_hot", f"{name}_off"], [name])]
+
+    _replace_nodes(model, replace)
+    return model
+
+
+def lp_normalization_as_primitives(model):
+    """onnx2tf and MXNet's importer: LpNormalization as x / norm, with a norm of 0 taken as 1, as ONNX's reference
+    computes it (a vector of zeros stays zeros; both divided by 0 and gave NaN: test_l2normalization_axis_0)."""
+    from onnx import helper, numpy_helper
+
+    types = element_types(model)
+    opset = default_opset(model)
+
+    def replace(node):
+        dtype = _FLOAT_TYPES.get(types.get(node.input[0] if node.input else ""))
+        if node.op_type != "LpNormalization" or dtype is None:
+            return None
+        attributes = node_attributes(node)
+        axis, p = int(attributes.get("axis", -1)), int(attributes.get("p", 2))
+        name, x = node.output[0], node.input[0]
+        # |x| or x * x summed (onnx2tf's ReduceL1/L2 hand a 1-axis list to tf.norm, which refuses it), then the root
+        nodes = [helper.make_node("Abs", [x], [f"{name}_magnitude"]) if p == 1 else
+                 helper.make_node("Mul", [x, x], [f"{name}_magnitude"])]
+        summed = f"{name}_norm" if p == 1 else f"{name}_sum"
+        if opset >= 13:
+            model.graph.initializer.append(numpy_helper.from_array(np.array([axis], np.int64), f"{name}_axes"))
+            nodes.append(helper.make_node("ReduceSum", [f"{name}_magnitude", f"{name}_axes"], [summed], keepdims=1))
+        else:
+            nodes.append(helper.make_node("ReduceSum", [f"{name}_magnitude"], [summed], axes=[axis], keepdims=1))
+        if p != 1:
+            nodes.append(helper.make_node("Sqrt", [summed], [f"{name}_norm"]))
+        for suffix, value in (("zero", 0), ("one", 1)):
+            model.graph.initializer.append(numpy_helper.from_array(np.array(value, dtype), f"{name}_{suffix}"))
+        return [*nodes,
+                helper.make_node("Equal", [f"{name}_norm", f"{name}_zero"], [f"{name}_is_zero"]),
+                helper.make_node("Where", [f"{name}_is_zero", f"{name}_one", f"{name}_norm"], [f"{name}_divisor"]),
+                helper.make_node("Div", [x, f"{name}_divisor"], [name])]
+
+    _replace_nodes(model, replace)
     return model
 
 

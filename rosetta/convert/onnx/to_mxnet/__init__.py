@@ -42,7 +42,7 @@ REWRITES = (rw.constant_reshape_shapes, rw.drop_zero_initial_states, rw.static_s
             rw.gelu_as_primitives, rw.flatten_as_reshape,
             rw.explicit_default_axes, rw.resize_sizes_as_scales, rw.resize_as_gathers_and_matmuls, rw.trilu_as_where, rw.depth_to_space_as_reshapes,
             rw.group_normalization_as_instance_normalization, rw.constant_of_shape_as_initializers,
-            rw.decompose_layer_normalization, tensors.shape_bounds_as_slice, rw.positive_gather_indices,
+            rw.decompose_layer_normalization, rw.shape_bounds_as_slice, rw.positive_gather_indices,
             rw.bounded_slices, arithmetic.same_shape_adds, arithmetic.integer_divisions,
             tensors.split_sizes_as_attribute, tensors.shapes_as_references, tensors.scalar_gather_indices,
             rw.axes_inputs_to_attributes, rw.drop_default_training_mode, rw.bypass_identity_of_initializers,

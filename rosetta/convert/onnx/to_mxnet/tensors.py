@@ -211,28 +211,6 @@ def split_sizes_as_attribute(model):
     return rw.remove_dead_nodes(model)
 
 
-def shape_bounds_as_slice(model):
-    """MXNet: Shape with `start` or `end` (opset 15), which the importer ignores (all the sizes: a silently
-    longer shape), as Shape then a Slice of those bounds."""
-    from onnx import helper, numpy_helper
-
-    nodes = []
-    for node in model.graph.node:
-        attributes = node_attributes(node)
-        if node.op_type != "Shape" or not ({"start", "end"} & set(attributes)):
-            nodes.append(node)
-            continue
-        name = node.output[0]
-        model.graph.initializer.extend([
-            numpy_helper.from_array(np.array([attributes.get("start", 0)], np.int64), f"{name}_start"),
-            numpy_helper.from_array(np.array([attributes.get("end", 2 ** 62)], np.int64), f"{name}_end")])
-        nodes += [helper.make_node("Shape", [node.input[0]], [f"{name}_all"]),
-                  helper.make_node("Slice", [f"{name}_all", f"{name}_start", f"{name}_end"], [name])]
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-    return model
-
-
 @mxnet_converter("Pad")
 def pad(attrs, inputs, importer):
     """ONNX Pad, its pads and value attributes (before opset 11) or constant inputs, -> `pad`, which pads only
