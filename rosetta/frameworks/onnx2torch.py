@@ -53,12 +53,19 @@ def import_onnx2torch():
 _ALIASES: dict[tuple[str, int], int] = {}  # (op, schema version) -> the version whose converter it reuses
 
 
+# attributes a later schema added that change nothing for the types onnx2torch's converter takes: Cast's and
+# CastLike's saturate (opset 19) and round_mode (24) apply to float8 targets only, which onnx2torch's Cast maps to
+# no torch dtype (a refusal); without this, every Cast of an opset-19+ model had no converter
+_FLOAT8_ONLY_ATTRIBUTES = {"Cast": {"saturate", "round_mode"}, "CastLike": {"saturate", "round_mode"}}
+
+
 def _signature(schema) -> tuple:
     """What a schema version says an op is, apart from its types: inputs, outputs, attributes and defaults."""
     def formal(parameters):
         return tuple((p.name, p.option) for p in parameters)
+    ignored = _FLOAT8_ONLY_ATTRIBUTES.get(schema.name, set())
     attributes = tuple(sorted((name, a.type, a.required, a.default_value.SerializeToString())
-                              for name, a in schema.attributes.items()))
+                              for name, a in schema.attributes.items() if name not in ignored))
     return formal(schema.inputs), formal(schema.outputs), attributes
 
 

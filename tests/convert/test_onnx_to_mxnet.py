@@ -128,6 +128,29 @@ def test_bidirectional_lstm_with_zero_states_from_the_batch_size(tmp_path):
     _check(model, {"x": np.concatenate([x, x[:1]])}, tmp_path, atol=1e-5)
 
 
+class _BidirectionalGRU(torch.nn.Module):
+    """A 2-layer bidirectional GRU tagger's recurrent part: every step's output of both directions, and the
+    last hidden states."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = torch.nn.GRU(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+
+    def forward(self, x):
+        y, h = self.gru(x)
+        return y + h.sum(0)[:, None, :].repeat(1, 1, 2)
+
+
+def test_bidirectional_gru_matches_onnxruntime(tmp_path):
+    """MXNet's fused RNN in both directions, each direction's weights packed after the other's (the converter
+    refused any direction but forward)."""
+    torch.manual_seed(0)
+    x = np.random.default_rng(3).normal(size=(2, 5, 3)).astype(np.float32)
+    model = _exported(_BidirectionalGRU(), x, tmp_path)
+    assert any(n.op_type == "GRU" and any(a.s == b"bidirectional" for a in n.attribute) for n in model.graph.node)
+    _check(model, {"x": np.concatenate([x, x[:1]])}, tmp_path, atol=1e-5)
+
+
 def _lstm(direction: str, peepholes: bool = False):
     """An ONNX LSTM with its sequence_lens omitted, initial_h given, initial_c omitted; outputs Y, Y_h, Y_c."""
     hidden, inputs, directions = 4, 3, 2 if direction == "bidirectional" else 1
@@ -157,9 +180,10 @@ def test_lstm_with_peepholes_is_refused_with_the_reason(tmp_path):
         _mxnet(_lstm("forward", peepholes=True), {}, tmp_path)
 
 
-@pytest.mark.parametrize("shape", [(2, 3, 7), (2, 3, 4, 5)], ids=["1d", "2d"])
-def test_global_max_pool_of_any_rank(tmp_path, shape):
-    model = _model([helper.make_node("GlobalMaxPool", ["x"], ["y"])], [("x", TensorProto.FLOAT, list(shape))],
+@pytest.mark.parametrize("op", ["GlobalMaxPool", "GlobalAveragePool"])
+@pytest.mark.parametrize("shape", [(2, 3, 7), (2, 3, 4, 5), (2, 3, 4, 5, 2)], ids=["1d", "2d", "3d"])
+def test_global_pooling_of_any_rank(tmp_path, shape, op):
+    model = _model([helper.make_node(op, ["x"], ["y"])], [("x", TensorProto.FLOAT, list(shape))],
                    [("y", TensorProto.FLOAT, None)])
     _check(model, {"x": np.random.default_rng(6).normal(size=shape).astype(np.float32)}, tmp_path)
 
@@ -191,3 +215,23 @@ def test_lp_normalization_of_a_zero_vector_stays_zero(tmp_path):
     x = np.array([[0.0, 1.0, -2.0], [0.0, 0.0, 0.0], [0.0, 3.0, 0.5]], np.float32)
     model = _model(nodes, [("x", TensorProto.FLOAT, [3, 3])], [("l2", TensorProto.FLOAT, [3, 3]), ("l1", TensorProto.FLOAT, [3, 3])])
     _check(model, {"x": x}, tmp_path)
+
+
+class _CausalConv1d(torch.nn.Module):
+    """A WaveNet layer: left padding by the dilation (torch.onnx writes Pad with its value omitted), then a dilated
+    Conv1d: MXNet's pad takes 4-D and 5-D tensors only, and the importer looks the omitted value up by name."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(3, 4, 2, dilation=2)
+
+    def forward(self, x):
+        return self.conv(torch.nn.functional.pad(x, (2, 0)))
+
+
+def test_a_causal_pad_of_a_signal_converts(tmp_path):
+    torch.manual_seed(0)
+    x = np.random.default_rng(8).normal(size=(2, 3, 9)).astype(np.float32)
+    model = _exported(_CausalConv1d(), x, tmp_path)
+    assert any(n.op_type == "Pad" for n in model.graph.node)
+    _check(model, {"x": x}, tmp_path, atol=1e-5)

@@ -284,3 +284,23 @@ def test_constant_indices_and_axes_are_python_ints_not_tensors_read_back_every_c
     assert kinds == {"OnnxSelect", "OnnxSqueezeStaticAxes"}  # the Constant nodes are no longer read
     x = torch.randn(5, 2, 1, 3)
     assert torch.equal(module(x), x[-1, :, 0, :])
+
+
+@pytest.mark.parametrize("opset", [13, 19, 21, 25])
+def test_cast_of_every_later_opset_converts_and_a_float8_target_is_refused(tmp_path, opset):
+    """Cast gained saturate (19) and round_mode (24), which apply to float8 targets only: onnx2torch's Cast-13
+    converter serves every later opset (an opset-19 model's Cast had no converter), and a float8 target is still
+    refused (onnx2torch maps it to no torch dtype)."""
+    def cast_model(to: int):
+        graph = helper.make_graph([helper.make_node("Cast", ["x"], ["y"], to=to)], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                                  [helper.make_tensor_value_info("y", to, [2, 3])])
+        path = tmp_path / f"cast-{to}.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10), str(path))
+        return path
+
+    x = torch.tensor([[0.5, -1.5, 2.25], [3.0, -0.0, 7.75]])
+    assert torch.equal(build_module(cast_model(TensorProto.DOUBLE))(x), x.double())
+    if opset >= 19:
+        with pytest.raises(RosettaError, match="FLOAT8E4M3FN|17"):
+            build_module(cast_model(TensorProto.FLOAT8E4M3FN))

@@ -1,6 +1,6 @@
 """Pooling: MaxPool and AveragePool as one Pooling each (padding inside it, ceil_mode as its 'full' convention,
-AveragePool's count_include_pad honoured), and GlobalMaxPool of any rank (the importer's 2-D Pooling fails on
-tf2onnx's GlobalMaxPooling1D). What Pooling cannot compute (dilations, a last window ONNX's ceil_mode drops) is
+AveragePool's count_include_pad honoured), and GlobalMaxPool and GlobalAveragePool of any rank (the importer's 2-D
+Pooling fails on tf2onnx's GlobalMaxPooling1D and on a video's 5-D features). What Pooling cannot compute (dilations, a last window ONNX's ceil_mode drops) is
 refused before the import (refusals.py)."""
 
 from __future__ import annotations
@@ -14,6 +14,13 @@ def global_max_pool(attrs, inputs, importer):
     """ONNX GlobalMaxPool of any rank: the max over every axis but N and C, kept. MXNet's own converter
     writes a 2-D Pooling, which fails on (N, C, L) (tf2onnx's GlobalMaxPooling1D)."""
     return symbols().max(inputs[0], axis=(0, 1), exclude=True, keepdims=True), attrs, inputs
+
+
+@mxnet_converter("GlobalAveragePool")
+def global_average_pool(attrs, inputs, importer):
+    """ONNX GlobalAveragePool of any rank: the mean over every axis but N and C, kept. MXNet's own converter
+    writes a 2-D Pooling, which fails on a video's (N, C, T, H, W) ("dimensions are invalid")."""
+    return symbols().mean(inputs[0], axis=(0, 1), exclude=True, keepdims=True), attrs, inputs
 
 
 def _pooling(pool_type: str, attrs, inputs, **options):

@@ -1,7 +1,7 @@
-"""GRU and LSTM (the importer has none) on MXNet's fused RNN operator: the ONNX weights packed into its flat
-parameter vector, gates reordered from ONNX's z, r, h to MXNet's r, z, n (GRU: MXNet's is the
+"""GRU and LSTM (the importer has none) on MXNet's fused RNN operator, one or two directions: the ONNX weights
+packed into its flat parameter vector, gates reordered from ONNX's z, r, h to MXNet's r, z, n (GRU: MXNet's is the
 linear_before_reset=1 formulation, input and recurrent biases kept apart) and from i, o, f, c to i, f, c, o
-(LSTM, one or two directions). The importer looks every input up by name, "" included: `name_omitted_inputs`
+(LSTM). The importer looks every input up by name, "" included: `name_omitted_inputs`
 names their omitted optional inputs OMITTED (an unused initializer), which these converters read as omitted."""
 
 from __future__ import annotations
@@ -21,29 +21,35 @@ def _reorder(gates: np.ndarray) -> np.ndarray:
 
 @mxnet_converter("GRU")
 def gru(attrs, inputs, importer):
-    """ONNX GRU -> mx.sym.RNN(mode='gru'); returns the Group (Y, Y_h) the importer indexes by output."""
+    """ONNX GRU -> mx.sym.RNN(mode='gru'), forward or bidirectional; returns the Group (Y, Y_h) the importer
+    indexes by output. The parameter vector is every direction's W and R, then every direction's input and
+    recurrent biases, as for the LSTM."""
     from rosetta.frameworks.mxnet import import_mxnet
 
     mx = import_mxnet()
     if attrs.get("linear_before_reset", 0) != 1:
         raise RosettaError("GRU with linear_before_reset=0 has no MXNet equivalent (MXNet computes linear_before_reset=1)")
-    if attrs.get("direction", b"forward") not in (b"forward", "forward"):
-        raise RosettaError(f"GRU direction={attrs.get('direction')!r} is not supported by rosetta's MXNet GRU converter")
+    direction = attrs.get("direction", b"forward")
+    direction = direction.decode() if isinstance(direction, bytes) else direction
+    if direction not in ("forward", "bidirectional"):
+        raise RosettaError(f"GRU direction={direction!r} is not supported by rosetta's MXNet GRU converter")
     _refuse_sequence_lens("GRU", inputs)
     data, w_sym, r_sym = inputs[:3]
-    w = importer._params[w_sym.name].asnumpy()[0]
-    r = importer._params[r_sym.name].asnumpy()[0]
-    hidden = int(attrs["hidden_size"])
-    b = importer._params[inputs[3].name].asnumpy()[0] if _given(inputs, 3) else np.zeros(6 * hidden, np.float32)
-    flat = np.concatenate([_reorder(w).ravel(), _reorder(r).ravel(),
-                           _reorder(b[: 3 * hidden]).ravel(), _reorder(b[3 * hidden:]).ravel()]).astype(np.float32)
+    w, r = importer._params[w_sym.name].asnumpy(), importer._params[r_sym.name].asnumpy()
+    directions, hidden = w.shape[0], int(attrs["hidden_size"])
+    b = importer._params[inputs[3].name].asnumpy() if _given(inputs, 3) else np.zeros((directions, 6 * hidden), np.float32)
+    flat = np.concatenate([_reorder(m[d]).ravel() for d in range(directions) for m in (w, r)]
+                          + [_reorder(part).ravel() for d in range(directions) for part in np.split(b[d], 2)]
+                          ).astype(np.float32)
     name = f"{w_sym.name}_mxnet_gru_parameters"
     importer._params[name] = mx.nd.array(flat)
     parameters = mx.sym.Variable(name, shape=flat.shape)
-    state = inputs[5] if _given(inputs, 5) else _zero_state(data, 1, hidden)
+    state = inputs[5] if _given(inputs, 5) else _zero_state(data, directions, hidden)
     rnn = mx.sym.RNN(data=data, parameters=parameters, state=state, state_size=hidden, num_layers=1,
-                     mode="gru", state_outputs=True)
-    return mx.sym.Group([mx.sym.expand_dims(rnn[0], axis=1), rnn[1]]), attrs, inputs
+                     mode="gru", bidirectional=directions == 2, state_outputs=True)
+    # MXNet's output (T, N, D * H) -> ONNX Y (T, D, N, H)
+    y = mx.sym.transpose(mx.sym.reshape(rnn[0], shape=(0, 0, directions, hidden)), axes=(0, 2, 1, 3))
+    return mx.sym.Group([y, rnn[1]]), attrs, inputs
 
 
 def _given(inputs, index: int) -> bool:
@@ -112,13 +118,13 @@ def lstm(attrs, inputs, importer):
 
 
 def name_omitted_inputs(model):
-    """The omitted optional inputs ("") of GRU, LSTM and Clip, whose converters read them, named OMITTED,
+    """The omitted optional inputs ("") of GRU, LSTM, Clip and Pad, whose converters read them, named OMITTED,
     an initializer no converter uses (module docstring)."""
     from onnx import numpy_helper
 
     named = False
     for node in model.graph.node:
-        if node.op_type in ("GRU", "LSTM", "Clip") and "" in node.input:
+        if node.op_type in ("GRU", "LSTM", "Clip", "Pad") and "" in node.input:
             node.input[:] = [name or OMITTED for name in node.input]
             named = True
     if named:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.convert.onnx import rewrites as rw
+from rosetta.convert.onnx.to_mxnet.recurrent import OMITTED
 from rosetta.convert.onnx.to_mxnet.registry import mxnet_converter, mxnet_own, symbols
 from rosetta.errors import RosettaError
 from rosetta.frameworks.onnx_graph import constant_values, default_opset, node_attributes, shape_tracer, static_shapes
@@ -213,11 +214,14 @@ def split_sizes_as_attribute(model):
 
 @mxnet_converter("Pad")
 def pad(attrs, inputs, importer):
-    """ONNX Pad, its pads and value attributes (before opset 11) or constant inputs, -> `pad`, which pads only
-    the spatial axes of 4-D and 5-D tensors and knows constant, edge and reflect: any other pad is refused by
-    name here (it would otherwise be refused when run, or be an unknown mode)."""
+    """ONNX Pad, its pads and value attributes (before opset 11) or constant inputs (the value omitted: 0), ->
+    `pad`, which pads only the spatial axes of 4-D and 5-D tensors and knows constant, edge and reflect: a 3-D
+    tensor (a 1-D signal's causal padding) is padded as 4-D with a unit axis added and taken away again; any other
+    pad is refused by name here (it would otherwise be refused when run, or be an unknown mode)."""
+    sym = symbols()
+
     def constant(index):
-        name = inputs[index].name if len(inputs) > index else ""
+        name = inputs[index].name if len(inputs) > index and inputs[index].name != OMITTED else ""
         if name and name not in importer._params:
             raise RosettaError("Pad with pads or a value computed at run time cannot be converted to mxnet")
         return importer._params[name].asnumpy().ravel() if name else None
@@ -228,10 +232,15 @@ def pad(attrs, inputs, importer):
     mode = attrs.get("mode", "constant")
     mode = mode.decode() if isinstance(mode, bytes) else mode
     rank = len(pads) // 2
-    if len(inputs) > 3 or rank not in (4, 5) or any(pads[axis] or pads[rank + axis] for axis in (0, 1)) \
+    axes_given = len(inputs) > 3 and inputs[3].name != OMITTED
+    if axes_given or rank not in (3, 4, 5) or any(pads[axis] or pads[rank + axis] for axis in (0, 1)) \
             or mode not in ("constant", "edge", "reflect"):
-        raise RosettaError(f"Pad mode={mode!r} of a {rank}-D tensor with pads {pads} cannot be converted to mxnet: "
-                           "MXNet's pad pads the spatial axes of 4-D and 5-D tensors only, in constant, edge or "
-                           "reflect mode")
+        raise RosettaError(f"Pad mode={mode!r} of a {rank}-D tensor with pads {pads}{' on given axes' if axes_given else ''} "
+                           "cannot be converted to mxnet: MXNet's pad pads the spatial axes of 3-D (as 4-D), 4-D "
+                           "and 5-D tensors only, in constant, edge or reflect mode")
     width = tuple(p for axis in range(rank) for p in (pads[axis], pads[rank + axis]))
-    return symbols().pad(inputs[0], mode=mode, pad_width=width, constant_value=value), attrs, inputs[:1]
+    if rank == 3:
+        padded = sym.pad(sym.expand_dims(inputs[0], axis=2), mode=mode, pad_width=(0, 0, 0, 0, 0, 0) + width[4:],
+                         constant_value=value)
+        return sym.squeeze(padded, axis=2), attrs, inputs[:1]
+    return sym.pad(inputs[0], mode=mode, pad_width=width, constant_value=value), attrs, inputs[:1]
