@@ -364,3 +364,17 @@ def test_graphs_onnx2tf_read_otherwise_compute_what_onnxruntime_computes(graph, 
     rng = np.random.default_rng(3)
     feeds = {n: rng.standard_normal([4 if isinstance(d, str) else d for d in s]).astype(d) for n, d, s in inputs}
     np.testing.assert_allclose(runner.predict(feeds)["y"], _run(model, feeds), rtol=1e-5, atol=1e-5)
+
+
+def test_strict_mode_is_left_out_where_its_search_is_quadratic_in_axis_orders():
+    """An Expand of rank 4 (an attention mask) makes onnx2tf build 576 Keras models in strict mode: such a graph is
+    converted without it; rank 3 keeps it."""
+    from onnx import helper
+
+    from rosetta.convert.onnx.to_tensorflow import strict_mode_affordable
+
+    expand = helper.make_node("Expand", ["x", "shape"], ["y"])
+    for rank, affordable in ((3, True), (4, False)):
+        model = _one_node(expand, [("x", 1, [1] * rank), ("shape", 7, [rank])])
+        model.graph.initializer.append(onnx.numpy_helper.from_array(np.full(rank, 2, np.int64), "shape"))
+        assert strict_mode_affordable(model) is affordable

@@ -883,6 +883,7 @@ def shape_bounds_as_slice(model):
     longer shape), as Shape then a Slice of those bounds."""
     from onnx import helper, numpy_helper
 
+    shapes = static_shapes(model)
     nodes = []
     for node in model.graph.node:
         attributes = node_attributes(node)
@@ -890,9 +891,13 @@ def shape_bounds_as_slice(model):
             nodes.append(node)
             continue
         name = node.output[0]
+        start, end = attributes.get("start", 0), attributes.get("end", 2 ** 62)
+        if shapes.get(node.input[0]) is not None:  # bounds within the rank, as Shape-15 clamps them (onnx2tf
+            rank = len(shapes[node.input[0]])  # read a negative end as none)
+            start, end = (min(max(bound + rank if bound < 0 else bound, 0), rank) for bound in (start, end))
         model.graph.initializer.extend([
-            numpy_helper.from_array(np.array([attributes.get("start", 0)], np.int64), f"{name}_start"),
-            numpy_helper.from_array(np.array([attributes.get("end", 2 ** 62)], np.int64), f"{name}_end")])
+            numpy_helper.from_array(np.array([start], np.int64), f"{name}_start"),
+            numpy_helper.from_array(np.array([end], np.int64), f"{name}_end")])
         nodes += [helper.make_node("Shape", [node.input[0]], [f"{name}_all"]),
                   helper.make_node("Slice", [f"{name}_all", f"{name}_start", f"{name}_end"], [name])]
     del model.graph.node[:]

@@ -131,7 +131,8 @@ def channels_first_inputs(model, previous) -> list[str]:
         return False
 
     return [entry["name"] for entry in previous.inputs
-            if entry["dtype"].startswith("float") and 3 <= len(entry["shape"]) <= 5 and reaches_channel_op(entry["name"])]
+            if entry["dtype"].startswith("float") and 3 <= len(entry["shape"]) <= 5
+            and reaches_channel_op(entry["name"])]
 
 
 # onnx2tf's strict mode searches the orders of a tensor's axes (of two tensors', for Expand or Concat) for the one
@@ -141,6 +142,20 @@ def channels_first_inputs(model, previous) -> list[str]:
 # 2-core machine), or where the search itself fails, the conversion is made again without it, and the manifest says
 # so (options.disable_strict_mode).
 STRICT_MODE_SECONDS, STRICT_MODE_SECONDS_PER_NODE = 60.0, 0.25
+# onnx2tf's search builds a Keras model for every pair of axis orders of an Expand's or Tile's operands: 576 of them
+# at rank 4 (minutes: attention masks); such graphs are converted without strict mode from the start
+QUADRATIC_SEARCH_OPS, QUADRATIC_SEARCH_RANK = ("Expand", "Tile"), 4
+
+
+def strict_mode_affordable(model) -> bool:
+    """Whether no Expand or Tile of rank QUADRATIC_SEARCH_RANK or more (or of unknown rank) is in the graph."""
+    from rosetta.frameworks.onnx_graph import static_shapes
+
+    shapes = static_shapes(model)
+    ranks = {name: len(shape) for name, shape in shapes.items()}
+    return not any(node.op_type in QUADRATIC_SEARCH_OPS
+                   and ranks.get(node.output[0], QUADRATIC_SEARCH_RANK) >= QUADRATIC_SEARCH_RANK
+                   for node in model.graph.node)
 
 
 class StrictModeTooSlow(BaseException):
@@ -212,6 +227,8 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     options = {"keep_ncw_or_nchw_or_ncdhw_input_names": channels_first or None,
                "keep_shape_absolutely_input_names": [name for name in kept if name not in channels_first] or None}
     try:
+        if not strict_mode_affordable(model):
+            raise StrictModeTooSlow()
         limit = STRICT_MODE_SECONDS + STRICT_MODE_SECONDS_PER_NODE * len(model.graph.node)
         model, strict = run_onnx2tf(onnx2tf, rewritten, Path(staging) / "onnx2tf-work", options, limit), True
     except (StrictModeTooSlow, RosettaError):  # too slow, or its search failed where the plain conversion may not
