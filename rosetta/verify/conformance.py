@@ -287,6 +287,7 @@ def write_case(name: str, suite: str, model, ops: tuple, inputs: list, outputs: 
     mode = INITIALIZERS if bound else PLAIN
     folder = Path(root) / suite / (f"{name}.{mode}" if bound else name)
     folder.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(shared_folder(folder), ignore_errors=True)  # made by an earlier run, maybe by other converters
     if bound:
         model, inputs = _bind(model, inputs, bound)
     initializers = {init.name for init in model.graph.initializer}
@@ -407,7 +408,6 @@ def case_job(argument: dict) -> dict:
     """Job: one case converted to one target and run; its CaseResult as JSON. argument: {"case": Case as a dict,
     "target": name, "work": folder for the converted artifact (removed after)}."""
     from rosetta.convert.runs import run_converted
-    from rosetta.convert.store import from_onnx
     from rosetta.convert.targets import get_target
     from rosetta.errors import Unsupported, environment_cause, is_fault, one_line
     from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
@@ -425,7 +425,7 @@ def case_job(argument: dict) -> dict:
     staging = Path(argument["work"]) / f"{case.suite}-{case.name}-{case.mode}-{target.name}"
     stage = "conversion"
     try:
-        artifact = from_onnx(target)(folder, staging)
+        artifact = converted(folder, target, staging)
         stage = "run"  # a runtime that rejects the artifact raises RuntimeRejected: the converter's CANNOT
         with np.load(folder / "inputs.npz") as inputs:
             outputs = run_converted(target.runner, artifact, {name: inputs[name] for name in inputs.files})
@@ -460,6 +460,58 @@ def case_job(argument: dict) -> dict:
     result.calibrated = {"multiple": FLOAT32_ONLY_MULTIPLE, "error_ratio": ratio, "passed": calibrated_ok}
     result.verdict, result.reason = (PASS, "") if suite_ok else (FAIL, "; ".join(reasons))
     return result.to_json()
+
+
+SHARED_SUFFIX = ".converted"  # beside a case's folder: artifacts that more than one target's chain starts with
+
+
+def shared_folder(folder: Path) -> Path:
+    """Where the artifacts that several targets share of a case are kept: beside its folder, which is the
+    conversions' source and is copied whole into each."""
+    return Path(folder).with_name(Path(folder).name + SHARED_SUFFIX)
+
+
+def shared_chain(target) -> tuple[str, ...]:
+    """The longest start of `target`'s chain from ONNX (two formats or more) that another ONNX-route target's
+    chain goes on from: tensorflow's ("onnx", "tensorflow") for tensorflow and tensorflow-roundtrip alike.
+    Empty when its chain shares nothing."""
+    from rosetta.convert.targets import TARGETS
+
+    chain = target.chain[target.chain.index("onnx"):]
+    others = [t.chain[t.chain.index("onnx"):] for t in TARGETS if t.route == target.route and t.name != target.name]
+    starts = [chain[:n] for n in range(len(chain), 1, -1)
+              if any(other[:n] == chain[:n] and max(len(other), len(chain)) > n for other in others)]
+    return starts[0] if starts else ()
+
+
+def converted(folder: Path, target, staging: Path) -> Path:
+    """The case converted along `target`'s chain from ONNX. The start of the chain that other targets share
+    (shared_chain: onnx2tf's SavedModel, for the tensorflow cell and the round trip's) is converted once per
+    case, by whichever cell comes first, and kept beside the case's folder for the others (under a lock, so cells
+    run side by side wait rather than convert twice); a refusal there is kept too, as the same one-line
+    reason. Each cell stays a self-contained job: one that finds nothing converts it itself."""
+    from rosetta.convert.store import along, from_onnx, run_conversion
+    from rosetta.errors import Unsupported, is_fault, one_line
+    from rosetta.scratch import exclusive
+
+    shared = shared_chain(target)
+    if not shared:
+        return from_onnx(target)(folder, staging)
+    root = shared_folder(folder)
+    root.mkdir(exist_ok=True)
+    artifact, refused = root / "-".join(shared), root / f"{'-'.join(shared)}.refused"
+    with exclusive(root / f"{'-'.join(shared)}.lock"):
+        if not artifact.exists() and not refused.exists():
+            try:
+                run_conversion(Path(folder), shared, artifact, force=True)
+            except Exception as error:  # noqa: BLE001 - kept for the next cell, then raised as it was
+                if not is_fault(error):
+                    refused.write_text(one_line(error))
+                raise
+    if refused.exists():
+        raise Unsupported(refused.read_text())
+    chain = target.chain[target.chain.index("onnx"):]
+    return along(chain[len(shared) - 1:])(artifact, staging)
 
 
 def pair_key(suite: str, case: str, target: str, mode: str = PLAIN) -> str:
@@ -498,7 +550,10 @@ def run_conformance(cases: list[Case], targets: list, work: Path, executor=None,
     pairs = [(case, target) for case in cases for target in targets]
     keys = [pair_key(case.suite, case.name, target.name, case.mode) for case, target in pairs]
     results: dict[int, CaseResult] = {n: CaseResult(**done[key]) for n, key in enumerate(keys) if key in done}
-    todo = [n for n in range(len(pairs)) if n not in results]
+    # the cells that go on from another target's artifact (shared_chain) last, so that it is there by then
+    goes_on = {target.name: 0 < len(shared_chain(target)) < len(target.chain[target.chain.index("onnx"):])
+               for target in targets}
+    todo = sorted((n for n in range(len(pairs)) if n not in results), key=lambda n: (goes_on[pairs[n][1].name], n))
     with progress_bar(len(todo), "conformance", enabled=progress) as advance:
         for start in range(0, len(todo), chunk):
             part = todo[start:start + chunk]
