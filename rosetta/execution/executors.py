@@ -53,13 +53,16 @@ class LocalExecutor:
         return (f"local: up to {self.jobs} tasks side by side, each in a warm process of its own; benchmark "
                 "cells one at a time, never side by side")
 
-    def run(self, tasks: list[Task], on_done: Callable[[str], None] | None = None) -> list[Outcome]:
+    def run(self, tasks: list[Task], on_done: Callable[[str], None] | None = None,
+            on_outcome: Callable[[int, Outcome], None] | None = None) -> list[Outcome]:
         if self.jobs == 1:
             results: list = [None] * len(tasks)
             for index in _topological(tasks):
                 if on_done:
                     on_done(tasks[index].label)
                 results[index] = _outcome(tasks[index].job)
+                if on_outcome:
+                    on_outcome(index, results[index])
             return results
         slots: queue.Queue = queue.Queue()
         for slot in range(self.jobs):
@@ -83,7 +86,7 @@ class LocalExecutor:
             return future, future.result()
 
         try:
-            return _schedule(tasks, start, wait_one, on_done, capacity=self.jobs)
+            return _schedule(tasks, start, wait_one, on_done, capacity=self.jobs, on_outcome=on_outcome)
         except BaseException:  # Ctrl-C, SIGTERM: the slots stop now, not when their cells are done
             from rosetta.execution.pool import POOLS
 
@@ -124,9 +127,11 @@ def _outcome(job: Job) -> Outcome:
         return Outcome({}, "", 0.0, error=_message(error))
 
 
-def _schedule(tasks: list[Task], start, wait_one, on_done, capacity: int | None = None) -> list[Outcome]:
+def _schedule(tasks: list[Task], start, wait_one, on_done, capacity: int | None = None,
+              on_outcome=None) -> list[Outcome]:
     """Start each task once the tasks it comes after are done (at most `capacity` at once; exclusive ones
-    alone), in the given order otherwise; `start(task)` -> handle, `wait_one(handles)` -> (handle, Outcome)."""
+    alone), in the given order otherwise; `start(task)` -> handle, `wait_one(handles)` -> (handle, Outcome);
+    `on_outcome(index, outcome)` as each task ends (a caller that saves work as it goes)."""
     results: list = [None] * len(tasks)
     pending: dict = {}  # handle -> task index
     waiting = list(range(len(tasks)))
@@ -148,6 +153,8 @@ def _schedule(tasks: list[Task], start, wait_one, on_done, capacity: int | None 
         done.add(index)
         if on_done:
             on_done(tasks[index].label)
+        if on_outcome:
+            on_outcome(index, outcome)
     return results
 
 
@@ -177,7 +184,8 @@ class RayExecutor:
             self._started = True
         return ray
 
-    def run(self, tasks: list[Task], on_done: Callable[[str], None] | None = None) -> list[Outcome]:
+    def run(self, tasks: list[Task], on_done: Callable[[str], None] | None = None,
+            on_outcome: Callable[[int, Outcome], None] | None = None) -> list[Outcome]:
         ray = self._ray()
         remote = ray.remote(max_retries=0)(_run_task)
 
@@ -194,7 +202,7 @@ class RayExecutor:
             except Exception as error:  # noqa: BLE001 - the task raised, or its Ray worker died
                 return ready[0], Outcome({}, "ray", 0.0, error=_message(getattr(error, "cause", None) or error))
 
-        return _schedule(tasks, start, wait_one, on_done)
+        return _schedule(tasks, start, wait_one, on_done, on_outcome=on_outcome)
 
     def shutdown(self) -> None:
         if self._started:

@@ -554,20 +554,27 @@ def run_conformance(cases: list[Case], targets: list, work: Path, executor=None,
     goes_on = {target.name: 0 < len(shared_chain(target)) < len(target.chain[target.chain.index("onnx"):])
                for target in targets}
     todo = sorted((n for n in range(len(pairs)) if n not in results), key=lambda n: (goes_on[pairs[n][1].name], n))
+    tasks = [Task(Job(CASE_JOB, {"case": asdict(pairs[n][0]), "target": pairs[n][1].name, "work": str(work)},
+                      what=f"{pairs[n][0].name} -> {pairs[n][1].name}"), f"{pairs[n][0].name} -> {pairs[n][1].name}")
+             for n in todo]
+
+    ended = []
+
+    def finished(index: int, outcome) -> None:
+        n = todo[index]
+        ended.append(n)
+        case, target = pairs[n]
+        results[n] = CaseResult(**outcome.result) if not outcome.error else \
+            CaseResult(case.name, case.suite, list(case.ops), target.name, ERROR, outcome.error,
+                       mode=case.mode, bound=list(case.bound))
+        if on_rows is not None and len(ended) % chunk == 0:
+            on_rows([results[n] for n in sorted(results)])
+
     with progress_bar(len(todo), "conformance", enabled=progress) as advance:
-        for start in range(0, len(todo), chunk):
-            part = todo[start:start + chunk]
-            tasks = [Task(Job(CASE_JOB, {"case": asdict(pairs[n][0]), "target": pairs[n][1].name, "work": str(work)},
-                              what=f"{pairs[n][0].name} -> {pairs[n][1].name}"),
-                          f"{pairs[n][0].name} -> {pairs[n][1].name}") for n in part]
-            for n, outcome in zip(part, executor.run(tasks, advance)):
-                case, target = pairs[n]
-                results[n] = CaseResult(**outcome.result) if not outcome.error else \
-                    CaseResult(case.name, case.suite, list(case.ops), target.name, ERROR, outcome.error,
-                               mode=case.mode, bound=list(case.bound))
-            if on_rows is not None:
-                on_rows([results[n] for n in sorted(results)])
+        executor.run(tasks, advance, on_outcome=finished)  # one queue: no slot waits for another's last cell
         advance(None)
+    if on_rows is not None:
+        on_rows([results[n] for n in sorted(results)])
     return [results[n] for n in range(len(pairs))]
 
 
