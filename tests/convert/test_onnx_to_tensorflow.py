@@ -378,3 +378,22 @@ def test_strict_mode_is_left_out_where_its_search_is_quadratic_in_axis_orders():
         model = _one_node(expand, [("x", 1, [1] * rank), ("shape", 7, [rank])])
         model.graph.initializer.append(onnx.numpy_helper.from_array(np.full(rank, 2, np.int64), "shape"))
         assert strict_mode_affordable(model) is affordable
+
+
+@pytest.mark.parametrize("axis", [1, 2])
+def test_inputs_are_read_the_other_way_where_onnx2tfs_model_does_not_give_onnx_runtimes_numbers(axis, tmp_path):
+    """A reduction over a (3, 2, 2) input that no channel op reads: kept as it is (the rule's guess), onnx2tf
+    reduces the wrong axis; declared channels-first, it computes ONNX's result, and that conversion is kept."""
+    from onnx import helper
+
+    from rosetta.manifest import Manifest
+
+    nodes = [helper.make_node("Abs", ["x"], ["magnitude"]),
+             helper.make_node("ReduceSum", ["magnitude", "axes"], ["y"], keepdims=1)]
+    model = _graph_source(tmp_path / "onnx", nodes, [("x", "float32", [3, 2, 2])], [("axes", np.array([axis]))])
+    run_conversion(tmp_path / "onnx", ("onnx", "tensorflow"), tmp_path / "tensorflow")
+    options = Manifest.read(tmp_path / "tensorflow").converter["options"]
+    assert options.get("inputs_read_otherwise") and options["keep_ncw_or_nchw_or_ncdhw_input_names"] == ["x"]
+    feeds = {"x": np.random.default_rng(4).standard_normal((3, 2, 2)).astype(np.float32)}
+    np.testing.assert_allclose(load_runner("tensorflow", tmp_path / "tensorflow").predict(feeds)["y"],
+                               _run(model, feeds), rtol=1e-5, atol=1e-5)

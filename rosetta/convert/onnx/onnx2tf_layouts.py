@@ -87,32 +87,57 @@ def _same(actual: np.ndarray, expected: np.ndarray) -> bool:
                             equal_nan=True))
 
 
+def _onnx_outputs(onnx_path: Path, feeds: dict) -> dict | None:
+    """The ONNX model's outputs on the probe's inputs: ONNX Runtime's, or where it does not read the model (an
+    opset newer than it knows) ONNX's reference evaluator's; None where neither runs it."""
+    import onnx
+    import onnxruntime
+    from onnx.reference import ReferenceEvaluator
+
+    from rosetta.frameworks.onnx_graph import onnxruntime_ir_version
+
+    model = onnx.load(str(onnx_path))
+    names = [output.name for output in model.graph.output]
+    try:
+        model.ir_version = min(model.ir_version, onnxruntime_ir_version())  # onnx writes its newest
+        session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        return dict(zip(names, session.run(names, feeds)))
+    except Exception:  # noqa: BLE001 - not a model ONNX Runtime reads, or not inputs this model takes
+        pass
+    try:
+        return dict(zip(names, ReferenceEvaluator(model).run(names, feeds)))
+    except Exception:  # noqa: BLE001 - the probe's inputs are not ones this model takes: no probe
+        return None
+
+
+def _keras_outputs(keras_model, previous, feeds: dict, layouts: dict) -> dict | None:
+    from rosetta.frameworks.base import to_layouts
+
+    arranged = to_layouts(feeds, layouts)
+    try:
+        arrays = [arranged[entry["name"]] for entry in previous.inputs]
+        result = keras_model(arrays if len(arrays) > 1 else arrays[0], training=False)
+    except Exception:  # noqa: BLE001 - inputs in a layout the model does not take
+        return None
+    result = result if isinstance(result, (list, tuple)) else [result]
+    return {entry["name"]: np.asarray(value) for entry, value in zip(previous.outputs, result)}
+
+
 def probe(keras_model, previous, onnx_path: Path, fitting: dict) -> dict[str, str]:
     """{ambiguous tensor: the layout in which the Keras model gives ONNX Runtime's numbers}, for those that one
     layout alone explains; {} where either model cannot run on the probe's inputs."""
-    import onnxruntime
-
-    from rosetta.frameworks.base import to_layouts
-
     feeds = _probe_inputs(previous)
-    try:
-        session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-        expected = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
-    except Exception:  # noqa: BLE001 - the probe's inputs are not ones this model takes: no probe
+    expected = _onnx_outputs(onnx_path, feeds)
+    if expected is None:
         return {}
     input_names = [entry["name"] for entry in previous.inputs]
     ambiguous_inputs = [name for name in input_names if len(fitting[name]) > 1]
     choices = list(itertools.product(*(fitting[name] for name in ambiguous_inputs)))[:PROBE_COMBINATIONS]
     for choice in choices:
         chosen = {name: fitting[name][0] for name in input_names} | dict(zip(ambiguous_inputs, choice))
-        arranged = to_layouts(feeds, chosen)
-        try:
-            arrays = [arranged[name] for name in input_names]
-            result = keras_model(arrays if len(arrays) > 1 else arrays[0], training=False)
-        except Exception:  # noqa: BLE001 - inputs in a layout the model does not take
+        outputs = _keras_outputs(keras_model, previous, feeds, chosen)
+        if outputs is None:
             continue
-        result = result if isinstance(result, (list, tuple)) else [result]
-        outputs = {entry["name"]: np.asarray(value) for entry, value in zip(previous.outputs, result)}
         matching = {name: [layout for layout in fitting[name]
                            if name in expected and _same(_reading(outputs[name], layout), expected[name])]
                     for name in outputs}
@@ -122,3 +147,14 @@ def probe(keras_model, previous, onnx_path: Path, fitting: dict) -> dict[str, st
             return dict(zip(ambiguous_inputs, choice)) | {name: found[0] for name, found in matching.items()
                                                           if len(fitting[name]) > 1}
     return {}
+
+
+def agrees(keras_model, previous, onnx_path: Path, layouts: dict) -> bool | None:
+    """Whether the Keras model, read in `layouts`, gives ONNX Runtime's numbers on the probe's seeded inputs;
+    None where either cannot run on them (nothing learnt)."""
+    feeds = _probe_inputs(previous)
+    expected = _onnx_outputs(onnx_path, feeds)
+    outputs = None if expected is None else _keras_outputs(keras_model, previous, feeds, layouts)
+    if outputs is None:
+        return None
+    return all(name in expected and _same(_reading(outputs[name], layouts[name]), expected[name]) for name in outputs)

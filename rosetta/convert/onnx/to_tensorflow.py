@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from rosetta.convert.onnx import rewrites as rw
-from rosetta.convert.onnx.onnx2tf_layouts import layouts_of
+from rosetta.convert.onnx.onnx2tf_layouts import agrees, layouts_of
 from rosetta.convert.onnx.onnx2tf_refusals import refuse_known_wrong
 from rosetta.errors import RosettaError, cause_line
 from rosetta.manifest import Manifest, sha256_of
@@ -205,6 +205,25 @@ def run_onnx2tf(onnx2tf, onnx_path: Path, work: Path, options: dict, seconds: fl
         raise RosettaError(f"onnx2tf failed: {cause.strip()[:300]}") from None
 
 
+def _onnx2tf_in_layouts(onnx2tf, model, previous, rewritten: Path, staging: Path, channels_first: list[str]):
+    """onnx2tf's Keras model with `channels_first` inputs declared channels-first and every other input kept as
+    it is: (Keras model, onnx2tf options, strict mode used, layouts, layouts probed). Strict mode first, within
+    its time limit; without it where it is too slow or its search fails."""
+    kept = [entry["name"] for entry in previous.inputs]
+    options = {"keep_ncw_or_nchw_or_ncdhw_input_names": channels_first or None,
+               "keep_shape_absolutely_input_names": [name for name in kept if name not in channels_first] or None}
+    work = Path(staging) / "onnx2tf-work"
+    try:
+        if not strict_mode_affordable(model):
+            raise StrictModeTooSlow()
+        limit = STRICT_MODE_SECONDS + STRICT_MODE_SECONDS_PER_NODE * len(model.graph.node)
+        keras_model, strict = run_onnx2tf(onnx2tf, rewritten, work, options, limit), True
+    except (StrictModeTooSlow, RosettaError):  # too slow, or its search failed where the plain conversion may not
+        keras_model, strict = run_onnx2tf(onnx2tf, rewritten, work, {**options, "disable_strict_mode": True}), False
+    layouts, probed = layouts_of(keras_model, previous, rewritten, kept)
+    return keras_model, options, strict, layouts, probed
+
+
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
     from importlib.metadata import version
 
@@ -223,21 +242,25 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     refuse_resize(model)
     onnx.save(model, str(rewritten))
     channels_first = channels_first_inputs(model, previous)
-    kept = [entry["name"] for entry in previous.inputs]
-    options = {"keep_ncw_or_nchw_or_ncdhw_input_names": channels_first or None,
-               "keep_shape_absolutely_input_names": [name for name in kept if name not in channels_first] or None}
-    try:
-        if not strict_mode_affordable(model):
-            raise StrictModeTooSlow()
-        limit = STRICT_MODE_SECONDS + STRICT_MODE_SECONDS_PER_NODE * len(model.graph.node)
-        model, strict = run_onnx2tf(onnx2tf, rewritten, Path(staging) / "onnx2tf-work", options, limit), True
-    except (StrictModeTooSlow, RosettaError):  # too slow, or its search failed where the plain conversion may not
-        model, strict = run_onnx2tf(onnx2tf, rewritten, Path(staging) / "onnx2tf-work",
-                                    {**options, "disable_strict_mode": True}), False
-    layouts, probed = layouts_of(model, previous, rewritten, kept)
+    keras_model, options, strict, layouts, probed = _onnx2tf_in_layouts(onnx2tf, model, previous, rewritten, staging,
+                                                                        channels_first)
+    # the rule that says which inputs are channels-first is a guess from the graph: where onnx2tf's model does not
+    # give ONNX Runtime's numbers, the other reading of the inputs that could be either is tried once, and kept
+    # only if it does (a reduction over a (3, 2, 2) input that no channel op reads is one onnx2tf computes right
+    # only with the input declared channels-first)
+    either = [e["name"] for e in previous.inputs if e["dtype"].startswith("float") and 3 <= len(e["shape"]) <= 5]
+    retried = False
+    if either and agrees(keras_model, previous, rewritten, layouts) is False:
+        other = [name for name in either if name not in channels_first]
+        try:
+            second = _onnx2tf_in_layouts(onnx2tf, model, previous, rewritten, staging, other)
+        except RosettaError:
+            second = None
+        if second is not None and agrees(second[0], previous, rewritten, second[3]):
+            (keras_model, options, strict, layouts, probed), retried = second, True
 
     target = Path(staging) / ARTIFACT
-    save_saved_model(tf, model, target, [e["name"] for e in previous.inputs], [e["name"] for e in previous.outputs])
+    save_saved_model(tf, keras_model, target, [e["name"] for e in previous.inputs], [e["name"] for e in previous.outputs])
     import shutil
 
     shutil.rmtree(Path(staging) / "onnx2tf-work", ignore_errors=True)
@@ -245,7 +268,8 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     return Manifest(
         artifact=ARTIFACT, format="tensorflow", source=previous.source,
         converter={"name": "onnx2tf", "version": version("onnx2tf"), "framework_version": tf.__version__,
-                   "options": {**options, "disable_strict_mode": not strict, "rewrites": rw.names(REWRITES)},
+                   "options": {**options, "disable_strict_mode": not strict, "rewrites": rw.names(REWRITES),
+                               **({"inputs_read_otherwise": True} if retried else {})},
                    "layouts": layouts, **({"layouts_probed": probed} if probed else {})},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(target), opset=previous.opset,
     )
