@@ -50,7 +50,7 @@ demo: $(STAMP)
 	$(VENV)/bin/rosetta bench --workload all --targets all --work-dir .rosetta-work --json demo-bench.json --plot-dir demo-charts
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(JOBS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(JOBS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache demo-results.json demo-bench.json demo-charts .rosetta-work
