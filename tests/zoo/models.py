@@ -133,6 +133,19 @@ def torch_densenet(folder: Path) -> list[str]:
     return _torch_factory(folder, "build_densenet", "image:Nx3x32x32:float32")
 
 
+# the families users bring next (issue 35), written the way such nets are in the wild (torch_nets.py)
+FAMILY_MODELS = (
+    ("torch-groupnorm-silu", "build_groupnorm_silu", ("image:Nx3x32x32:float32",)),
+    ("torch-style-transfer", "build_style_transfer", ("image:Nx3x32x32:float32",)),
+    ("torch-super-resolution", "build_super_resolution", ("image:Nx3x16x16:float32",)),
+    ("torch-video-3d", "build_video", ("clip:Nx3x8x16x16:float32",)),
+    ("torch-dilated-hardswish", "build_dilated", ("image:Nx3x16x16:float32",)),
+    ("torch-bigru-tagger", "build_bigru", ("tokens:Nx12:int64:0:100",)),
+    ("torch-causal-decoder", "build_causal_decoder", ("tokens:Nx16:int64:0:100",)),
+)
+for _name, _factory, _inputs in FAMILY_MODELS:
+    register(_name)(lambda folder, factory=_factory, inputs=_inputs: _torch_factory(folder, factory, *inputs))
+
 IMAGE, LARGE_IMAGE = "image:Nx3x32x32:float32", "image:Nx3x64x64:float32"
 TOKENS = "input_ids:Nx16:int64:0:100"  # torch_nets.VOCABULARY
 SOURCE_TOKENS, MASK, DECODER_STEP = "input_ids:Nx12:int64:0:100", "attention_mask:Nx12:int64:0:2", \

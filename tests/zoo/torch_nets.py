@@ -218,6 +218,177 @@ def build_densenet():
     return calibrate_norms(TinyDenseNet(), 3, 32, 32)
 
 
+# The families users bring next (issue 35): each the shape such nets have in the wild, small.
+class GroupNormSiLUNet(nn.Module):
+    """A diffusion-style residual stack: GroupNorm -> SiLU -> Conv twice per block, a strided Conv between
+    stages, nearest upsampling back, GroupNorm head."""
+
+    def __init__(self, width: int = 16, groups: int = 4, classes: int = 5) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, width, 3, padding=1)
+        self.blocks = nn.ModuleList([self._block(width, groups), self._block(2 * width, groups)])
+        self.down = nn.Conv2d(width, 2 * width, 3, stride=2, padding=1)
+        self.up = nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"), nn.Conv2d(2 * width, width, 3, padding=1))
+        self.head = nn.Sequential(nn.GroupNorm(groups, width), nn.SiLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                  nn.Linear(width, classes))
+
+    @staticmethod
+    def _block(width: int, groups: int) -> nn.Sequential:
+        return nn.Sequential(nn.GroupNorm(groups, width), nn.SiLU(), nn.Conv2d(width, width, 3, padding=1),
+                             nn.GroupNorm(groups, width), nn.SiLU(), nn.Conv2d(width, width, 3, padding=1))
+
+    def forward(self, image):
+        x = self.stem(image)
+        x = x + self.blocks[0](x)
+        y = self.down(x)
+        y = y + self.blocks[1](y)
+        return self.head(x + self.up(y))
+
+
+class StyleTransferNet(nn.Module):
+    """A fast style-transfer generator: reflection padding, Conv + InstanceNorm (affine) + ReLU, a residual
+    block, nearest upsampling, Tanh: the InstanceNorm family."""
+
+    def __init__(self, width: int = 8) -> None:
+        super().__init__()
+
+        def conv(inputs, outputs, kernel, stride=1):
+            return nn.Sequential(nn.ReflectionPad2d(kernel // 2), nn.Conv2d(inputs, outputs, kernel, stride),
+                                 nn.InstanceNorm2d(outputs, affine=True), nn.ReLU())
+        self.down = nn.Sequential(conv(3, width, 5), conv(width, 2 * width, 3, 2))
+        self.residual = nn.Sequential(conv(2 * width, 2 * width, 3), nn.ReflectionPad2d(1),
+                                      nn.Conv2d(2 * width, 2 * width, 3), nn.InstanceNorm2d(2 * width, affine=True))
+        self.up = nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"), conv(2 * width, width, 3),
+                                nn.ReflectionPad2d(4), nn.Conv2d(width, 3, 9), nn.Tanh())
+
+    def forward(self, image):
+        x = self.down(image)
+        return self.up(x + self.residual(x))
+
+
+class SuperResolutionNet(nn.Module):
+    """ESPCN: Conv -> Tanh twice, then a Conv to 3 x r^2 channels and PixelShuffle(r): the pixel-shuffle family."""
+
+    def __init__(self, scale: int = 2) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 16, 5, padding=2), nn.Tanh(), nn.Conv2d(16, 8, 3, padding=1), nn.Tanh(),
+                                  nn.Conv2d(8, 3 * scale * scale, 3, padding=1), nn.PixelShuffle(scale))
+
+    def forward(self, image):
+        return self.body(image)
+
+
+class VideoNet(nn.Module):
+    """A C3D-style clip classifier: Conv3d + BatchNorm3d + ReLU, MaxPool3d, a dilated Conv3d, adaptive average
+    pooling: the 3-D convolution family."""
+
+    def __init__(self, classes: int = 4) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv3d(3, 8, 3, padding=1), nn.BatchNorm3d(8), nn.ReLU(), nn.MaxPool3d((1, 2, 2)),
+            nn.Conv3d(8, 16, 3, padding=2, dilation=2), nn.BatchNorm3d(16), nn.ReLU(), nn.MaxPool3d(2),
+            nn.AdaptiveAvgPool3d(1), nn.Flatten())
+        self.head = nn.Linear(16, classes)
+
+    def forward(self, clip):
+        return self.head(self.features(clip))
+
+
+class DilatedContextNet(nn.Module):
+    """Dilated convolutions in 2-D (DeepLab's atrous pyramid, its branches concatenated) and in 1-D (a WaveNet's
+    causal stack, left-padded), HardSwish between: the dilated and HardSwish families."""
+
+    def __init__(self, width: int = 8, classes: int = 5) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, padding=1), nn.BatchNorm2d(width), nn.Hardswish())
+        self.atrous = nn.ModuleList([nn.Conv2d(width, width, 3, padding=rate, dilation=rate) for rate in (1, 2, 4)])
+        self.project = nn.Sequential(nn.Conv2d(3 * width, width, 1), nn.Hardswish())
+        self.causal = nn.ModuleList([nn.Conv1d(width, width, 2, dilation=rate) for rate in (1, 2, 4)])
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, image):
+        x = self.stem(image)
+        x = self.project(torch.cat([branch(x) for branch in self.atrous], dim=1))
+        sequence = x.flatten(2)  # (N, C, H*W) as a signal
+        for layer in self.causal:
+            sequence = nn.functional.hardswish(layer(nn.functional.pad(sequence, (layer.dilation[0], 0)))) + sequence
+        return self.head(sequence.mean(2))
+
+
+class BiGRUTagger(nn.Module):
+    """Embedding -> 2-layer bidirectional GRU -> a tag per token: the bidirectional GRU family."""
+
+    def __init__(self, vocabulary: int = 100, width: int = 16, tags: int = 6) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocabulary, width)
+        self.gru = nn.GRU(width, width, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(2 * width, tags)
+
+    def forward(self, tokens):
+        return self.head(self.gru(self.embedding(tokens))[0])
+
+
+class CausalDecoder(nn.Module):
+    """A GPT-style decoder written by hand: token and position embeddings, a causal mask from torch.triu filled
+    with -inf (Trilu, Where), attention by matmuls with a split of the fused QKV projection (Split), GELU MLP,
+    pre-LayerNorm, tied output head: the causal-mask decoder family."""
+
+    def __init__(self, vocabulary: int = 100, length: int = 16, width: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.tokens, self.positions = nn.Embedding(vocabulary, width), nn.Embedding(length, width)
+        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(width), nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.out = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def forward(self, tokens):
+        batch, length = tokens.shape
+        x = self.tokens(tokens) + self.positions(torch.arange(length, device=tokens.device))
+        q, k, v = self.qkv(self.norm1(x)).split(x.shape[-1], dim=-1)
+        q, k, v = (t.reshape(batch, length, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        scores = q @ k.transpose(-2, -1) / (q.shape[-1] ** 0.5)
+        mask = torch.triu(torch.ones(length, length, dtype=torch.bool, device=tokens.device), diagonal=1)
+        attention = scores.masked_fill(mask, float("-inf")).softmax(-1)
+        x = x + self.out((attention @ v).transpose(1, 2).reshape(batch, length, -1))
+        x = x + self.mlp(self.norm2(x))
+        return self.norm3(x) @ self.tokens.weight.t()
+
+
+def build_groupnorm_silu():
+    torch.manual_seed(SEED)
+    return calibrate_norms(GroupNormSiLUNet(), 3, 32, 32)
+
+
+def build_style_transfer():
+    torch.manual_seed(SEED)
+    return calibrate_norms(StyleTransferNet(), 3, 32, 32)
+
+
+def build_super_resolution():
+    torch.manual_seed(SEED)
+    return SuperResolutionNet().eval()
+
+
+def build_video():
+    torch.manual_seed(SEED)
+    return calibrate_norms(VideoNet(), 3, 8, 16, 16)
+
+
+def build_dilated():
+    torch.manual_seed(SEED)
+    return calibrate_norms(DilatedContextNet(), 3, 16, 16)
+
+
+def build_bigru():
+    torch.manual_seed(SEED)
+    return BiGRUTagger(vocabulary=VOCABULARY).eval()
+
+
+def build_causal_decoder():
+    torch.manual_seed(SEED)
+    return calibrate_norms(untie_constant_parameters(CausalDecoder(vocabulary=VOCABULARY)), 16)
+
+
 # The libraries' own model definitions: each built from its constructor or config, with random weights (no
 # download), small enough for 2 cores, then calibrated like the nets above. VOCABULARY: the token range of the
 # text models' inputs (the zoo's --input says it too).
