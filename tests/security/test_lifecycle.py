@@ -269,9 +269,14 @@ def test_an_endless_onnx_model_stops_on_a_signal_within_two_seconds(tmp_path, si
     model = endless_loop(tmp_path / "loop.onnx")
     process = subprocess.Popen([sys.executable, "-m", "rosetta.cli", "verify", str(model), str(model), "--no-progress"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(8)  # torch imported, the model read: ONNX Runtime is in the Loop
-    start = time.monotonic()
-    process.send_signal(signum)
-    _, stderr = process.communicate(timeout=30)
+    try:
+        time.sleep(8)  # torch imported, the model read: ONNX Runtime is in the Loop
+        start = time.monotonic()
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=30)
+    finally:  # a signal that came too early (a loaded machine) must not leave the endless run behind
+        if process.poll() is None:
+            process.kill()
+            process.wait()
     assert process.returncode == status and time.monotonic() - start < 2.0, stderr
     assert stderr.strip() in ("rosetta: interrupted", "rosetta: terminated"), stderr
