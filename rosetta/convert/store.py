@@ -50,10 +50,15 @@ def run_conversion(source, chain: tuple[str, ...], destination: Path, options: d
     return manifest
 
 
+def chain_from_onnx(target) -> tuple[str, ...]:
+    """The formats of `target`'s chain from its (first) ONNX step on."""
+    return target.chain[target.chain.index("onnx"):]
+
+
 def from_onnx(target, options: dict | None = None) -> Callable[[Path, Path], Path]:
     """convert(ONNX artifact folder, destination) -> the target's artifact folder: the target's chain from its
     ONNX step on (for ONNX Runtime, whose chain ends there, the folder itself is the artifact)."""
-    return along(target.chain[target.chain.index("onnx"):], options)
+    return along(chain_from_onnx(target), options)
 
 
 def along(chain: tuple[str, ...], options: dict | None = None) -> Callable[[Path, Path], Path]:

@@ -390,10 +390,11 @@ def _runner_versions(name: str) -> tuple:
     from importlib.metadata import PackageNotFoundError, version
 
     from rosetta.convert.registry import chain_versions
+    from rosetta.convert.store import chain_from_onnx
     from rosetta.convert.targets import get_target
 
     target = get_target(name)
-    versions = chain_versions(target.chain[target.chain.index("onnx"):])
+    versions = chain_versions(chain_from_onnx(target))
     for package in {"onnxruntime": ("onnxruntime", "onnxruntime-gpu"), "torch": ("torch",), "mxnet": ("mxnet",),
                     "keras": ("keras", "tensorflow-cpu", "tensorflow"),
                     "tensorflow": ("tensorflow-cpu", "tensorflow")}.get(target.runner, ()):
@@ -475,10 +476,11 @@ def shared_chain(target) -> tuple[str, ...]:
     """The longest start of `target`'s chain from ONNX (two formats or more) that another ONNX-route target's
     chain goes on from: tensorflow's ("onnx", "tensorflow") for tensorflow and tensorflow-roundtrip alike.
     Empty when its chain shares nothing."""
+    from rosetta.convert.store import chain_from_onnx
     from rosetta.convert.targets import TARGETS
 
-    chain = target.chain[target.chain.index("onnx"):]
-    others = [t.chain[t.chain.index("onnx"):] for t in TARGETS if t.route == target.route and t.name != target.name]
+    chain = chain_from_onnx(target)
+    others = [chain_from_onnx(t) for t in TARGETS if t.route == target.route and t.name != target.name]
     starts = [chain[:n] for n in range(len(chain), 1, -1)
               if any(other[:n] == chain[:n] and max(len(other), len(chain)) > n for other in others)]
     return starts[0] if starts else ()
@@ -490,7 +492,7 @@ def converted(folder: Path, target, staging: Path) -> Path:
     case, by whichever cell comes first, and kept beside the case's folder for the others (under a lock, so cells
     run side by side wait rather than convert twice); a refusal there is kept too, as the same one-line
     reason. Each cell stays a self-contained job: one that finds nothing converts it itself."""
-    from rosetta.convert.store import along, from_onnx, run_conversion
+    from rosetta.convert.store import along, chain_from_onnx, from_onnx, run_conversion
     from rosetta.errors import Unsupported, is_fault, one_line
     from rosetta.scratch import exclusive
 
@@ -510,7 +512,7 @@ def converted(folder: Path, target, staging: Path) -> Path:
                 raise
     if refused.exists():
         raise Unsupported(refused.read_text())
-    chain = target.chain[target.chain.index("onnx"):]
+    chain = chain_from_onnx(target)
     return along(chain[len(shared) - 1:])(artifact, staging)
 
 
@@ -542,6 +544,7 @@ def run_conformance(cases: list[Case], targets: list, work: Path, executor=None,
     so that a run that is stopped keeps what it finished (`rosetta conformance --resume`)."""
     from rosetta.execution import Job
     from rosetta.execution.executors import Task, get_executor
+    from rosetta.convert.store import chain_from_onnx
     from rosetta.progress import progress_bar
 
     executor = executor or get_executor("local")
@@ -551,7 +554,7 @@ def run_conformance(cases: list[Case], targets: list, work: Path, executor=None,
     keys = [pair_key(case.suite, case.name, target.name, case.mode) for case, target in pairs]
     results: dict[int, CaseResult] = {n: CaseResult(**done[key]) for n, key in enumerate(keys) if key in done}
     # the cells that go on from another target's artifact (shared_chain) last, so that it is there by then
-    goes_on = {target.name: 0 < len(shared_chain(target)) < len(target.chain[target.chain.index("onnx"):])
+    goes_on = {target.name: 0 < len(shared_chain(target)) < len(chain_from_onnx(target))
                for target in targets}
     todo = sorted((n for n in range(len(pairs)) if n not in results), key=lambda n: (goes_on[pairs[n][1].name], n))
     tasks = [Task(Job(CASE_JOB, {"case": asdict(pairs[n][0]), "target": pairs[n][1].name, "work": str(work)},

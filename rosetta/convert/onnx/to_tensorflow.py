@@ -130,9 +130,13 @@ def channels_first_inputs(model, previous) -> list[str]:
                     frontier.append(node.output[0])
         return False
 
+    return [name for name in either_layout_inputs(previous) if reaches_channel_op(name)]
+
+
+def either_layout_inputs(previous) -> list[str]:
+    """The inputs onnx2tf may read channels-first or as they are: float, of rank 3-5."""
     return [entry["name"] for entry in previous.inputs
-            if entry["dtype"].startswith("float") and 3 <= len(entry["shape"]) <= 5
-            and reaches_channel_op(entry["name"])]
+            if entry["dtype"].startswith("float") and 3 <= len(entry["shape"]) <= 5]
 
 
 # onnx2tf's strict mode searches the orders of a tensor's axes (of two tensors', for Expand or Concat) for the one
@@ -248,7 +252,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     # give ONNX Runtime's numbers, the other reading of the inputs that could be either is tried once, and kept
     # only if it does (a reduction over a (3, 2, 2) input that no channel op reads is one onnx2tf computes right
     # only with the input declared channels-first)
-    either = [e["name"] for e in previous.inputs if e["dtype"].startswith("float") and 3 <= len(e["shape"]) <= 5]
+    either = either_layout_inputs(previous)
     retried = False
     if either and agrees(keras_model, previous, rewritten, layouts) is False:
         other = [name for name in either if name not in channels_first]
