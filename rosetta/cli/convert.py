@@ -66,8 +66,9 @@ MODEL_FILE_ONLY = {"input": "--input", "trust_code": "--trust-code", "atol": "--
 def run(args) -> int:
     check_locate_options(args)
     check_input_options(args)
-    if args.path is not None and not args.model and args.path in api.list_models() and not Path(args.path).exists():
-        args.model, args.path = args.path, None  # a reference model named as MODEL: as --model NAME
+    # a reference model named as MODEL: as --model NAME; the file test first, since the registry imports torch
+    if args.path is not None and not args.model and not Path(args.path).exists() and args.path in api.list_models():
+        args.model, args.path = args.path, None
     if args.path is not None:
         if args.model:
             raise RosettaError("give a model file or --model NAME, not both")
