@@ -273,6 +273,25 @@ def test_an_onnx2tf_failure_keeps_its_cause(raised, reason, tmp_path, monkeypatc
     assert str(error.value) == reason
 
 
+def test_onnx2tf_never_runs_an_onnxsim_it_finds_on_path(tmp_path, monkeypatch):
+    """onnx2tf runs whatever `onnxsim` is on PATH: the conversion must not depend on whether a virtual
+    environment is activated (and onnxsim 0.8 imports torch on each of its three runs)."""
+    import os
+
+    from rosetta.convert.onnx import to_tensorflow
+    from rosetta.manifest import Manifest
+
+    tools, ran = tmp_path / "bin", tmp_path / "onnxsim-ran"
+    tools.mkdir()
+    (tools / "onnxsim").write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
+    (tools / "onnxsim").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    _export(_UpSample(), (2, 3, 8, 8), tmp_path / "onnx")
+    manifest = to_tensorflow.convert(tmp_path / "onnx", tmp_path / "staging", {})
+    assert not ran.exists()
+    assert manifest.converter["options"]["not_use_onnxsim"] is True
+
+
 def _one_node(node, inputs, opset=18):
     """A one-node model: inputs as (name, elem_type, shape), output y."""
     from onnx import TensorProto, helper

@@ -396,7 +396,8 @@ def fold_constant_subgraphs(model):
     """onnx2tf: nodes computed from constants only become the initializer they compute (ONNX's reference
     implementation), where the result is integer (shape arithmetic, e.g. nn.MultiheadAttention's
     Mod -> Reshape of head counts) or the operator rounds as ONNX Runtime does (_EXACT_FOLD_OPS). onnx2tf
-    leans on onnxsim for this, which is not installed, and symbolic_reshape_shapes needs it to infer shapes."""
+    leans on onnxsim for this, which rosetta does not let it run (to_tensorflow.ONNX2TF_FIXED_OPTIONS), and
+    symbolic_reshape_shapes needs it to infer shapes."""
     from onnx import numpy_helper
 
     constants = constant_values(model)

@@ -151,6 +151,13 @@ STRICT_MODE_SECONDS, STRICT_MODE_SECONDS_PER_NODE = 60.0, 0.25
 QUADRATIC_SEARCH_OPS, QUADRATIC_SEARCH_RANK = ("Expand", "Tile"), 4
 
 
+# onnx2tf runs the `onnxsim` command found on PATH, three times per conversion, when there is one: the same
+# model then converted otherwise in an activated virtual environment than through .venv/bin/rosetta, and onnxsim
+# 0.8 imports torch each time (15 s of a Relu's 20 s conversion). Its constant folding is done by the rewrites
+# above (fold_constant_subgraphs, static_shape_parts), so it is never run
+ONNX2TF_FIXED_OPTIONS = {"not_use_onnxsim": True}
+
+
 def strict_mode_affordable(model) -> bool:
     """Whether no Expand or Tile of rank QUADRATIC_SEARCH_RANK or more (or of unknown rank) is in the graph."""
     from rosetta.frameworks.onnx_graph import static_shapes
@@ -214,7 +221,7 @@ def _onnx2tf_in_layouts(onnx2tf, model, previous, rewritten: Path, staging: Path
     it is: (Keras model, onnx2tf options, strict mode used, layouts, layouts probed). Strict mode first, within
     its time limit; without it where it is too slow or its search fails."""
     kept = [entry["name"] for entry in previous.inputs]
-    options = {"keep_ncw_or_nchw_or_ncdhw_input_names": channels_first or None,
+    options = {**ONNX2TF_FIXED_OPTIONS, "keep_ncw_or_nchw_or_ncdhw_input_names": channels_first or None,
                "keep_shape_absolutely_input_names": [name for name in kept if name not in channels_first] or None}
     work = Path(staging) / "onnx2tf-work"
     try:
