@@ -47,7 +47,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     conformance.add_argument("--resume", action="store_true",
                              help="keep the rows of --json FILE from an earlier run (all but ERROR rows and rows "
                                   "made by other versions of rosetta, a converter or the runtime) and run only the "
-                                  "rest; FILE is rewritten every 60 pairs, so a run that is stopped resumes where "
+                                  "rest; FILE is rewritten every minute, so a run that is stopped resumes where "
                                   "it was")
     conformance.add_argument("--check", metavar="FILE", type=Path, nargs="?", const=True,
                              help="compare every verdict with the expectations in FILE (--write-expectations; "

@@ -136,7 +136,8 @@ def _schedule(tasks: list[Task], start, wait_one, on_done, capacity: int | None 
     pending: dict = {}  # handle -> task index
     waiting = list(range(len(tasks)))
     done: set[int] = set()
-    while waiting or pending:
+
+    def fill() -> None:
         for index in list(waiting):
             if any(tasks[i].exclusive for i in pending.values()) or (capacity and len(pending) >= capacity):
                 break  # an exclusive task has the machine or the cluster to itself
@@ -145,16 +146,20 @@ def _schedule(tasks: list[Task], start, wait_one, on_done, capacity: int | None 
                 continue
             pending[start(task)] = index
             waiting.remove(index)
-        if not pending:
-            raise RosettaError("tasks wait on each other in a circle")  # callers build DAGs; a guard only
+
+    fill()
+    while pending:
         handle, outcome = wait_one(list(pending))
         index = pending.pop(handle)
         results[index] = outcome
         done.add(index)
+        fill()  # the freed slot is busy again before the callbacks run (a caller's save takes seconds)
         if on_done:
             on_done(tasks[index].label)
         if on_outcome:
             on_outcome(index, outcome)
+    if waiting:
+        raise RosettaError("tasks wait on each other in a circle")  # callers build DAGs; a guard only
     return results
 
 

@@ -536,12 +536,13 @@ def reusable(done: dict, targets: list) -> dict:
 
 
 def run_conformance(cases: list[Case], targets: list, work: Path, executor=None, progress: bool = False,
-                    done: dict | None = None, on_rows=None, chunk: int = 60) -> list[CaseResult]:
+                    done: dict | None = None, on_rows=None, every_s: float = 60.0) -> list[CaseResult]:
     """Every (case, target) as a job of `executor` (default local); a job that dies is an ERROR row. `done`:
     {pair_key: row JSON} of an earlier run, whose rows are kept instead of run again, unless they are ERROR rows
     (a crash or a hang may have been the machine's) or were made by other versions of rosetta, the converters
-    or the runtime (runner_versions); `on_rows(rows so far)` is called after every `chunk` pairs,
-    so that a run that is stopped keeps what it finished (`rosetta conformance --resume`)."""
+    or the runtime (runner_versions); `on_rows(rows so far)` is called once `every_s` seconds have passed since
+    it was last called, and at the end, so that a run that is stopped keeps what it finished (`rosetta
+    conformance --resume`): by time, not by pairs, since a save of 15,000 rows takes 2 s."""
     from rosetta.execution import Job
     from rosetta.execution.executors import Task, get_executor
     from rosetta.convert.store import chain_from_onnx
@@ -561,17 +562,17 @@ def run_conformance(cases: list[Case], targets: list, work: Path, executor=None,
                       what=f"{pairs[n][0].name} -> {pairs[n][1].name}"), f"{pairs[n][0].name} -> {pairs[n][1].name}")
              for n in todo]
 
-    ended = []
+    saved = [time.monotonic()]
 
     def finished(index: int, outcome) -> None:
         n = todo[index]
-        ended.append(n)
         case, target = pairs[n]
         results[n] = CaseResult(**outcome.result) if not outcome.error else \
             CaseResult(case.name, case.suite, list(case.ops), target.name, ERROR, outcome.error,
                        mode=case.mode, bound=list(case.bound))
-        if on_rows is not None and len(ended) % chunk == 0:
+        if on_rows is not None and time.monotonic() - saved[0] >= every_s:
             on_rows([results[n] for n in sorted(results)])
+            saved[0] = time.monotonic()
 
     with progress_bar(len(todo), "conformance", enabled=progress) as advance:
         executor.run(tasks, advance, on_outcome=finished)  # one queue: no slot waits for another's last cell

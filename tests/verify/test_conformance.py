@@ -331,6 +331,26 @@ def test_the_round_trip_goes_on_from_the_savedmodel_the_tensorflow_cell_made(tmp
     assert not refused.parent.exists()
 
 
+@pytest.mark.parametrize("every_s, saves", [(0.0, [1, 2, 3, 4, 4]), (3600.0, [4])])
+def test_rows_are_saved_as_time_passes_and_at_the_end(relu, tmp_path, every_s, saves):
+    """A stopped run keeps what it finished (--resume), saved by time: a save of the whole suite takes 2 s."""
+    from rosetta.convert.targets import get_target
+    from rosetta.execution import Outcome
+    from rosetta.verify.conformance import CaseResult, run_conformance
+
+    class Cells:
+        def run(self, tasks, on_done=None, on_outcome=None):
+            for index, task in enumerate(tasks):
+                on_outcome(index, Outcome(CaseResult(relu.name, relu.suite, ["Relu"], task.label.split(" -> ")[1],
+                                                     "PASS").to_json(), "", 0.0))
+
+    saved = []
+    targets = [get_target(name) for name in ("onnxruntime", "torch", "keras", "mxnet")]
+    rows = run_conformance([relu], targets, tmp_path, Cells(), on_rows=lambda rows: saved.append(len(rows)),
+                           every_s=every_s)
+    assert [row.verdict for row in rows] == ["PASS"] * 4 and saved == saves
+
+
 def test_a_converter_that_refuses_is_cannot(relu, tmp_path, monkeypatch):
     from rosetta.convert import store
     from rosetta.errors import RosettaError
