@@ -24,7 +24,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                     "(converted, wrong numbers), CANNOT (refused, with the reason) or ERROR (crash or hang).",
         epilog="examples:\n  rosetta conformance --targets all --ops Conv,GRU,Hardmax --json conformance.json\n"
                "  rosetta conformance --targets all --suite all --report docs\n"
-               "      (the whole suite, 2,024 cases in both modes x 6 targets: about 23 min on 2 cores, --jobs 2)\n"
+               "      (the whole suite, 2,024 cases in both modes x 6 targets: about 16 min on 2 cores, --jobs 2)\n"
                "  rosetta conformance --targets torch,mxnet --suite node,simple --cases test_relu,test_cumsum_1d\n"
                "  rosetta conformance --targets all --ops Conv --json c.json --resume --check expected.json\n"
                "  rosetta conformance --targets all --ops Hardmax,CumSum --check   (against rosetta's own expectations)\n"

@@ -6,6 +6,7 @@ SIGTERM runs the same cleanup as Ctrl-C (exit 143); SIGKILL runs none, but the w
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -261,6 +262,17 @@ def test_ctrl_c_stops_cells_running_side_by_side_within_two_seconds(tmp_path):
     assert _left_behind(temp, work) == []
 
 
+def _wait_for_library(process, name: str, timeout: float = 120.0) -> None:
+    """Until `process` has the shared library `name` loaded (a fixed sleep was too short on a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(OSError):
+            if name in Path(f"/proc/{process.pid}/maps").read_text():
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"{name} not loaded by the process within {timeout:.0f} s (exit status {process.poll()})")
+
+
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_an_endless_onnx_model_stops_on_a_signal_within_two_seconds(tmp_path, signum, status):
     """ONNX Runtime's run in rosetta's own process is stopped (RunOptions.terminate), not left to abort the exit."""
@@ -270,7 +282,8 @@ def test_an_endless_onnx_model_stops_on_a_signal_within_two_seconds(tmp_path, si
     process = subprocess.Popen([sys.executable, "-m", "rosetta.cli", "verify", str(model), str(model), "--no-progress"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(8)  # torch imported, the model read: ONNX Runtime is in the Loop
+        _wait_for_library(process, "onnxruntime_pybind11_state")  # the model read by ONNX Runtime
+        time.sleep(2)  # its session made, and in the Loop
         start = time.monotonic()
         process.send_signal(signum)
         _, stderr = process.communicate(timeout=30)
