@@ -116,11 +116,14 @@ def _mode_for(path: Path) -> int:
 class _StagedStream:
     """The temporary file as `write` sees it. After its first error it takes and drops whatever follows: a
     writer that fails half-way (np.savez on a full disk) leaves a zipfile.ZipFile that closes itself later,
-    from its __del__, and would print "Exception ignored ... seek of closed file" at exit. The first error is
-    the one raised."""
+    from its __del__, and would print "Exception ignored ... seek of closed file" at exit. It keeps the position
+    the writer would see had the writes gone through, so that what the writer computes from it afterwards holds
+    (zipfile's end record, sizes taken as differences of positions: 'struct.error: argument out of range' at
+    exit where a disk filled in the central directory). The first error is the one raised."""
 
     def __init__(self, raw: BinaryIO) -> None:
         self._raw, self._failed = raw, False
+        self._position = self._end = 0  # where the writer is, and how far it has written
 
     def _guarded(self, call, *args, fallback=0):
         if self._failed or self._raw.closed:
@@ -132,20 +135,31 @@ class _StagedStream:
             self._failed = True
             raise
 
+    def _moved(self, position: int) -> int:
+        self._position, self._end = position, max(self._end, position)
+        return position
+
     def write(self, data) -> int:
-        return self._guarded(self._raw.write, data, fallback=len(data))
+        size = memoryview(data).nbytes
+        try:
+            return self._guarded(self._raw.write, data, fallback=size)
+        finally:  # counted as written even where it failed: the writer counts it (zipfile's sizes) before
+            self._moved(self._position + size)
 
     def tell(self) -> int:
-        return self._guarded(self._raw.tell)
+        return self._moved(self._guarded(self._raw.tell, fallback=self._position))
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        return self._guarded(self._raw.seek, offset, whence)
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._position, os.SEEK_END: self._end}[whence]
+        return self._moved(self._guarded(self._raw.seek, offset, whence, fallback=base + offset))
 
     def flush(self) -> None:
         self._guarded(self._raw.flush, fallback=None)
 
     def truncate(self, size: int | None = None) -> int:
-        return self._guarded(self._raw.truncate, size)
+        size = self._position if size is None else size
+        self._end = size
+        return self._guarded(self._raw.truncate, size, fallback=size)
 
     def seekable(self) -> bool:
         return True
