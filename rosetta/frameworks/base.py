@@ -70,6 +70,17 @@ class Runner(ABC):
         return HostClock()
 
 
+def run_on_copies(predict, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """`predict` run on a copy of each input, and the names of the inputs it changed in place. A model that
+    writes to its inputs (`x.mul_(2)` in a forward, which torch.from_numpy lets reach the caller's array) must
+    not change what the next run sees: every run gets its own copy, and the change is reported, not hidden."""
+    copies = {name: np.array(value, copy=True) for name, value in feeds.items()}
+    outputs = predict(copies)
+    changed = [name for name, value in feeds.items()
+               if not np.array_equal(copies[name], value, equal_nan=value.dtype.kind in "fc")]
+    return outputs, changed
+
+
 def check_feeds(feeds: dict[str, np.ndarray], signature: list[dict]) -> None:
     """Input names, dtypes and ranks/fixed sizes must match the model's signature: one clear line if not."""
     expected = {entry["name"]: entry for entry in signature}

@@ -77,16 +77,17 @@ class UserModel:
 
     def predict(self, feeds: dict[str, np.ndarray], precision: str = "float32", threads: int = 0) -> dict:
         """Run the model as its own framework runs it (float64 only where has_float64)."""
-        return self._runner(precision, threads).predict(feeds)
+        return self.make_runner(precision, threads).predict(feeds)
 
     def predict_float64(self, feeds: dict[str, np.ndarray], threads: int = 0) -> tuple[dict, dict | None]:
         """Its float64 outputs and, where its framework checks its float64 run against its float32 one
         (frameworks.reference_check), that ReferenceCheck as JSON."""
-        runner = self._runner("float64", threads)
+        runner = self.make_runner("float64", threads)
         outputs = runner.predict(feeds)
         return outputs, runner.reference_check
 
-    def _runner(self, precision: str, threads: int):
+    def make_runner(self, precision: str = "float32", threads: int = 0):
+        """The runner that runs it at `precision` (a torch module in this process; a file in its framework)."""
         if self.module is not None:
             from rosetta.frameworks.torch import TorchModuleRunner
 

@@ -41,16 +41,37 @@ class ReferenceOutputs:
     about: dict = field(default_factory=dict)
 
     def policy(self, policy: TolerancePolicy, multiple_given: bool) -> TolerancePolicy:
-        """Without float64 outputs the floor is an ulp at scale, and so is the default multiple."""
+        """Without float64 outputs the floor is an ulp at scale, and so is the default multiple. A reference that
+        is not deterministic (two float32 runs differ) is compared the same way: its float32-vs-float64 difference
+        holds its own noise, which would inflate the floor; the noise itself is judged output by output
+        (verify.compare, TolerancePolicy.run_to_run)."""
         from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
 
-        if self.float64 is not None:
+        spread = tuple((name, value) for name, value in self.about.get("run_to_run", {}).items() if value)
+        if self.float64 is not None and not spread:
             from rosetta.frameworks.reference_check import fully_checked
 
             return replace(policy, float64_checked=fully_checked(self.about.get("check")))
         multiple = policy.multiple if multiple_given else FLOAT32_ONLY_MULTIPLE
+        doubt = self.about.get("float64_doubt", "") or (
+            "the reference is not deterministic (" + ", ".join(f"{name}: runs differ by {value:.3g}" for name, value in spread)
+            + "), so its float32-vs-float64 difference is not its noise floor" if spread else "")
         return TolerancePolicy(multiple, policy.atol, policy.rtol, policy.per_output, float64_reference=False,
-                               float64_doubt=self.about.get("float64_doubt", ""))
+                               float64_doubt=doubt, run_to_run=spread)
+
+    def notes(self) -> list[str]:
+        """What every row compared with this reference says of it: inputs it changes, runs that differ."""
+        notes = []
+        if self.about.get("changes_inputs"):
+            notes.append(f"the reference changes its input{'s' if len(self.about['changes_inputs']) > 1 else ''} "
+                         f"{', '.join(self.about['changes_inputs'])} in place (every run was given its own copy)")
+        spread = {name: value for name, value in self.about.get("run_to_run", {}).items() if value}
+        if spread:
+            notes.append("the reference is not deterministic: two runs on the same inputs differ by "
+                         + ", ".join(f"{value:.3g} ({name})" for name, value in spread.items()))
+        elif "check" in self.about and self.about.get("float64_doubt"):  # a float64 run was made, not believed
+            notes.append(self.about["float64_doubt"])
+        return notes
 
 
 def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: TolerancePolicy) -> VerifyResult:
@@ -80,13 +101,14 @@ def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: T
                                    cell.target))
         return paired[0]
 
-    reference64 = reference.float64 if reference.float64 is not None else reference.float32
+    reference64 = reference.float64 if reference.float64 is not None and policy.float64_reference else \
+        reference.float32
     result = check_artifact(result, folder, load, reference.feeds, reference.float32, reference64, policy,
                             by_position=cell.pairing is None, second=reference.second)
     if paired and paired[0].outputs:
         result.pairing = paired[0].pairing.to_json()
-    if "check" in reference.about and reference.about.get("float64_doubt"):  # a float64 run was made, not believed
-        result.reason = "; ".join(filter(None, [result.reason, f"note: {reference.about['float64_doubt']}"]))
+    notes = [f"note: {note}" for note in reference.notes() if note.split(":")[0] not in result.reason]  # not twice
+    result.reason = "; ".join(filter(None, [result.reason, *notes]))
     return result
 
 
@@ -125,23 +147,32 @@ def artifact_cell_job(argument: dict) -> dict:
 
 
 def reference_outputs(model, feeds: dict[str, np.ndarray], threads: int = 0) -> ReferenceOutputs:
-    """Run the reference model (a sources.model.UserModel) once, and in float64 too where it can. A float64 run is
-    believed only where its framework's check of it against the float32 run holds (frameworks.reference_check);
-    otherwise, or where it fails or times out, the float32-only rule applies and `about` says why."""
+    """Run the reference model (a sources.model.UserModel), checked before it is believed: twice in float32, each
+    run on its own copy of the inputs (a model that changes them is said in `about`, "changes_inputs"), the two
+    runs' difference measured ("run_to_run": a reference that is not deterministic would inflate its own noise
+    floor, verify.compare), and once in float64 where it can. A float64 run is believed only where its
+    framework's check of it against the float32 run holds (frameworks.reference_check); otherwise, or where it
+    fails or times out, the float32-only rule applies and `about` says why."""
     from rosetta.errors import WorkerDied
+    from rosetta.frameworks.base import run_on_copies
 
     try:
-        float32 = model.predict(feeds, "float32", threads)
+        runner = model.make_runner("float32", threads)
+        float32, changed = run_on_copies(runner.predict, feeds)
+        again, _ = run_on_copies(runner.predict, feeds)
     except Exception as error:
         message = str(error) if isinstance(error, RosettaError) else one_line(error)
         kind = type(error) if isinstance(error, RosettaError) else RosettaError  # a hang stays WorkerTimedOut
         raise kind(f"the reference {model.label} cannot run: {message}") from None
-    about = {"float32": f"{model.label} in float32"}
+    about = {"float32": f"{model.label} in float32", "run_to_run": run_to_run(float32, again)}
+    if changed:
+        about["changes_inputs"] = changed
     if not model.has_float64:
         return ReferenceOutputs(feeds, float32, None, about={**about, "float64_doubt": f"{model.format} models run "
                                                              "in float32 only"})
     try:
-        float64, check = model.predict_float64(feeds, threads)
+        float64, check = model.predict_float64({name: np.array(value, copy=True) for name, value in feeds.items()},
+                                               threads)
     except WorkerDied as error:  # timed out or crashed: the float32-only rule, saying so
         return ReferenceOutputs(feeds, float32, None, about={**about, "float64_doubt": f"its float64 run failed: {error}"})
     except Exception as error:  # noqa: BLE001 - a layer without float64: the float32-only rule applies
@@ -153,3 +184,22 @@ def reference_outputs(model, feeds: dict[str, np.ndarray], threads: int = 0) -> 
         if not check.get("trusted", True):
             return ReferenceOutputs(feeds, float32, None, about={**about, "float64_doubt": check["description"]})
     return ReferenceOutputs(feeds, float32, float64, about=about)
+
+
+def run_to_run(first: dict[str, np.ndarray], second: dict[str, np.ndarray]) -> dict[str, float]:
+    """Each output's largest difference between two runs of one model on the same inputs (0.0: the same bits;
+    inf where only one run gives a non-finite value or the shapes differ)."""
+    spread = {}
+    for name, value in first.items():
+        a, b = np.asarray(value), np.asarray(second.get(name))
+        if a.shape != b.shape:
+            spread[name] = float("inf")
+        elif a.dtype.kind not in "biufc" or np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+            spread[name] = 0.0 if a.dtype.kind in "biufc" or np.array_equal(a, b) else float("inf")
+        else:
+            wide_a, wide_b = a.astype(np.float64), b.astype(np.float64)
+            finite = np.isfinite(wide_a) & np.isfinite(wide_b)
+            same_rest = np.array_equal(wide_a[~finite], wide_b[~finite], equal_nan=True)
+            spread[name] = float(np.max(np.abs(wide_a[finite] - wide_b[finite]), initial=0.0)) if same_rest \
+                else float("inf")
+    return spread

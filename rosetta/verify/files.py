@@ -73,7 +73,8 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
         check_memory(model.inputs, model.outputs, batch, max_memory, model.has_float64)
         store = ArtifactStore(Path(scratch) / "store")
         feeds = generate_inputs(model.inputs, batch, seed)  # each artifact is run on them once as it is made
-        cells = convert_user_model(model, chosen, store, dict(export_options or {}), feeds, threads, progress)
+        cells = convert_user_model(model, chosen, store, dict(export_options or {}),
+                                   {name: value.copy() for name, value in feeds.items()}, threads, progress)
         if not verify:
             results = [conversion_row(cell) for cell in cells]
         else:

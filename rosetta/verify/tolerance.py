@@ -22,7 +22,7 @@ reference): |t - r64| <= atol + rtol * |r64|.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -59,15 +59,20 @@ class TolerancePolicy:
     float64_reference: bool = True  # False: the floor is one float32 ulp at the output's scale (see above)
     float64_doubt: str = ""  # why a float64 run there was is not used (its check parted from the float32 run)
     float64_checked: bool = False  # the float64 run was checked piece by piece, every piece believed: no ceiling
+    # (output name, largest difference between two float32 runs of the reference on the same inputs) where that is
+    # not 0: a reference that is not deterministic (verify.compare: its floor is then not its float64 difference)
+    run_to_run: tuple = ()
 
     def for_output(self, name: str) -> "TolerancePolicy":
         """The policy for one output: its own atol/rtol where the user named it."""
         own = {kind: value for output, kind, value in self.per_output if output == name}
         if not own:
             return self
-        return TolerancePolicy(self.multiple, own.get("atol", self.atol), own.get("rtol", self.rtol),
-                               float64_reference=self.float64_reference, float64_doubt=self.float64_doubt,
-                               float64_checked=self.float64_checked)
+        return replace(self, atol=own.get("atol", self.atol), rtol=own.get("rtol", self.rtol))
+
+    def spread_of(self, name: str) -> float:
+        """The reference's run-to-run difference on output `name` (0.0: deterministic, or not measured)."""
+        return next((value for output, value in self.run_to_run if output == name), 0.0)
 
     @property
     def calibrated(self) -> bool:
@@ -93,7 +98,8 @@ class TolerancePolicy:
     @classmethod
     def from_json(cls, data: dict) -> "TolerancePolicy":
         fields = {key: value for key, value in data.items() if key != "description"}
-        return cls(**{**fields, "per_output": tuple(tuple(item) for item in fields.get("per_output", ()))})
+        return cls(**{**fields, "per_output": tuple(tuple(item) for item in fields.get("per_output", ())),
+                      "run_to_run": tuple(tuple(item) for item in fields.get("run_to_run", ()))})
 
 
 def noise_floor(reference32: np.ndarray, reference64: np.ndarray) -> float:
