@@ -19,17 +19,18 @@ __version__ = "0.1.0"
 # unless the user set the variable (workers inherit it)
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-__all__ = ["verify", "convert", "bench", "Report", "Row", "Conversion", "BenchReport", "list_models", "list_targets",
-           "RosettaError", "BadInput", "UntrustedModel", "CannotConvert", "FrameworkMissing", "WorkerDied",
-           "WorkerCrashed", "WorkerTimedOut", "VerificationFailed", "EnvironmentFailed", "__version__"]
-_ERRORS = {"RosettaError", "BadInput", "UntrustedModel", "CannotConvert", "FrameworkMissing", "WorkerDied",
-           "WorkerCrashed", "WorkerTimedOut", "VerificationFailed", "EnvironmentFailed"}
+__all__ = ["verify", "convert", "bench", "conformance", "models", "environment", "Report", "Row", "Conversion",
+           "BenchReport", "ConformanceRun", "Listing", "list_models", "list_targets", "list_workloads", "parse_input",
+           "RosettaError", "BadInput", "UntrustedModel", "Unsupported", "CannotConvert", "FrameworkMissing",
+           "WorkerDied", "WorkerCrashed", "WorkerTimedOut", "VerificationFailed", "EnvironmentFailed", "__version__"]
+_ERRORS = {"RosettaError", "BadInput", "UntrustedModel", "Unsupported", "CannotConvert", "FrameworkMissing",
+           "WorkerDied", "WorkerCrashed", "WorkerTimedOut", "VerificationFailed", "EnvironmentFailed"}
 
 
-# rosetta.verify, .convert and .bench are the API's functions, and also the names of the subpackages that do the
-# work (rosetta/verify/, ...). Importing a subpackage sets the parent's attribute to it; this package keeps its
-# functions instead (the subpackages stay in sys.modules, where `from rosetta.verify import files` finds them).
-_FUNCTIONS_OVER_PACKAGES = ("verify", "convert", "bench")
+# rosetta.verify, .convert, .bench and .models are the API's functions, and also the names of the subpackages that
+# do the work (rosetta/verify/, ...). Importing a subpackage sets the parent's attribute to it; this package keeps
+# its functions instead (the subpackages stay in sys.modules, where `from rosetta.verify import files` finds them).
+_FUNCTIONS_OVER_PACKAGES = ("verify", "convert", "bench", "models")
 
 
 class _Package(types.ModuleType):
