@@ -87,6 +87,7 @@ def _torch_model(module, inputs: list[TensorSpec], label: str):
     if not inputs:
         raise BadInput(f"{label}: a torch.nn.Module does not say its inputs; give inputs= as arrays or specs, e.g. "
                        "inputs=['image:Nx3x32x32:float32']")
+    check_not_on_meta(module, label)
     specs = tuple(with_embedding_range(spec, module) for spec in inputs)
     digest = hashlib.sha256()
     for name, value in module.state_dict().items():
@@ -96,6 +97,18 @@ def _torch_model(module, inputs: list[TensorSpec], label: str):
     return UserModel(ModelFile(label, "torch-factory", None, function="<in memory>"), "torch-factory", specs,
                      outputs, module=module, trust_code=True,
                      key=f"memory-{digest.hexdigest()[:12]}", display=label)
+
+
+def check_not_on_meta(module, label: str) -> None:
+    """Refuse a torch module whose parameters or buffers are on the meta device (built with device="meta" or
+    under torch.device("meta"), as large models are before their weights are loaded): they have shapes but no
+    values, so there is nothing to run or compare."""
+    tensors = [*module.named_parameters(), *module.named_buffers()]
+    on_meta = [name for name, tensor in tensors if tensor.is_meta]
+    if on_meta:
+        raise BadInput(f"{label}: {len(on_meta)} of its {len(tensors)} parameters and buffers (first {on_meta[0]}) "
+                       "are on the meta device (no values): load its weights first (module.to_empty(device='cpu'), "
+                       "then load_state_dict)")
 
 
 def _export_gluon(block, inputs: list[TensorSpec], folder: Path) -> Path:
@@ -132,6 +145,7 @@ def as_artifact(model, feeds: dict[str, np.ndarray], scratch: Path):
     as such (it is the caller's, or a --trust-code factory's, own code)."""
     import torch
 
+    from rosetta.manifest import Manifest
     from rosetta.sources.model import open_model
 
     folder = Path(scratch) / f"exported-{model.key or 'module'}"
@@ -146,4 +160,12 @@ def as_artifact(model, feeds: dict[str, np.ndarray], scratch: Path):
                            f"({one_line(error)}); give it as the reference (first), or as a .pt2") from None
     torch.export.save(program, str(folder / "model.pt2"))
     opened = open_model(str(folder / "model.pt2"), [], True, Path(scratch))  # its inputs: the run's, as exported
+    manifest = Manifest.read(opened.folder)
+    if len(manifest.outputs) == len(model.outputs):  # named as rosetta names the module's outputs (output_0, ...,
+        # a mapping's keys), not as torch.export names its graph's nodes: a module then pairs with itself by name
+        for entry, spec in zip(manifest.outputs, model.outputs):
+            entry["name"] = spec.name
+        manifest.write(opened.folder)
+        opened = replace(opened, outputs=tuple(replace(o, name=spec.name) for o, spec in zip(opened.outputs,
+                                                                                               model.outputs)))
     return replace(opened, display=model.label)
