@@ -62,8 +62,11 @@ class EnvironmentFailed(RosettaError):
 
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 # how frameworks word the same faults when they wrap them in their own exceptions (or a worker's reply)
-_MEMORY_WORDS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "Failed to allocate memory",
-                 "OOM when allocating", "out of memory", "Out of memory", "Unable to allocate")
+# (protobuf's arena, ONNX Runtime's and MXNet's "Failed to allocate ...", PyTorch's CPU allocator, TensorFlow's
+# and XLA's RESOURCE_EXHAUSTED, numpy's "Unable to allocate", C++'s bad_alloc)
+_MEMORY_WORDS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "Failed to allocate", "Arena alloc failed",
+                 "can't allocate memory", "OOM when allocating", "out of memory", "Out of memory", "Unable to allocate",
+                 "RESOURCE_EXHAUSTED", "ResourceExhausted", "cudaErrorMemoryAllocation")
 _DISK_WORDS = ("No space left on device", "Disk quota exceeded", "File too large")
 
 
@@ -79,9 +82,10 @@ def environment_cause(error: BaseException) -> str:
             return f"out of memory ({one_line(error)}); free memory, lower --batch or use a larger machine"
         if isinstance(error, OSError) and error.errno in _DISK_FULL:
             return f"disk full ({describe_os_error(error)}); free space there or choose another folder"
-        text = str(error)
+        text = describe_os_error(error) if isinstance(error, OSError) and _copy_failures(error) else str(error)
         if any(word in text for word in _DISK_WORDS):
-            return f"disk full ({one_line(error)}); free space there (TMPDIR for temporary files) or choose another folder"
+            said = text if _copy_failures(error) else one_line(error)
+            return f"disk full ({said}); free space there (TMPDIR for temporary files) or choose another folder"
         if any(word in text for word in _MEMORY_WORDS):
             return f"out of memory ({one_line(error)}); free memory, lower --batch or use a larger machine"
         error = error.__cause__ if error.__cause__ is not None or error.__suppress_context__ else error.__context__
@@ -95,10 +99,33 @@ def is_fault(error: BaseException) -> bool:
 
 
 def describe_os_error(error: OSError) -> str:
-    """'No space left on device: out/r.json': the reason and the file, where the error names one."""
+    """'No space left on device: out/r.json': the reason and the file, where the error names one (for
+    shutil.copytree's error, which lists every file it could not copy, the first, and how many more)."""
+    failures = _copy_failures(error)
+    if failures:
+        _, destination, why = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        return f"{_strerror(why)}: {destination}{more}"
     reason = error.strerror or str(error)
     names = [str(name) for name in (error.filename, error.filename2) if name]
     return f"{reason}: {' -> '.join(names)}" if names else reason
+
+
+def _copy_failures(error: BaseException) -> list[tuple[str, str, str]]:
+    """shutil.copytree's (source, destination, why) for each file it could not copy: its shutil.Error (an
+    OSError without an errno) carries them as a list, which printed as it is makes a message of Python reprs."""
+    import shutil
+
+    if not (isinstance(error, shutil.Error) and error.args and isinstance(error.args[0], list)):
+        return []
+    return [tuple(str(part) for part in entry) for entry in error.args[0]
+            if isinstance(entry, (tuple, list)) and len(entry) == 3]
+
+
+def _strerror(why: str) -> str:
+    """'No space left on device' from "[Errno 28] No space left on device: 'out/x'", as OSError's str writes it."""
+    match = re.fullmatch(r"\[Errno -?\d+\] (.*?)(: '.*'( -> '.*')?)?", why.strip(), re.S)
+    return match.group(1) if match else cause_line(why)
 
 
 def joined_lines(error: BaseException, limit: int = 400) -> str:
@@ -114,6 +141,8 @@ def one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     if isinstance(error, RosettaError) and text:
         return text[0]
+    if _copy_failures(error):
+        return f"copy failed: {describe_os_error(error)}"
     name, cause = type(error).__name__, cause_line(str(error))
     cause = cause[len(name) + 1:].strip() if cause.startswith(f"{name}:") else cause
     return f"{name}: {cause}" if cause else name

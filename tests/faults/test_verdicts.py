@@ -11,8 +11,9 @@ import subprocess
 import sys
 
 import pytest
+from google.protobuf.message import DecodeError
 
-from rosetta.errors import EnvironmentFailed, RosettaError, is_fault
+from rosetta.errors import EnvironmentFailed, RosettaError, environment_cause, is_fault
 from tests.security import one_line_refusal, run
 
 
@@ -25,7 +26,10 @@ def _rows(path) -> dict:
     (OSError(errno.ENOSPC, "No space left on device"), "ERROR", "conversion failed: disk full (No space left", 3),
     (RuntimeError("std::bad_alloc"), "ERROR", "conversion failed: out of memory (RuntimeError: std::bad_alloc)", 3),
     (ValueError("no converter for op Foo"), "CANNOT", "conversion failed: ValueError: no converter for op Foo", 0),
-], ids=["MemoryError", "ENOSPC", "bad_alloc", "refusal"])
+    (DecodeError("Error parsing message with type 'onnx.ModelProto': Arena alloc failed"), "ERROR",
+     "conversion failed: out of memory (DecodeError: Error parsing message with type 'onnx.ModelProto': Arena "
+     "alloc failed)", 3),
+], ids=["MemoryError", "ENOSPC", "bad_alloc", "refusal", "protobuf-arena"])
 def test_a_failing_conversion_is_error_for_the_machine_and_cannot_for_the_converter(models, tmp_path, monkeypatch,
                                                                                      error, verdict, reason, status):
     def converter(*args, **kwargs):
@@ -60,6 +64,40 @@ def test_a_worker_that_runs_out_of_memory_reports_the_machine_not_the_job(tmp_pa
     with pytest.raises(EnvironmentFailed, match="^conversion failed: out of memory") as raised:
         run_job("rosetta.anything:job", {}, "faults-worker", "conversion")
     assert is_fault(raised.value)
+
+
+@pytest.mark.parametrize("message", [
+    "Error parsing message with type 'onnx.ModelProto': Arena alloc failed",  # protobuf (upb) under a memory limit
+    "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Failed to allocate memory for requested buffer of size 4096",
+    "[14:02:11] src/storage/./cpu_device_storage.h:72: Failed to allocate CPU Memory",  # MXNet
+    "[enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 "
+    "bytes. Error code 12 (Cannot allocate memory)",  # PyTorch
+    "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4096 bytes.",  # XLA
+    "std::bad_alloc",
+    "Unable to allocate 3.2 GiB for an array with shape (100, 8) and data type float32",  # numpy
+])
+def test_every_frameworks_allocator_failure_is_the_machine_out_of_memory(message):
+    for error in (RuntimeError(message), RosettaError(f"torch.onnx.export (torchscript) failed: {message}")):
+        assert environment_cause(error).startswith("out of memory (") and is_fault(error), error
+
+
+def test_a_work_folder_removed_mid_run_is_error_naming_it_not_the_exporters_cannot(tmp_path, monkeypatch):
+    """Another process deletes --work-dir while torch.onnx.export writes into it: the exporter fails on a missing
+    file, which was read as its refusal of the model (CANNOT, exit 0)."""
+    import torch
+
+    work, export = tmp_path / "work", torch.onnx.export
+
+    def removed_first(*args, **kwargs):
+        shutil.rmtree(work)
+        return export(*args, **kwargs)
+    monkeypatch.setattr(torch.onnx, "export", removed_first)
+    code, err = run("verify", "--model", "cnn", "--targets", "onnxruntime", "--work-dir", work, "--jobs", "1",
+                    "--json", tmp_path / "r.json")
+    assert code == 3 and err == "", err
+    assert _rows(tmp_path / "r.json")["onnxruntime"] == (
+        "ERROR", f"conversion failed: the folder {work} was removed during the run (by another process?); rosetta "
+                 "converts into it: keep it until the run ends")
 
 
 LIMITED_MEMORY = """
