@@ -50,6 +50,27 @@ def test_save_inputs_and_json_on_a_full_disk_are_one_line_and_leave_nothing(mode
     assert list(tmp_path.iterdir()) == []
 
 
+def test_convert_output_on_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing(models, tmp_path, monkeypatch):
+    """-o's artifacts are copied with shutil.copytree, whose error lists every file it could not copy: printed as
+    it was, 'disk full (Error: [('/tmp/...', '/out/...', '[Errno 28] No space left on device')])'."""
+    import shutil
+
+    out, copy = tmp_path / "out", shutil.copyfile
+
+    def filling(source, destination, *args, **kwargs):  # the output's disk is full; the work folders' is not
+        if str(destination).startswith(str(out)):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return copy(source, destination, *args, **kwargs)
+    monkeypatch.setattr(shutil, "copyfile", filling)
+    code, err = run("convert", models / "relu.onnx", "--to", "onnx", "-o", out)
+    lines = err.strip().splitlines()
+    assert code == 3 and len(lines) == 1, err
+    assert lines[0].startswith(f"rosetta: error: disk full (No space left on device: {out}/") and \
+        lines[0].endswith("); free space there (TMPDIR for temporary files) or choose another folder"), err
+    assert "[" not in lines[0] and "Errno" not in lines[0], err
+    assert list(tmp_path.iterdir()) == []
+
+
 NPZ_ON_A_SMALL_DISK = """
 import resource, sys
 import numpy as np
