@@ -5,6 +5,7 @@ the graph itself."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from rosetta.atomic import atomic_write_json
@@ -76,10 +77,24 @@ def write_locate_reports(results: list, folder: Path, multiple: float) -> list[P
             report = report_from_json(result.locate)
             name = result.model if report.graph == "onnx" else f"{result.model}-{report.graph}"
             by_model.setdefault(name, []).append(report)
+    names: dict[str, str] = {}  # file name -> the names it was made from: two may not share one
     for model, reports in by_model.items():
-        written.append(depth_chart(model, reports, multiple, folder / f"locate-{model}.png"))
+        written.append(depth_chart(model, reports, multiple, folder / _file_name(f"locate-{model}", ".png", names)))
         for report in reports:
-            path = folder / f"locate-{model}-{report.target}.explorer.json"
+            path = folder / _file_name(f"locate-{model}-{report.target}", ".explorer.json", names)
             atomic_write_json(path, explorer_node_data(report, multiple))
             written.append(path)
     return written
+
+
+def _file_name(name: str, suffix: str, taken: dict[str, str]) -> str:
+    """`name` + `suffix` as one file name in the folder: a model or target named by a path ('ports/net.keras',
+    '../a.onnx') or a factory ('nets.py:cnn') gives its folders' separators and other odd characters as '_';
+    a name another one already gave gets -2, -3, ..."""
+    stem = re.sub(r"[^\w.+=:-]+", "_", name).strip("_") or "locate"
+    candidate, n = stem + suffix, 1
+    while taken.get(candidate, name) != name:
+        n += 1
+        candidate = f"{stem}-{n}{suffix}"
+    taken[candidate] = name
+    return candidate

@@ -71,6 +71,23 @@ def test_convert_output_on_a_full_disk_is_one_line_naming_the_file_and_leaves_no
     assert list(tmp_path.iterdir()) == []
 
 
+def test_locate_dir_for_a_model_named_by_a_path_with_folders_writes_its_files_and_keeps_the_fail(models, tmp_path,
+                                                                                                  monkeypatch):
+    """The file names came from the rows' names as given: 'ports/log.onnx' made locate-relu.onnx-ports/log.onnx...,
+    in a folder that did not exist: a one-line error after the table, exit 2 instead of the FAIL's 1."""
+    import shutil
+
+    (tmp_path / "ports").mkdir()
+    shutil.copyfile(models / "log.onnx", tmp_path / "ports" / "log.onnx")
+    monkeypatch.chdir(tmp_path)
+    code, err = run("verify", models / "relu.onnx", "ports/log.onnx", "--input", "x:Nx4:float32:-1:1", "--locate",
+                    "--locate-dir", "where")
+    assert code == 1 and err == "", err
+    assert sorted(p.name for p in (tmp_path / "where").iterdir()) == [
+        "locate-relu.onnx-ports_log.onnx.explorer.json", "locate-relu.onnx.png"]
+    assert not list((tmp_path / "ports").glob("*.json"))
+
+
 NPZ_ON_A_SMALL_DISK = """
 import resource, sys
 import numpy as np
