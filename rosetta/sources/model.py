@@ -15,7 +15,7 @@ from rosetta.errors import RosettaError
 from rosetta.models.inputs import generate_inputs
 from rosetta.models.registry import TensorSpec, signature_of
 from rosetta.sources.files import ModelFile, identify
-from rosetta.sources.signature import resolve_inputs
+from rosetta.sources.signature import check_numeric, resolve_inputs
 
 # Where a conversion chain starts for each format a user's model can be in (the converters in
 # rosetta.convert.registry take it on from there); torch models are exported from memory.
@@ -137,6 +137,8 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
         manifest = read_model_file(model_file, folder, overrides, trust_code, list(like))
     from rosetta.frameworks import runner_for_format
 
+    check_numeric(manifest.inputs, "input", model_file.label)
+    check_numeric(manifest.outputs, "output", model_file.label)
     inputs = resolve_inputs(manifest.inputs, overrides, model_file.label)
     outputs = tuple(TensorSpec(o["name"], tuple(d if isinstance(d, int) and d > 0 else None for d in o["shape"]),
                                o["dtype"]) for o in manifest.outputs)

@@ -7,8 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from rosetta.errors import BadInput
+from rosetta.errors import BadInput, Unsupported
 from rosetta.models.registry import TensorSpec
+
 
 class UnknownInput(BadInput):
     """An --input names no input of the model, or one of another shape or dtype (it may be another model's, as a
@@ -62,6 +63,22 @@ def _check_range(text: str, dtype: str, low: float, high: float) -> None:
         if not (np.isfinite(low) and np.isfinite(high) and high - low <= largest):
             raise BadInput(f"--input {text!r}: LOW and HIGH must be finite numbers less than {largest:.3g} "
                                f"apart for an input of dtype {dtype}")
+
+
+def check_numeric(signature: list[dict], kind: str, label: str) -> None:
+    """Refuse a model with a string (or other non-numeric) input or output (`kind`: "input", "output"), before
+    any work: rosetta can neither draw values for it nor compare it, and no target framework's converter takes
+    it (it used to reach a worker as an object array: 'Object arrays cannot be loaded', an ERROR row)."""
+    for entry in signature:
+        try:
+            dtype = np.dtype(entry["dtype"])
+        except TypeError:
+            dtype = None
+        if dtype is not None and dtype.kind in "biufc":
+            continue
+        what = "string" if dtype is None or dtype.kind in "OSU" else dtype.name
+        raise Unsupported(f"{label}: {kind} {entry['name']!r} is a {what} tensor; rosetta converts and verifies "
+                          f"models of numeric tensors only ({what} {kind}s are not supported)")
 
 
 def _shape_text(shape) -> str:

@@ -46,11 +46,17 @@ def _build(folder: Path) -> None:
     model.ir_version = 8
     (folder / "cycle.onnx").write_bytes(model.SerializeToString())
     (folder / "empty.onnx").write_bytes(b"")
+    text = helper.make_tensor_value_info("s", TensorProto.STRING, ["N", 4])
+    _save(folder / "string-in.onnx", [helper.make_node("Identity", ["s"], ["t"]), helper.make_node("Relu", ["x"], ["y"])],
+          [text, batched], [tensor("y", ["N", 4]), helper.make_tensor_value_info("t", TensorProto.STRING, ["N", 4])])
+    _save(folder / "string-out.onnx", [helper.make_node("Cast", ["x"], ["s"], to=TensorProto.STRING),
+                                       helper.make_node("Relu", ["x"], ["y"])], [batched], [tensor("y", ["N", 4]), text])
 
 
 @pytest.fixture(scope="session")
 def models(tmp_path_factory) -> Path:
     """relu (batch axis), log (NaN below 0), sum (a 0-d output), constant-sum (a 0-d output that ignores its
     input), constant (rows that ignore the input), fixed-relu and fixed-constant (no batch axis; the constant's
-    rows differ, so only a second batch shows it ignores its input), cycle (fails the checker), empty."""
+    rows differ, so only a second batch shows it ignores its input), cycle (fails the checker), empty, string-in and
+    string-out (a string input, a string output, beside a numeric one)."""
     return shared_folder(tmp_path_factory, "fault-models", _build)

@@ -62,6 +62,12 @@ BAD_OPTIONS = [
      "--input x is given more than once"),
     (["verify", "{m}/relu.onnx", "--save-inputs", "{t}/same.npz", "--save-outputs", "{t}/same.npz"],
      "--save-inputs and --save-outputs name the same file"),
+    # a string tensor reached a worker as an object array: 'Object arrays cannot be loaded ...', an ERROR row
+    (["verify", "{m}/string-in.onnx", "{m}/relu.onnx"], "string-in.onnx: input 's' is a string tensor; rosetta "
+     "converts and verifies models of numeric tensors only (string inputs are not supported)"),
+    (["convert", "{m}/string-in.onnx", "--to", "onnx,torch"], "(string inputs are not supported)"),
+    (["verify", "{m}/string-out.onnx", "{m}/string-out.onnx"], "string-out.onnx: output 's' is a string tensor; "
+     "rosetta converts and verifies models of numeric tensors only (string outputs are not supported)"),
 ]
 
 
