@@ -67,7 +67,11 @@ _DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _MEMORY_WORDS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "Failed to allocate", "Arena alloc failed",
                  "can't allocate memory", "OOM when allocating", "out of memory", "Out of memory", "Unable to allocate",
                  "RESOURCE_EXHAUSTED", "ResourceExhausted", "cudaErrorMemoryAllocation")
-_DISK_WORDS = ("No space left on device", "Disk quota exceeded", "File too large")
+# (and PyTorch's zip writer, whose short write on a full disk says only "unexpected pos 576 vs 534" from
+# inline_container.cc, or "PytorchStreamWriter failed writing file")
+_DISK_WORDS = ("No space left on device", "Disk quota exceeded", "File too large", "file write failed",
+               "PytorchStreamWriter failed writing file")
+_SHORT_WRITE = re.compile(r"inline_container\.cc.*unexpected pos \d+ vs \d+", re.S)
 
 
 def environment_cause(error: BaseException) -> str:
@@ -83,7 +87,7 @@ def environment_cause(error: BaseException) -> str:
         if isinstance(error, OSError) and error.errno in _DISK_FULL:
             return f"disk full ({describe_os_error(error)}); free space there or choose another folder"
         text = describe_os_error(error) if isinstance(error, OSError) and _copy_failures(error) else str(error)
-        if any(word in text for word in _DISK_WORDS):
+        if any(word in text for word in _DISK_WORDS) or _SHORT_WRITE.search(text):
             said = text if _copy_failures(error) else one_line(error)
             return f"disk full ({said}); free space there (TMPDIR for temporary files) or choose another folder"
         if any(word in text for word in _MEMORY_WORDS):

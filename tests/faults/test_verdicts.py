@@ -81,6 +81,16 @@ def test_every_frameworks_allocator_failure_is_the_machine_out_of_memory(message
         assert environment_cause(error).startswith("out of memory (") and is_fault(error), error
 
 
+@pytest.mark.parametrize("message", [
+    "[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534",  # torch.save, RLIMIT_FSIZE at 50 kB
+    "[enforce fail at inline_container.cc:603] . PytorchStreamWriter failed writing file data/0: file write failed",
+    "Unable to synchronously create file (file write failed: errno = 28, error message = 'No space left on device')",
+])
+def test_every_frameworks_write_failure_is_the_disk_full(message):
+    for error in (RuntimeError(message), RosettaError(f"conversion failed: {message}")):
+        assert environment_cause(error).startswith("disk full (") and is_fault(error), error
+
+
 def test_a_work_folder_removed_mid_run_is_error_naming_it_not_the_exporters_cannot(tmp_path, monkeypatch):
     """Another process deletes --work-dir while torch.onnx.export writes into it: the exporter fails on a missing
     file, which was read as its refusal of the model (CANNOT, exit 0)."""
