@@ -160,12 +160,15 @@ def as_artifact(model, feeds: dict[str, np.ndarray], scratch: Path):
                            f"({one_line(error)}); give it as the reference (first), or as a .pt2") from None
     torch.export.save(program, str(folder / "model.pt2"))
     opened = open_model(str(folder / "model.pt2"), [], True, Path(scratch))  # its inputs: the run's, as exported
-    manifest = Manifest.read(opened.folder)
-    if len(manifest.outputs) == len(model.outputs):  # named as rosetta names the module's outputs (output_0, ...,
-        # a mapping's keys), not as torch.export names its graph's nodes: a module then pairs with itself by name
-        for entry, spec in zip(manifest.outputs, model.outputs):
-            entry["name"] = spec.name
-        manifest.write(opened.folder)
-        opened = replace(opened, outputs=tuple(replace(o, name=spec.name) for o, spec in zip(opened.outputs,
-                                                                                               model.outputs)))
-    return replace(opened, display=model.label)
+    # its inputs and outputs named as rosetta names the module's (the --input names; output_0, ... or a mapping's
+    # keys), not as torch.export names its graph's nodes (it is fed in order): a module then pairs with itself,
+    # and with the reference it was given the inputs of, by name
+    manifest, renamed = Manifest.read(opened.folder), {}
+    for kind in ("inputs", "outputs"):
+        entries, specs = getattr(manifest, kind), getattr(model, kind)
+        if len(entries) == len(specs):
+            for entry, spec in zip(entries, specs):
+                entry["name"] = spec.name
+            renamed[kind] = tuple(replace(o, name=spec.name) for o, spec in zip(getattr(opened, kind), specs))
+    manifest.write(opened.folder)
+    return replace(opened, display=model.label, **renamed)

@@ -96,9 +96,10 @@ def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: T
             return runner
         from rosetta.verify.pairing import PairedRunner, Pairing
 
-        paired.append(PairedRunner(runner, Pairing.from_json(cell.pairing).inputs, reference.float32,
+        pairing = Pairing.from_json(cell.pairing)
+        paired.append(PairedRunner(runner, pairing.inputs, reference.float32,
                                    {k: (v[0], tuple(v[1]) if v[1] else None) for k, v in cell.given_pairs.items()},
-                                   cell.target))
+                                   cell.target, pairing.outputs if "outputs" in cell.pairing else None))
         return paired[0]
 
     reference64 = reference.float64 if reference.float64 is not None and policy.float64_reference else \
@@ -108,6 +109,10 @@ def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: T
     if paired and paired[0].outputs:
         result.pairing = paired[0].pairing.to_json()
     notes = [f"note: {note}" for note in reference.notes() if note.split(":")[0] not in result.reason]  # not twice
+    if cell.pairing and cell.pairing.get("unpaired"):
+        extra = cell.pairing["unpaired"]
+        notes.append(f"note: its output{'s' if len(extra) > 1 else ''} {', '.join(extra)} ha{'ve' if len(extra) > 1 else 's'} "
+                     "no counterpart in the reference: not compared")
     result.reason = "; ".join(filter(None, [result.reason, *notes]))
     return result
 

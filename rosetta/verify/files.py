@@ -181,11 +181,9 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
     from rosetta.frameworks.base import check_feeds
     from rosetta.models.inputs import check_memory, generate_inputs
     from rosetta.models.registry import signature_of
-    from dataclasses import asdict
-
     from rosetta.manifest import Manifest
     from rosetta.sources.memory import as_artifact, label_of
-    from rosetta.verify.pairing import arrays_signature, pair_tensors, parse_pairs, signature
+    from rosetta.verify.pairing import arrays_signature, pair_tensors, parse_pairs
     from rosetta.verify.artifacts import ArtifactCell, ReferenceOutputs, reference_outputs, run_artifact_cells
 
     inputs = inputs if inputs is not None else []
@@ -201,6 +199,12 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
         check_writable_file(path, read)
     policy = policy_from_options(atol, rtol, tolerance_multiple)
     given = parse_pairs(pairs)
+    if layer_map is not None and not locate:
+        raise RosettaError(f"--layer-map {layer_map} pairs layers for --locate: add --locate, or leave it out")
+    if layer_map is not None:
+        from rosetta.verify.port_locate import read_layer_map
+
+        read_layer_map(layer_map)  # a file that is missing or malformed is refused here, before any work
     arrays = read_npz(inputs_file, "--inputs") if inputs_file is not None else feeds
     saved = read_npz(load_outputs, "--load-outputs") if load_outputs is not None else None
     if arrays is None:
@@ -215,19 +219,13 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
             feeds = arrays if isinstance(arrays, dict) else dict(zip([spec.name for spec in first.inputs], arrays))
             check_feeds(feeds, signature_of(first.inputs))
         if saved is not None:
-            check_output_names(list(saved), atol, rtol)
-            reference = ReferenceOutputs(feeds, saved)
+            reference_outputs_signature = arrays_signature(saved)
             label, compared = load_outputs.name, paths
         else:
-            check_output_names([o.name for o in first.outputs], atol, rtol)
-            reference = reference_outputs(first, feeds, threads)
-            reference.second = second_batch_outputs(first, feeds, reference.float32, seed, threads)
+            reference_outputs_signature = [(o.name, o.shape, o.dtype) for o in first.outputs]
             label, compared = first.label, paths[1:]
-        if save_inputs:
-            save_npz(save_inputs, feeds)
-        if save_outputs:
-            save_npz(save_outputs, reference.float32)
-        policy = reference.policy(policy, tolerance_multiple is not None)
+        check_output_names([name for name, _, _ in reference_outputs_signature], atol, rtol)
+        check_given_names(given, list(feeds), [name for name, _, _ in reference_outputs_signature])
         cells, modules = [], {}
         for path in compared:  # a model that cannot be read (or crashes its worker) is its row's ERROR
             name = path if isinstance(path, (str, Path)) else label_of(path)
@@ -246,17 +244,63 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
                 failure, folder = f"reading failed: {error}", ""
             # its inputs paired with the reference's (names, layouts, integer widths): refused here, before any
             # run, where no pairing or more than one fits
-            pairing = None if not folder else {"inputs": [asdict(p) for p in pair_tensors(
-                arrays_signature(feeds), signature(Manifest.read(Path(folder)).inputs), given, "input", str(name))]}
+            pairing = None if not folder else pair_before_running(
+                arrays_signature(feeds), reference_outputs_signature, Manifest.read(Path(folder)), given, str(name),
+                itself=saved is None and (model is first or (bool(model.key) and model.key == first.key)))
             cells.append(ArtifactCell(label, str(name), folder, failure, failed_stage="reading", threads=threads,
                                       trust_code=trust_code, route=_route_of(folder), pairing=pairing,
                                       given_pairs={k: [o, list(p) if p else None] for k, (o, p) in given.items()}))
         check_inputs_used(inputs, applied)
+        # every question about the models answered: the work starts here, with the reference's own runs
+        if saved is not None:
+            reference = ReferenceOutputs(feeds, saved)
+        else:
+            reference = reference_outputs(first, feeds, threads)
+            reference.second = second_batch_outputs(first, feeds, reference.float32, seed, threads)
+        if save_inputs:
+            save_npz(save_inputs, feeds)
+        if save_outputs:
+            save_npz(save_outputs, reference.float32)
+        policy = reference.policy(policy, tolerance_multiple is not None)
         results = run_artifact_cells(cells, reference, policy, progress, executor)
         if locate:
             _locate_files(first, cells, results, feeds, policy, Path(scratch) / "locate", modules=modules,
                           layer_map=layer_map)
     return VerifiedFiles(results, label, len(feeds), list(reference.float32), policy)
+
+
+def check_given_names(given: dict, inputs: list[str], outputs: list[str]) -> None:
+    """Refuse a --pair that names no input or output of the reference (it would be silently ignored)."""
+    for name in given:
+        if name not in inputs and name not in outputs:
+            raise RosettaError(f"--pair {name}=...: the reference has no input or output {name!r}; its inputs: "
+                               f"{', '.join(inputs) or 'none'}; its outputs: {', '.join(outputs) or 'none'}")
+
+
+def pair_before_running(feeds: list, outputs: list, manifest, given: dict, label: str, itself: bool) -> dict:
+    """How a model compared with the reference pairs with it (verify.pairing), its inputs and its outputs, from
+    the signatures, before any model runs: refused here (BadInput, one line with the candidates and --pair)
+    where none fits or more than one does. A model compared with itself pairs by name. Where the other model's
+    output signature leaves sizes free (a dynamic axis), its outputs may only be told apart by the shapes a run
+    gives: that pairing is left to the run ("outputs" absent), as the only question it cannot answer here."""
+    from dataclasses import asdict
+
+    from rosetta.errors import BadInput
+    from rosetta.verify.pairing import Pair, pair_outputs, pair_tensors, signature
+
+    inputs = pair_tensors(feeds, signature(manifest.inputs), given, "input", label)
+    theirs = signature(manifest.outputs)
+    if itself and [name for name, _, _ in theirs] == [name for name, _, _ in outputs] and not given:
+        return {"inputs": [asdict(p) for p in inputs],
+                "outputs": [asdict(Pair(name, name, how="name")) for name, _, _ in outputs], "unpaired": []}
+    try:
+        paired, missing, extra = pair_outputs(outputs, theirs, given, label)
+    except BadInput:
+        if any(size is None for _, shape, _ in theirs for size in shape[1:]):
+            return {"inputs": [asdict(p) for p in inputs]}
+        raise
+    return {"inputs": [asdict(p) for p in inputs], "outputs": [asdict(p) for p in paired], "missing": missing,
+            "unpaired": extra}
 
 
 def check_distinct_outputs(files: dict) -> None:

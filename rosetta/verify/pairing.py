@@ -114,10 +114,8 @@ def pair_tensors(reference: list[tuple[str, tuple, str]], other: list[tuple[str,
     others = {name: (shape, dtype) for name, shape, dtype in other}
     pairs: dict[str, Pair] = {}
     for name, shape, dtype in reference:
-        if name in given and given[name][0] in others:
-            other_name, permutation = given[name]
-            cast = dtype_fits(dtype, others[other_name][1])
-            pairs[name] = Pair(name, other_name, permutation, cast or "", "given")
+        if name in given:
+            pairs[name] = _given_pair(name, shape, dtype, given[name], others, kind, other_label)
     for name, shape, dtype in reference:
         if name not in pairs and name in others and name not in {p.other for p in pairs.values()}:
             found = _candidates(shape, dtype, name, others[name])
@@ -153,6 +151,55 @@ def pair_tensors(reference: list[tuple[str, tuple, str]], other: list[tuple[str,
             raise BadInput(_ambiguous(kind, name, candidates, other_label))
     pairs.update({pair.reference: pair for pair in assignments[0]})
     return [pairs[name] for name, _, _ in reference]
+
+
+def _given_pair(name: str, shape, dtype: str, given: tuple, others: dict, kind: str, other_label: str) -> Pair:
+    """The pair `--pair NAME=OTHER[:PERMUTATION]` asks for, checked against both signatures: BadInput where the
+    other model has no such tensor, or the permutation does not turn the one's shape into the other's."""
+    other_name, permutation = given
+    text = f"--pair {name}={other_name}" + (f":{','.join(map(str, permutation))}" if permutation else "")
+    if other_name not in others:
+        raise BadInput(f"{text}: {other_label} has no {kind} {other_name!r}; its {kind}s: "
+                       f"{', '.join(f'{n} {_shape(s)}' for n, (s, _) in others.items()) or 'none'}")
+    other_shape, other_dtype = others[other_name]
+    if permutation and len(permutation) != len(shape):
+        raise BadInput(f"{text}: {name} has {len(shape)} axes, the permutation {len(permutation)}; give one axis "
+                       "index for each")
+    if not fits(shape, other_shape, permutation):
+        how = " transposed" if permutation else ""
+        raise BadInput(f"{text}: {name} {_shape(shape)}{how} does not fit {other_name} {_shape(other_shape)}; "
+                       "give the permutation that makes the one the other (e.g. :0,2,3,1 for NCHW -> NHWC)")
+    cast = dtype_fits(dtype, other_dtype)
+    if cast is None:
+        raise BadInput(f"{text}: {name} is {dtype}, {other_name} {other_dtype}; they cannot hold the same values")
+    return Pair(name, other_name, permutation, cast, "given")
+
+
+def pair_outputs(reference: list[tuple[str, tuple, str]], other: list[tuple[str, tuple, str]], given: dict,
+                 other_label: str) -> tuple[list[Pair], list[str], list[str]]:
+    """The reference's outputs paired with `other`'s from the two signatures, before any model runs, as
+    pair_tensors pairs them: (the pairs, the reference's outputs `other` has none for, `other`'s outputs left
+    over, which are not compared). Where `other` gives fewer outputs, each of its outputs is paired with one of
+    the reference's (the rest are missing, and their rows FAIL); where that is not unique, BadInput."""
+    if len(other) >= len(reference):
+        pairs = pair_tensors(reference, other, given, "output", other_label)
+        used = {pair.other for pair in pairs}
+        return pairs, [], [name for name, _, _ in other if name not in used]
+    names = {name for name, _, _ in other}
+    backwards = {o: (r, _inverse(p)) for r, (o, p) in given.items() if o in names}
+    try:
+        found = pair_tensors(other, reference, backwards, "output", "the reference")
+    except BadInput as error:
+        raise BadInput(f"{other_label} gives {len(other)} output{'s' if len(other) > 1 else ''} and the reference "
+                       f"{len(reference)}: {error}") from None
+    pairs = [Pair(p.other, p.reference, _inverse(p.permutation), "", p.how) for p in found]
+    paired = {pair.reference for pair in pairs}
+    return ([next(p for p in pairs if p.reference == name) for name, _, _ in reference if name in paired],
+            [name for name, _, _ in reference if name not in paired], [])
+
+
+def _inverse(permutation: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    return tuple(int(axis) for axis in np.argsort(permutation)) if permutation else None
 
 
 def _candidates(shape, dtype, name, other) -> list[tuple]:
@@ -216,16 +263,19 @@ class PairedRunner:
     outputs paired with the reference's (by name, else by position and shape) and put back in their layout."""
 
     def __init__(self, runner, inputs: list[Pair], reference_outputs: dict[str, np.ndarray], given: dict,
-                 label: str) -> None:
+                 label: str, outputs: list[Pair] | None = None) -> None:
         self.runner, self.inputs, self.reference_outputs, self.given, self.label = \
             runner, inputs, reference_outputs, given, label
-        self.outputs: list[Pair] = []
+        self.paired_before = outputs  # the outputs' pairing from the signatures (None: left to the run's shapes)
+        self.outputs: list[Pair] = list(outputs or [])
 
     def __getattr__(self, name: str):
         return getattr(self.runner, name)
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         values = self.runner.predict({pair.other: pair.to_other(feeds[pair.reference]) for pair in self.inputs})
+        if self.paired_before is not None and all(pair.other in values for pair in self.paired_before):
+            return {pair.reference: pair.to_reference(values[pair.other]) for pair in self.paired_before}
         if set(values) == set(self.reference_outputs) and not self.given:
             self.outputs = [Pair(name, name, how="name") for name in self.reference_outputs]
             return values

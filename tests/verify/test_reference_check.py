@@ -187,6 +187,9 @@ def test_the_row_says_which_reference_and_why_when_the_float64_run_is_not_used(t
         def predict(self, feeds, precision, threads):
             return {"y": np.ones((2, 3), np.float32)}
 
+        def make_runner(self, precision="float32", threads=0):
+            return type("Runner", (), {"predict": lambda _, feeds: self.predict(feeds, precision, threads)})()
+
         def predict_float64(self, feeds, threads):
             check = ReferenceCheck("an evaluator", "a runtime", nodes=3,
                                    parted=NodeCheck("/lrn/LRN", "LRN", 996.0, "parted"))
