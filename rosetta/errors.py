@@ -102,6 +102,20 @@ def is_fault(error: BaseException) -> bool:
     return isinstance(error, (WorkerDied, EnvironmentFailed)) or bool(environment_cause(error))
 
 
+def vanished_folder(*folders) -> EnvironmentFailed | None:
+    """The machine's fault, naming the folder, where one of `folders` (a --work-dir, a folder of it) no longer
+    exists after a step in it failed: another process removed it mid-run. The step then fails on a missing
+    file, often one it does not name ("No such file or directory: ''"), which is not a converter's refusal of
+    the model (CANNOT) but the run's ERROR."""
+    import os
+
+    for folder in folders:
+        if not os.path.isdir(folder):
+            return EnvironmentFailed(f"the folder {folder} was removed during the run (by another process?); "
+                                     "rosetta works in it: keep it until the run ends")
+    return None
+
+
 def describe_os_error(error: OSError) -> str:
     """'No space left on device: out/r.json': the reason and the file, where the error names one (for
     shutil.copytree's error, which lists every file it could not copy, the first, and how many more)."""

@@ -18,7 +18,7 @@ from typing import Callable
 
 from rosetta.convert.onnx.from_torch import TorchSource
 from rosetta.convert.registry import chain_versions, get_conversion
-from rosetta.errors import EnvironmentFailed, RosettaError
+from rosetta.errors import EnvironmentFailed, RosettaError, vanished_folder
 from rosetta.execution import Job, execute, load_npz, runs_here, save_npz
 from rosetta.manifest import MANIFEST_NAME, Manifest, code_digest
 from rosetta.output import atomic_folder
@@ -208,21 +208,10 @@ class ArtifactStore:
         except EnvironmentFailed:
             raise
         except Exception as error:
-            vanished = self.vanished(folder)
+            vanished = vanished_folder(self.root, folder.parent)
             if vanished is None:
                 raise
             raise vanished from error
-
-    def vanished(self, folder: Path) -> EnvironmentFailed | None:
-        """The machine's fault, naming the folder, where the store's folder (a --work-dir) or `folder`'s parent
-        was removed while `folder` was being made (another process deleting it mid-run): a converter then fails
-        on a missing file, often one it does not name ("No such file or directory: ''"), which is not its
-        refusal of the model (CANNOT) but the run's ERROR."""
-        for path in (self.root, Path(folder).parent):
-            if not path.is_dir():
-                return EnvironmentFailed(f"the folder {path} was removed during the run (by another process?); "
-                                         "rosetta converts into it: keep it until the run ends")
-        return None
 
     def _get_from(self, folder: Path, key: str, make_source, chain: tuple[str, ...], options: dict | None,
                   tag: str) -> Path:
@@ -243,7 +232,7 @@ class ArtifactStore:
                 run_conversion(source, step, folder, options, force=changed,
                                history=chain[: len(chain) - len(step)])
             except Exception as error:
-                vanished = self.vanished(folder)  # checked now: a later cell may make the folder again
+                vanished = vanished_folder(self.root, folder.parent)  # now: a later cell may make it again
                 self.failures[folder] = vanished or error
                 if vanished is not None:
                     raise vanished from error

@@ -410,7 +410,7 @@ def case_job(argument: dict) -> dict:
     "target": name, "work": folder for the converted artifact (removed after)}."""
     from rosetta.convert.runs import run_converted
     from rosetta.convert.targets import get_target
-    from rosetta.errors import Unsupported, environment_cause, is_fault, one_line
+    from rosetta.errors import Unsupported, environment_cause, is_fault, one_line, vanished_folder
     from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
 
     case = Case(**{**argument["case"], "ops": tuple(argument["case"]["ops"]), "bound": tuple(argument["case"]["bound"])})
@@ -431,6 +431,7 @@ def case_job(argument: dict) -> dict:
         with np.load(folder / "inputs.npz") as inputs:
             outputs = run_converted(target.runner, artifact, {name: inputs[name] for name in inputs.files})
     except Exception as error:  # noqa: BLE001 - every failure is this cell's row
+        error = vanished_folder(argument["work"], folder) or error  # --work-dir removed mid-run: not a refusal
         fault = is_fault(error)  # a crash, a hang, the machine out of memory or disk: never a refusal
         result.verdict = CANNOT if isinstance(error, Unsupported) and not fault else failure_verdict(stage, fault)
         message = environment_cause(error) or one_line(error)

@@ -47,10 +47,11 @@ def _build(folder: Path) -> None:
     (folder / "cycle.onnx").write_bytes(model.SerializeToString())
     (folder / "empty.onnx").write_bytes(b"")
     text = helper.make_tensor_value_info("s", TensorProto.STRING, ["N", 4])
-    _save(folder / "string-in.onnx", [helper.make_node("Identity", ["s"], ["t"]), helper.make_node("Relu", ["x"], ["y"])],
-          [text, batched], [tensor("y", ["N", 4]), helper.make_tensor_value_info("t", TensorProto.STRING, ["N", 4])])
-    _save(folder / "string-out.onnx", [helper.make_node("Cast", ["x"], ["s"], to=TensorProto.STRING),
-                                       helper.make_node("Relu", ["x"], ["y"])], [batched], [tensor("y", ["N", 4]), text])
+    relu = helper.make_node("Relu", ["x"], ["y"])
+    _save(folder / "string-in.onnx", [helper.make_node("Identity", ["s"], ["t"]), relu], [text, batched],
+          [tensor("y", ["N", 4]), helper.make_tensor_value_info("t", TensorProto.STRING, ["N", 4])])
+    _save(folder / "string-out.onnx", [helper.make_node("Cast", ["x"], ["s"], to=TensorProto.STRING), relu],
+          [batched], [tensor("y", ["N", 4]), text])
 
 
 @pytest.fixture(scope="session")

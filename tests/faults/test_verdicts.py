@@ -107,7 +107,7 @@ def test_a_work_folder_removed_mid_run_is_error_naming_it_not_the_exporters_cann
     assert code == 3 and err == "", err
     assert _rows(tmp_path / "r.json")["onnxruntime"] == (
         "ERROR", f"conversion failed: the folder {work} was removed during the run (by another process?); rosetta "
-                 "converts into it: keep it until the run ends")
+                 "works in it: keep it until the run ends")
 
 
 LIMITED_MEMORY = """
