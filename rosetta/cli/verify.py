@@ -60,10 +60,11 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                                                       "against its manifest's sha256 before reuse (default: a "
                                                       "temporary folder)")
     verify.add_argument("--device", choices=("cpu", "cuda"), default=None,
-                        help="where the converted models run (with --model; default: cpu); the reference runs on "
-                             "the CPU, so cuda checks a GPU run (TF32 off, cuDNN's algorithms) against it; a "
-                             "framework that sees no GPU is a CANNOT row, never a CPU run; each row records the "
-                             "device its framework reports")
+                        help="where the converted models (with --model) or the compared model files run "
+                             "(default: cpu); the reference runs on the CPU, so cuda checks a GPU run (TF32 off, "
+                             "cuDNN's algorithms) against it; a framework that sees no GPU, or reports another "
+                             "device, is a CANNOT row, never a CPU run; each row records the device its framework "
+                             "reports")
     add_locate_options(verify)
     verify.add_argument("--json", metavar="FILE", type=Path, help="write the results as JSON")
     verify.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -104,7 +105,7 @@ def run(args) -> int:
         report = api.verify(args.paths[0], args.paths[1:], inputs=args.input, inputs_file=args.inputs,
                             load_outputs=args.load_outputs, save_inputs=args.save_inputs,
                             save_outputs=args.save_outputs, trust_code=args.trust_code, batch=args.batch,
-                            pair=args.pair, layer_map=args.layer_map,
+                            pair=args.pair, layer_map=args.layer_map, device=args.device or "cpu",
                             seed=(args.seed or [0])[0], threads=args.threads, **_shared(args))
     else:
         refuse_unused(args, MODEL_FILES_ONLY, "needs model files: rosetta verify MODEL [MODEL ...]")

@@ -42,13 +42,14 @@ register_target = TARGETS.register
 
 
 def load_verify_runner(framework: str, folder: Path, threads: int = 0, trust_code: bool = False,
-                       precision: str = "float32"):
+                       precision: str = "float32", device: str = "cpu"):
     """The runner for an artifact as verification runs it: with the verify options of the targets its framework
     runs (ONNX Runtime with its optimiser off, see there), and trust_code where the framework reads code;
     `precision` float64 for a reference run in float64 (sources.model.FLOAT64_FORMATS)."""
     from rosetta.frameworks import load_runner, reads_code
 
-    options = {"threads": threads, **({"precision": precision} if precision != "float32" else {})}
+    options = {"threads": threads, **({"precision": precision} if precision != "float32" else {}),
+               **({"device": device} if device != "cpu" else {})}
     options.update(next((dict(t.verify_options) for t in TARGETS if t.runner == framework), {}))
     if reads_code(framework):
         options["trust_code"] = trust_code

@@ -35,6 +35,7 @@ class Converted:
     # and the --pair options its outputs are paired with; None: rosetta's own conversion, fed as it is
     pairing: dict | None = None
     given_pairs: dict = field(default_factory=dict)
+    device: str = "cpu"  # where it runs when verified ("cuda": on the GPU, or a CANNOT row; never the CPU)
 
 
 def parse_user_targets(text: str, route: str = "onnx") -> list[tuple[str, Target]]:

@@ -91,7 +91,7 @@ def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: T
 
     def load():
         runner = load_verify_runner(runner_for_format(Manifest.read(folder).format), folder, cell.threads,
-                                    cell.trust_code)
+                                    cell.trust_code, device=cell.device)
         if cell.pairing is None:  # rosetta's own conversion: its outputs in the reference's order
             return runner
         from rosetta.verify.pairing import PairedRunner, Pairing
@@ -105,7 +105,7 @@ def run_artifact_cell(cell: ArtifactCell, reference: ReferenceOutputs, policy: T
     reference64 = reference.float64 if reference.float64 is not None and policy.float64_reference else \
         reference.float32
     result = check_artifact(result, folder, load, reference.feeds, reference.float32, reference64, policy,
-                            by_position=cell.pairing is None, second=reference.second)
+                            by_position=cell.pairing is None, second=reference.second, device=cell.device)
     if paired and paired[0].outputs:
         result.pairing = paired[0].pairing.to_json()
     notes = [f"note: {note}" for note in reference.notes() if note.split(":")[0] not in result.reason]  # not twice

@@ -24,7 +24,7 @@ from rosetta.models import get_model
 from rosetta.models.inputs import generate_inputs
 from rosetta.verify.compare import compare_outputs
 from rosetta.verify.lint import artifact_problems
-from rosetta.verify.results import ERROR, FAIL, VerifyResult, failed_at
+from rosetta.verify.results import CANNOT, ERROR, FAIL, VerifyResult, failed_at
 from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE, TolerancePolicy
 
 DEFAULT_BATCH = 8
@@ -106,21 +106,23 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
                          multiple=FLOAT32_ONLY_MULTIPLE if cell.tolerance.calibrated else cell.tolerance.multiple)
         result.tolerance = policy.to_json()
         return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float32, policy,
-                              second=reference.second)
+                              second=reference.second, device=cell.device)
     from rosetta.frameworks.reference_check import fully_checked
 
     policy = replace(cell.tolerance, float64_checked=fully_checked(reference.check))
     result.tolerance = policy.to_json()
     return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float64, policy,
-                          second=reference.second)
+                          second=reference.second, device=cell.device)
 
 
 def check_artifact(result: VerifyResult, folder: Path, load, feeds: dict, reference32: dict, reference64: dict,
-                   policy: TolerancePolicy, by_position: bool = False, second: dict | None = None) -> VerifyResult:
+                   policy: TolerancePolicy, by_position: bool = False, second: dict | None = None,
+                   device: str = "cpu") -> VerifyResult:
     """Load the artifact in `folder` (`load()` returns its runner), run it on `feeds` and compare it with the
     reference outputs, into `result`; a failing stage is an ERROR row with its reason. `by_position`: outputs
     named otherwise than the reference's are matched in order (a user's model through another converter);
-    `second`: the reference's outputs on a second batch (compare.uninformative)."""
+    `second`: the reference's outputs on a second batch (compare.uninformative); `device`: where it was asked to
+    run: a framework that reports another device ran it elsewhere, and that row is a CANNOT, never a CPU figure."""
     stage = "loading"
     try:
         start = time.perf_counter()
@@ -134,6 +136,10 @@ def check_artifact(result: VerifyResult, folder: Path, load, feeds: dict, refere
         result.framework_version, result.device = runner.running_version(), runner.device_used
     except Exception as error:  # a failing artifact is an ERROR row, never a crash or a missing row
         return failed_at(result, stage, error)
+    if not on_device(result.device, device):
+        result.verdict, result.reason = CANNOT, (f"--device {device}: {result.framework_version or 'its framework'} "
+                                                 f"ran it on {result.device or 'a device it does not report'}")
+        return result
     if by_position and set(outputs) != set(reference64) and len(outputs) == len(reference64):
         outputs = dict(zip(reference64, outputs.values()))
     result.outputs, result.verdict, result.reason = compare_outputs(outputs, reference32, reference64, policy, second)
@@ -144,6 +150,15 @@ def check_artifact(result: VerifyResult, folder: Path, load, feeds: dict, refere
         result.reason = "; ".join(filter(None, [result.reason, f"note: it changes its input{'s' if len(changed) > 1 else ''} "
                                                                f"{', '.join(changed)} in place (it was given a copy)"]))
     return result
+
+
+def on_device(reported: str, asked: str) -> bool:
+    """Whether a framework's own report of where it ran (torch "cuda:0", JAX "gpu:0", TensorFlow "GPU:0", ONNX
+    Runtime's providers, MXNet "gpu(0)") is the device asked for."""
+    if asked == "cpu":
+        return True
+    text = reported.lower()
+    return "cuda" in text or "gpu" in text
 
 
 def plan_cells(models: list[str], targets: list[str], route: str = "onnx", seeds=(0,), **fields) -> list[VerifyCell]:

@@ -164,7 +164,7 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
                  atol: Sequence[tuple[str, float]] = (), rtol: Sequence[tuple[str, float]] = (),
                  tolerance_multiple: float | None = None, max_memory: float | None = None, progress: bool = False,
                  executor=None, results_file: Path | None = None, locate: bool = False,
-                 pairs: Sequence[str] = (), layer_map: Path | None = None) -> VerifiedFiles:
+                 pairs: Sequence[str] = (), layer_map: Path | None = None, device: str = "cpu") -> VerifiedFiles:
     """Run the models at `paths` on the same inputs and compare paths[1:] with paths[0]'s outputs, or every
     one with the outputs in `load_outputs` (from an earlier `save_outputs`; then `inputs_file` is needed).
 
@@ -176,7 +176,10 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
     cannot be read is its row's ERROR; a path that names nothing readable is a RosettaError, before any work.
     `pairs`: --pair options (verify.pairing: how each model's inputs and outputs pair with the reference's where
     names, layouts or integer widths differ and the pairing is not unique). `locate`: where each failing model
-    first diverges, in the row's `locate` (_locate_files; `layer_map`: a --layer-map file pairing layers)."""
+    first diverges, in the row's `locate` (_locate_files; `layer_map`: a --layer-map file pairing layers).
+    `device`: where the compared models run ("cuda": each framework that sees a GPU runs its model there, and
+    records the device it reports; one that does not is a CANNOT row, never a CPU run); the reference runs on
+    the CPU."""
     from rosetta.execution import save_npz
     from rosetta.frameworks.base import check_feeds
     from rosetta.models.inputs import check_memory, generate_inputs
@@ -249,7 +252,8 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
                 itself=saved is None and (model is first or (bool(model.key) and model.key == first.key)))
             cells.append(ArtifactCell(label, str(name), folder, failure, failed_stage="reading", threads=threads,
                                       trust_code=trust_code, route=_route_of(folder), pairing=pairing,
-                                      given_pairs={k: [o, list(p) if p else None] for k, (o, p) in given.items()}))
+                                      given_pairs={k: [o, list(p) if p else None] for k, (o, p) in given.items()},
+                                      device=device))
         check_inputs_used(inputs, applied)
         # every question about the models answered: the work starts here, with the reference's own runs
         if saved is not None:

@@ -25,8 +25,42 @@ def test_a_gpu_the_framework_does_not_see_is_a_cannot_row(store, references, tar
     assert result.device == ""
 
 
-def test_device_is_for_reference_models(tmp_path):
-    assert main(["verify", str(tmp_path / "model.onnx"), "--device", "cuda"]) == 2
+@pytest.mark.skipif(torch_has_cuda(), reason="checks the refusal on a machine without a GPU")
+def test_model_files_compared_on_a_gpu_no_framework_sees_are_cannot_rows_never_cpu_runs(tmp_path):
+    """--device cuda with model files was silently ignored: a PASS computed on the CPU. Each compared model (an
+    ONNX file in ONNX Runtime, a PyTorch factory run as its export, an in-memory module) is a CANNOT row."""
+    import json
+
+    import numpy as np
+    import torch
+
+    import rosetta
+    from tests.verify.test_pairing_before_the_work import onnx_model
+
+    model = onnx_model(tmp_path / "m.onnx", {"y": ("Identity", ["N", 4])})
+    (tmp_path / "nets.py").write_text("import torch\n\ndef build():\n    torch.manual_seed(0)\n"
+                                      "    return torch.nn.Linear(6, 4)\n")
+    for argv in ([model, model], [f"{tmp_path / 'nets.py'}:build"] * 2 + ["--trust-code", "--input", "x:Nx6:float32"]):
+        for device, verdict in (("cuda", "CANNOT"), ("cpu", "PASS")):
+            assert main(["verify", *map(str, argv), "--device", device, "--no-progress", "--json",
+                         str(tmp_path / "r.json")]) == 0
+            row = json.loads((tmp_path / "r.json").read_text())["results"][0]
+            assert row["verdict"] == verdict and (device == "cpu") == (row["device"] in ("cpu", "CPUExecutionProvider")), row
+            if device == "cuda":
+                assert row["reason"].startswith("loading failed: --device cuda: ") and row["outputs"] == [], row
+    torch.manual_seed(0)
+    net = torch.nn.Linear(6, 4)
+    report = rosetta.verify(net, net, inputs={"x": np.ones((2, 6), np.float32)}, device="cuda")
+    assert [row.verdict for row in report.rows] == ["CANNOT"] and "--device cuda" in report.rows[0].reason
+
+
+def test_a_run_on_another_device_than_asked_is_a_cannot_row():
+    from rosetta.verify.cells import on_device
+
+    assert on_device("cuda:0", "cuda") and on_device("gpu:0", "cuda") and on_device("GPU:0 (tensorflow)", "cuda")
+    assert on_device("CUDAExecutionProvider, CPUExecutionProvider", "cuda") and on_device("gpu(0)", "cuda")
+    assert not on_device("cpu", "cuda") and not on_device("CPUExecutionProvider", "cuda") and not on_device("", "cuda")
+    assert on_device("cpu", "cpu")
 
 
 @pytest.mark.gpu
