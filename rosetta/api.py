@@ -18,8 +18,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import numbers
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,11 @@ __all__ = ["verify", "convert", "bench", "models", "environment", "Report", "Row
 
 LOG = logging.getLogger("rosetta")
 Row = VerifyResult  # one (model, route, target, check) row: every figure the table shows, and its reason
+# what verify's and convert's **options take (their docstrings say each)
+_VERIFY_OPTIONS = ("pair", "layer_map", "save_inputs", "save_outputs", "load_outputs", "inputs_file", "max_memory",
+                   "work_dir", "opset", "exporter", "training", "precision", "train_batch", "seeds", "address",
+                   "results_file")
+_CONVERT_OPTIONS = ("max_memory", "opset", "exporter", "training", "results_file", "address")
 # how bad a verdict is, for a report's overall verdict: the worst row's
 _SEVERITY = {FAIL: 5, ERROR: 4, INCONCLUSIVE: 3, CANNOT: 2, PASS: 1, "converted": 1}
 
@@ -229,6 +235,145 @@ class BenchReport:
 
 
 # ---- what the functions take ------------------------------------------------------------------------------------
+def _whole(minimum: int) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum
+
+
+def _positive(value) -> bool:
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+            and value > 0)
+
+
+def _flag(value) -> bool:
+    return isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"))
+
+
+def _text(value) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _names(value) -> bool:
+    return _text(value) or (isinstance(value, (list, tuple)) and bool(value) and all(_text(v) for v in value))
+
+
+def _path_like(value) -> bool:
+    return isinstance(value, os.PathLike) or _text(value)
+
+
+# every parameter of the public functions (and of verify's and convert's **options) with a kind of its own: what
+# it takes, as a check and as the words of the BadInput that refuses anything else. inputs, tolerance, atol, rtol
+# and pair are read by their own readers (_inputs, _tolerance, _pair_texts), which refuse in the same words.
+_WHOLE_1, _WHOLE_0 = (_whole(1), "a whole number, 1 or more"), (_whole(0), "a whole number, 0 or more")
+_FLAG = (_flag, "True or False")
+_TEXT = (_text, "a non-empty string")
+
+
+def _names_of(what: str) -> tuple[Callable[[Any], bool], str]:
+    return _names, f"{what} names: one, several comma-separated ('a,b'), 'all', or a list of them"
+
+
+_PATH = (_path_like, "a path (a string or os.PathLike)")
+_TAKES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    **dict.fromkeys(("batch", "steps", "epochs", "rounds", "workers", "train_batch", "opset"), _WHOLE_1),
+    "jobs": (_whole(1), "a whole number of jobs at a time, 1 or more"),
+    "seed": (_whole(0), "a whole number, 0 or more (the inputs' and weights' random seed)"),
+    "seeds": (lambda v: isinstance(v, (list, tuple)) and bool(v) and all(_whole(0)(s) for s in v),
+              "a list of whole numbers, 0 or more"),
+    "train_steps": _WHOLE_0,
+    "threads": (_whole(0), "a whole number of threads, 0 or more (0: each framework's default)"),
+    "timeout": (_positive, "a positive number of seconds"),
+    "max_memory": (_positive, "a positive number of GiB"),
+    **dict.fromkeys(("locate", "trust_code", "progress", "verbose", "verify", "force", "overhead", "channels_last",
+                     "compile", "eager", "cuda_graphs", "resident_data", "resume"), _FLAG),
+    **dict.fromkeys(("via", "device", "executor", "baseline", "precision", "address", "command", "suite", "route",
+                     "text"), _TEXT),
+    "exporter": (lambda v: v in ("torchscript", "dynamo"), "'torchscript' or 'dynamo' (torch.onnx's exporters)"),
+    "training": (lambda v: v in ("eval", "preserve", "train"), "the export mode, 'eval', 'preserve' or 'train'"),
+    **dict.fromkeys(("to", "targets"), _names_of("target")), "workloads": _names_of("workload"),
+    "modes": _names_of("mode"), "ops": _names_of("ONNX operator"), "cases": _names_of("test case"),
+    **dict.fromkeys(("output_dir", "data", "work_dir", "plot_dir", "results_file", "report_dir", "write_expectations",
+                     "save_inputs", "save_outputs", "load_outputs", "inputs_file", "layer_map"), _PATH),
+    "check": (lambda v: _flag(v) or _path_like(v), "True (the committed expectations), False, or a path"),
+}
+
+
+def _shown(value) -> str:
+    """A value as a message quotes it, on one line and short (an array by its shape and dtype)."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"a {type(value).__name__} of shape {tuple(value.shape)} and dtype {value.dtype}"
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_parameters(function: Callable, given: dict, options: Sequence[str] = ()) -> None:
+    """BadInput, before any work, for the first of `function`'s parameters (`given`: its locals on entry, with
+    **options among them) whose value is not what it takes, naming the parameter and what it takes; None passes
+    where it is the default (and for an option). Options not among `options` are refused with the choices."""
+    import inspect
+
+    parameters = inspect.signature(function).parameters
+    values = dict(given)
+    extra = values.pop("options", None) or {}
+    unknown = sorted(set(extra) - set(options))
+    if unknown:
+        raise BadInput(f"unknown option(s) {', '.join(unknown)}; {function.__name__} takes "
+                       f"{', '.join(sorted(options)) or 'none'} besides its named parameters; see help({function.__name__})")
+    for name, value in [*values.items(), *extra.items()]:
+        if name not in _TAKES or (value is None and (name in extra or parameters[name].default is None)):
+            continue
+        check, takes = _TAKES[name]
+        if not check(value):
+            raise BadInput(f"{name}: {takes}; got {_shown(value)}")
+
+
+def _check_models(models: Sequence) -> None:
+    """Refuse, before any work, a model that is neither a path nor an object rosetta reads, and an in-memory
+    torch module whose weights are not loaded (on the meta device)."""
+    from rosetta.sources.memory import check_not_on_meta, kind_of, label_of
+
+    for model in models:
+        if not isinstance(model, (str, os.PathLike)) and kind_of(model) == "torch":
+            check_not_on_meta(model, label_of(model))
+
+
+def _joined(names: str | Sequence[str] | None) -> str | None:
+    """Names as the command line takes them: "a,b" (a list joined)."""
+    return names if names is None or isinstance(names, str) else ",".join(names)
+
+
+def _array(name: str, value):
+    """One input the caller gave as an array (numpy, or anything numpy reads: a torch tensor, a nested list)."""
+    import numpy as np
+
+    from rosetta.errors import one_line
+
+    try:
+        if hasattr(value, "detach"):  # a torch tensor, perhaps on a GPU or requiring grad
+            value = value.detach().cpu()
+        array = np.asarray(value)
+    except Exception as error:  # noqa: BLE001 - whatever numpy makes of something that is not an array
+        raise BadInput(f"inputs: {name}: not an array ({one_line(error)})") from None
+    if array.dtype.kind not in "biuf":
+        raise BadInput(f"inputs: {name}: an array of numbers or booleans; got dtype {array.dtype}")
+    return array
+
+
+def _check_arrays_fit(arrays, max_memory: float | None) -> None:
+    """Refuse, before any work, arrays given in memory that do not fit in `max_memory` GiB (None: the default
+    share of the machine), as generated inputs of that size are refused (models.inputs.check_memory): the run
+    holds copies of them, and outputs of their size, beside the caller's."""
+    from rosetta.models.inputs import DEFAULT_MEMORY_SHARE, GIB, default_memory_limit, machine_memory, readable_size
+
+    named = arrays if isinstance(arrays, Mapping) else {f"input_{n}": a for n, a in enumerate(arrays)}
+    needed = sum(array.nbytes for array in named.values())
+    limit = default_memory_limit() if max_memory is None else max_memory
+    if needed > limit * GIB:
+        shapes = ", ".join(f"{name} {'x'.join(map(str, a.shape))} {a.dtype}" for name, a in named.items())
+        raise BadInput(f"inputs: the arrays given ({shapes}) take {readable_size(needed)}, more than the "
+                       f"{readable_size(limit * GIB)} allowed; give fewer rows, or raise max_memory= (GiB, default "
+                       f"{DEFAULT_MEMORY_SHARE:.0%} of this machine's {machine_memory() / GIB:.0f} GiB)")
+
+
 def _inputs(inputs) -> tuple[list, Any]:
     """(input specs, arrays): `inputs` as specs ("name:SHAPE:DTYPE[:LOW:HIGH]" strings or TensorSpecs) or as
     arrays (a dict by name, or a sequence in the model's input order); the specs of arrays are read off them."""
@@ -238,39 +383,56 @@ def _inputs(inputs) -> tuple[list, Any]:
     from rosetta.sources.memory import specs_from_arrays
     from rosetta.sources.signature import parse_input_option
 
+    takes = ("arrays (a dict by input name, or a list in the model's input order) or specs ('name:SHAPE:DTYPE', "
+             "e.g. 'image:Nx3x32x32:float32')")
     if inputs is None:
         return [], None
     if isinstance(inputs, Mapping):
-        arrays = {str(name): np.asarray(value) for name, value in inputs.items()}
+        if not all(isinstance(name, str) and name for name in inputs):
+            raise BadInput(f"inputs: a dict of arrays by input name (non-empty strings); got the keys "
+                           f"{_shown(list(inputs))}")
+        arrays = {name: _array(name, value) for name, value in inputs.items()}
         return specs_from_arrays(arrays), arrays
     if isinstance(inputs, (str, TensorSpec)) or hasattr(inputs, "shape"):
         inputs = [inputs]
+    if not isinstance(inputs, (list, tuple)):
+        raise BadInput(f"inputs: {takes}; got {_shown(inputs)}")
     items = list(inputs)
     if all(isinstance(item, (str, TensorSpec)) for item in items):
         return [parse_input_option(item) if isinstance(item, str) else item for item in items], None
     if all(hasattr(item, "shape") for item in items):
-        arrays = [np.asarray(item) for item in items]
+        arrays = [_array(f"input_{n}", item) for n, item in enumerate(items)]
         return specs_from_arrays({f"input_{n}": a for n, a in enumerate(arrays)}), arrays
-    raise BadInput("inputs: give arrays (a dict by input name, or a list in the model's input order) or specs "
-                   "('name:SHAPE:DTYPE', e.g. 'image:Nx3x32x32:float32'), not a mix")
+    raise BadInput(f"inputs: {takes}, not a mix nor anything else; got {_shown(inputs)}")
 
 
 def _tolerance(tolerance, atol=None, rtol=None) -> tuple[list, list, float | None]:
     """(atol pairs, rtol pairs, multiple) as the command line's --atol/--rtol/--tolerance-multiple give them:
     `tolerance` a number (the multiple of the noise floor) or {"atol": ..., "rtol": ...}; atol/rtol a number
     for every output or {output: number}."""
+    def bound(value) -> bool:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 <= value < math.inf
+
     if isinstance(tolerance, Mapping):
+        unknown = sorted(map(str, set(tolerance) - {"atol", "rtol", "multiple"}))
+        if unknown:
+            raise BadInput(f"tolerance: a number, or a dict of 'atol', 'rtol', 'multiple'; got the key(s) "
+                           f"{', '.join(unknown)}")
         atol, rtol = tolerance.get("atol", atol), tolerance.get("rtol", rtol)
         tolerance = tolerance.get("multiple")
     pairs = []
-    for given in (atol, rtol):
+    for label, given in (("atol", atol), ("rtol", rtol)):
         if given is None:
             pairs.append([])
-        elif isinstance(given, Mapping):
-            pairs.append([(str(name), float(value)) for name, value in given.items()])
-        else:
+        elif isinstance(given, Mapping) and all(isinstance(k, str) and bound(v) for k, v in given.items()):
+            pairs.append([(name, float(value)) for name, value in given.items()])
+        elif bound(given):
             pairs.append([("", float(given))])
-    if tolerance is not None and (not isinstance(tolerance, (int, float)) or not 0 <= tolerance < math.inf):
+        else:
+            raise BadInput(f"{label}: a number (0 or more, finite) for every output, or {{output name: number}} "
+                           f"(the name '' for every other output); "
+                           f"got {_shown(given)}")
+    if tolerance is not None and not bound(tolerance):
         raise BadInput(f"tolerance: a multiple of the noise floor (0 or more), or {{'atol': ..., 'rtol': ...}}; "
                        f"got {tolerance!r}")
     return pairs[0], pairs[1], None if tolerance is None else float(tolerance)
@@ -291,8 +453,8 @@ def _run_settings(timeout: float | None, verbose: bool):
 
     with entries_restored(os.environ, ("ROSETTA_WORKER_TIMEOUT", "TF_CPP_MIN_LOG_LEVEL")):
         if timeout is not None:
-            if not timeout > 0:
-                raise BadInput(f"timeout: a positive number of seconds; got {timeout!r}")
+            if not _positive(timeout):
+                raise BadInput(f"timeout: a positive number of seconds; got {_shown(timeout)}")
             os.environ["ROSETTA_WORKER_TIMEOUT"] = str(timeout)
         if not verbose:
             os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -331,6 +493,7 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
         (a file pairing layers for locate), save_inputs, save_outputs, load_outputs, inputs_file (paths),
         max_memory (GiB), work_dir, opset, exporter, training, precision, train_batch, seeds, address (Ray).
     Returns a Report; raises rosetta.RosettaError (one line) for bad input, before any work."""
+    _check_parameters(verify, locals(), _VERIFY_OPTIONS)
     atol_pairs, rtol_pairs, multiple = _tolerance(tolerance, atol, rtol)
     export = {key: options.pop(key) for key in ("opset", "exporter", "training") if key in options}
     address = options.pop("address", None)
@@ -339,39 +502,42 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
         if names is not None:
             from rosetta.verify.matrix import verify_reference_models
 
+            given = {key: options.pop(key) for key in ("work_dir", "seeds", "train_batch", "precision", "max_memory",
+                                                         "results_file") if key in options}
+            _refuse_unused(options, "verify of reference models")
             done = verify_reference_models(
-                names, targets or "onnxruntime", via, work_dir=options.pop("work_dir", None), progress=progress,
-                seeds=options.pop("seeds", [seed]), batch=batch, threads=threads, device=device, atol=atol_pairs,
+                names, _joined(targets) or "onnxruntime", via, work_dir=given.get("work_dir"), progress=progress,
+                seeds=given.get("seeds", [seed]), batch=batch, threads=threads, device=device, atol=atol_pairs,
                 rtol=rtol_pairs,
                 tolerance_multiple=multiple, export=export, train_steps=train_steps or None,
-                train_batch=options.pop("train_batch", 4), locate=locate, precision=options.pop("precision", "float32"),
-                max_memory=options.pop("max_memory", None), results_file=options.pop("results_file", None),
+                train_batch=given.get("train_batch", 4), locate=locate, precision=given.get("precision", "float32"),
+                max_memory=given.get("max_memory"), results_file=given.get("results_file"),
                 executor=_executor(executor, jobs, address))
-            _refuse_unused(options)
             where = "" if device == "cpu" else f", targets on {device}"
             return Report(done.results, f"rosetta verify ({done.policy.describe()}{where})",
                           {"tolerance": done.policy.to_json(), "device": device})
-        if targets is not None or train_steps or device != "cpu":
-            raise BadInput("targets=, train_steps= and device= are for reference models (verify('cnn', "
+        if targets is not None or train_steps:
+            raise BadInput("targets= and train_steps= are for reference models (verify('cnn', "
                            "targets='keras')); give a candidate model to compare with the reference instead")
         from rosetta.verify.files import verify_files
 
         specs, arrays = _inputs(inputs)
+        files = {key: _path(options.pop(key, None)) for key in ("inputs_file", "load_outputs", "save_inputs",
+                                                                "save_outputs", "results_file", "layer_map")}
+        max_memory, pairs = options.pop("max_memory", None), _pair_texts(options.pop("pair", None))
+        _refuse_unused({**export, **options}, "verify of two or more models")
+        if arrays is not None:
+            _check_arrays_fit(arrays, max_memory)
         candidates = [] if candidate is None else list(candidate) if isinstance(candidate, (list, tuple)) else [candidate]
-        done = verify_files([reference, *candidates], inputs=specs, feeds=arrays,
-                            inputs_file=_path(options.pop("inputs_file", None)),
-                            load_outputs=_path(options.pop("load_outputs", None)),
-                            save_inputs=_path(options.pop("save_inputs", None)),
-                            save_outputs=_path(options.pop("save_outputs", None)), trust_code=trust_code,
+        _check_models([reference, *candidates])
+        done = verify_files([reference, *candidates], inputs=specs, feeds=arrays, trust_code=trust_code,
                             batch=batch, seed=seed, threads=threads, atol=atol_pairs, rtol=rtol_pairs,
-                            tolerance_multiple=multiple, max_memory=options.pop("max_memory", None),
-                            progress=progress, executor=_executor(executor, jobs, address),
-                            results_file=_path(options.pop("results_file", None)), locate=locate,
-                            pairs=_pair_texts(options.pop("pair", None)),
-                            layer_map=_path(options.pop("layer_map", None)))
-        _refuse_unused(options)
-    return Report(done.results, f"rosetta verify: against {done.reference} ({done.policy.describe()})",
-                  {"reference": done.reference, "tolerance": done.policy.to_json()},
+                            tolerance_multiple=multiple, max_memory=max_memory, progress=progress,
+                            executor=_executor(executor, jobs, address), locate=locate, pairs=pairs,
+                            device=device, **files)
+    where = "" if device == "cpu" else f", compared models on {device}"
+    return Report(done.results, f"rosetta verify: against {done.reference} ({done.policy.describe()}{where})",
+                  {"reference": done.reference, "tolerance": done.policy.to_json(), "device": device},
                   {"reference": done.reference, "inputs": done.inputs, "outputs": done.outputs})
 
 
@@ -389,11 +555,13 @@ def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: st
     Returns a Conversion: {target: folder} and the Report (a target that cannot be converted is a CANNOT row)."""
     import tempfile
 
-    targets = to if isinstance(to, str) else ",".join(to)
-    output = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="rosetta-convert-"))
+    _check_parameters(convert, locals(), _CONVERT_OPTIONS)
+    targets = _joined(to)
     export = {key: options.pop(key) for key in ("opset", "exporter", "training") if key in options}
     address = options.pop("address", None)
     atol_pairs, rtol_pairs, multiple = _tolerance(tolerance, atol, rtol)
+    specs, _ = _inputs(inputs)
+    output = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="rosetta-convert-"))
     with _run_settings(timeout, verbose):
         names = _reference_model_names(model)
         if names is not None:
@@ -403,7 +571,7 @@ def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: st
 
             options.pop("max_memory", None)  # a reference model's size is known: nothing to bound
             results_file = _path(options.pop("results_file", None))
-            _refuse_unused(options)
+            _refuse_unused(options, "convert of a reference model")
             check_writable(results_file)
             manifest = convert_reference_model(names, targets, via, output, seed=seed, export=export, force=force)
             if results_file:
@@ -411,14 +579,15 @@ def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: st
             return Conversion({manifest.chain[-1]: output}, Report([], "rosetta convert"), output, asdict(manifest))
         from rosetta.verify.files import convert_and_verify_file
 
-        specs, _ = _inputs(inputs)
+        max_memory, results_file = options.pop("max_memory", None), _path(options.pop("results_file", None))
+        _refuse_unused(options, "convert")
+        _check_models([model])
         done = convert_and_verify_file(model, targets, via, output, force=force, export_options=export, inputs=specs,
                                        trust_code=trust_code, batch=batch, seed=seed, threads=threads,
                                        atol=atol_pairs, rtol=rtol_pairs, tolerance_multiple=multiple,
-                                       max_memory=options.pop("max_memory", None), verify=verify, progress=progress,
-                                       results_file=_path(options.pop("results_file", None)),
-                                       executor=_executor(executor, jobs, address), locate=locate)
-        _refuse_unused(options)
+                                       max_memory=max_memory, verify=verify, progress=progress,
+                                       results_file=results_file, executor=_executor(executor, jobs, address),
+                                       locate=locate)
     title = f"rosetta convert {done.model_label}" + (f" ({done.policy.describe()})" if verify else "")
     report = Report(done.results, title, {"model": done.model_file, "output": str(output),
                                           "tolerance": done.policy.to_json(), "verified": verify})
@@ -440,12 +609,13 @@ def bench(workloads: str | Sequence[str] = "all", targets: str | Sequence[str] =
     "amp-bf16"; channels_last, compile, eager, cuda_graphs, resident_data), `batch` (default: DLF's). Returns a
     BenchReport: its rows (bench.run.BenchResult), the --json payload, what the command prints, and with
     `plot_dir` one PNG chart per workload."""
+    _check_parameters(bench, locals())
     from rosetta import __version__
     from rosetta.bench.plan import bench_workloads
     from rosetta.report.plots import bench_chart
     from rosetta.report.tables import bench_lines, bench_table
 
-    joined = [value if isinstance(value, str) else ",".join(value) for value in (workloads, targets)]
+    joined = [_joined(workloads), _joined(targets)]
     speed = {"precision": precision, "channels_last": channels_last, "compile": compile, "eager": eager,
              "cuda_graphs": cuda_graphs, "resident_data": resident_data}
     runs_on = _executor(executor, jobs, address)
@@ -500,6 +670,7 @@ def conformance(targets: str = "all", suite: str = "node", *, modes: str | Seque
     or named `cases`; `results_file` rewritten as it goes (`resume` keeps its rows); `report_dir` gets
     conformance.md and the heat map; `check` (True: the committed expectations, or a file) compares every pair's
     verdict with the expected one, `write_expectations` writes them."""
+    _check_parameters(conformance, locals())
     import json
     import time
 
@@ -519,7 +690,7 @@ def conformance(targets: str = "all", suite: str = "node", *, modes: str | Seque
         except (OSError, ValueError) as error:
             raise BadInput(f"{flag} {path}: not a readable JSON file ({type(error).__name__})") from None
 
-    chosen_targets = parse_target_list(targets)
+    chosen_targets = parse_target_list(_joined(targets))
     suites = list(SUITES) if suite.strip() == "all" else [s.strip() for s in suite.split(",") if s.strip()]
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
@@ -649,6 +820,7 @@ def list_workloads() -> list[str]:
 
 def parse_input(text: str):
     """An input spec, "name:SHAPE:DTYPE[:LOW:HIGH]" (e.g. "image:Nx3x32x32:float32"), as a TensorSpec."""
+    _check_parameters(parse_input, locals())
     from rosetta.sources.signature import parse_input_option
 
     return parse_input_option(text)
@@ -689,6 +861,7 @@ def list_models() -> list[str]:
 
 def list_targets(route: str = "onnx") -> list[str]:
     """The targets a route reaches."""
+    _check_parameters(list_targets, locals())
     from rosetta.convert.targets import list_targets as registered
 
     return ["onnx"] + registered(route) if route == "onnx" else registered(route)
@@ -696,24 +869,34 @@ def list_targets(route: str = "onnx") -> list[str]:
 
 def _pair_texts(pair) -> list[str]:
     """pair= as --pair texts: {"image": "input_1"} or {"image": ("input_1", (0, 2, 3, 1))}, or "REF=OTHER[:P]"s."""
+    takes = ("pair: {reference name: other name} or {reference name: (other name, permutation)}, or "
+             "'REF=OTHER[:PERMUTATION]' strings")
     if pair is None:
         return []
     if isinstance(pair, Mapping):
         texts = []
         for reference, other in pair.items():
-            name, permutation = (other, None) if isinstance(other, str) else other
+            name, permutation = (other, None) if isinstance(other, str) else (
+                other if isinstance(other, (list, tuple)) and len(other) == 2 else (None, None))
+            if not (_text(reference) and _text(name) and (permutation is None or (
+                    isinstance(permutation, (list, tuple)) and all(_whole(0)(axis) for axis in permutation)))):
+                raise BadInput(f"{takes}; got {_shown({reference: other})}")
             texts.append(f"{reference}={name}" + (f":{','.join(map(str, permutation))}" if permutation else ""))
         return texts
-    return [pair] if isinstance(pair, str) else list(pair)
+    texts = [pair] if isinstance(pair, str) else list(pair) if isinstance(pair, (list, tuple)) else None
+    if texts is None or not all(_text(text) for text in texts):
+        raise BadInput(f"{takes}; got {_shown(pair)}")
+    return texts
 
 
 def _path(value) -> Path | None:
     return None if value is None else Path(value)
 
 
-def _refuse_unused(options: dict) -> None:
+def _refuse_unused(options: dict, what: str) -> None:
+    """Refuse, before any work, the options that this kind of run does not take."""
     if options:
-        raise BadInput(f"unknown option(s) {', '.join(sorted(options))}; see help(rosetta.verify)")
+        raise BadInput(f"option(s) {', '.join(sorted(options))}: not for a {what}; see help(rosetta.verify)")
 
 
 # the kinds a caller may catch, re-exported for `except rosetta.WorkerDied:` and the like
@@ -723,6 +906,6 @@ __all__ += ["EXPORT_DEFAULTS", "DEFAULT_TIMEOUT_S", "MODEL_FORMATS"]
 
 # `import rosetta.verify.files as files` looks `files` up on rosetta.verify, this function, then falls back to
 # sys.modules[f"{its __name__}.files"]: the qualified name makes that the subpackage's module (rosetta/__init__.py)
-for _function in (verify, convert, bench):
+for _function in (verify, convert, bench, models):
     _function.__name__ = f"rosetta.{_function.__name__}"
 

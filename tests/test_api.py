@@ -273,3 +273,123 @@ def test_a_hang_is_worker_timed_out_and_a_refusal_cannot_convert(tmp_path):
 def test_a_model_that_hangs_is_worker_timed_out(files):  # noqa: F811
     with pytest.raises(rosetta.WorkerTimedOut):
         rosetta.verify(str(files / "hang.keras"), str(files / "hang.keras"), trust_code=True, timeout=5)
+
+
+# ---- the API as documented --------------------------------------------------------------------------------------
+def documented_names() -> list[str]:
+    """Every `rosetta.NAME[.MORE]` the README and docs/api.md mention (not rosetta/paths/ nor file names)."""
+    text = README.read_text() + (README.parent / "docs" / "api.md").read_text()
+    found = re.findall(r"(?<![\w/.-])rosetta((?:\.[A-Za-z_]\w*)+)(?![\w/])", text)
+    return sorted({"rosetta" + name for name in found})
+
+
+def test_every_name_the_readme_and_docs_api_md_mention_exists():
+    import pkgutil
+
+    names = documented_names()
+    assert {"rosetta.conformance", "rosetta.models", "rosetta.environment", "rosetta.list_workloads",
+            "rosetta.parse_input", "rosetta.Listing", "rosetta.ConformanceRun"} <= set(names)
+    import rosetta.models.registry  # noqa: F401 - the subpackage of the same name, imported: the function stays
+    missing = [name for name in names if not hasattr(rosetta, name.split(".")[1])]
+    assert not missing, f"documented but not attributes of rosetta: {missing}"
+    for name in names:
+        pkgutil.resolve_name(name)  # AttributeError or ImportError where a dotted name names nothing
+    assert set(rosetta.__all__) <= set(dir(rosetta))
+    assert callable(rosetta.models) and callable(rosetta.conformance) and callable(rosetta.environment)
+
+
+def test_the_documented_listing_functions_work():
+    listing = rosetta.models()
+    assert isinstance(listing, rosetta.Listing)
+    assert [model["name"] for model in listing.to_json()["models"]] == rosetta.list_models()
+    assert rosetta.list_workloads() == ["cnn-train", "gru-train", "resnet50-features"]
+    spec = rosetta.parse_input("image:Nx3x32x32:float32")
+    assert (spec.name, spec.shape, spec.dtype) == ("image", (None, 3, 32, 32), "float32")
+    assert "onnxruntime" in rosetta.list_targets()
+    assert rosetta.ConformanceRun.__name__ == "ConformanceRun" and issubclass(rosetta.Unsupported, rosetta.RosettaError)
+
+
+def test_import_rosetta_stays_light():
+    """The public names are found lazily: `import rosetta` loads neither the API nor numpy."""
+    done = subprocess.run([sys.executable, "-c", "import sys, rosetta; rosetta.BadInput; "
+                           "print(sorted(m for m in sys.modules if m in ('rosetta.api', 'numpy', 'torch')))"],
+                          capture_output=True, text=True, timeout=60, cwd=README.parent)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+SPEC = ["image:Nx3x8x8:float32"]
+
+
+@pytest.mark.parametrize("call, names, takes", [
+    (lambda m: rosetta.verify(m, m, inputs=42), "inputs", "arrays"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, batch="8"), "batch", "whole number"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, batch=-1), "batch", "1 or more"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, batch=2.5), "batch", "whole number"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, seed="0,1"), "seed", "whole number"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, seed=-3), "seed", "0 or more"),
+    (lambda m: rosetta.convert(m, to=["onnx", 5], inputs=SPEC), "to", "target names"),
+    (lambda m: rosetta.convert(m, to=[], inputs=SPEC), "to", "target names"),
+    (lambda m: rosetta.convert(m, to="onnx", inputs=SPEC, force="yes"), "force", "True or False"),
+    (lambda m: rosetta.convert(m, to="onnx", inputs=SPEC, output_dir=3), "output_dir", "a path"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, atol="tiny"), "atol", "a number"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, rtol={"logits": -1}), "rtol", "a number"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, tolerance={"multiplier": 3}), "tolerance", "multiple"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, timeout="5"), "timeout", "seconds"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, threads=None), "threads", "whole number"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, jobs=0), "jobs", "1 or more"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, locate="no"), "locate", "True or False"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, pair=5), "pair", "REF=OTHER"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, pair={"image": ("image", "0,1")}), "pair", "permutation"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, max_memory="2"), "max_memory", "GiB"),
+    (lambda m: rosetta.verify(m, m, inputs={"image": ["a", "b"]}), "inputs: image", "numbers"),
+    (lambda m: rosetta.verify(m, m, inputs={3: np.zeros((2, 3, 8, 8), np.float32)}), "inputs", "by input name"),
+    (lambda m: rosetta.verify(m, [m, 42], inputs=SPEC), "builtins.int", "a torch.nn.Module"),
+    (lambda m: rosetta.verify("cnn", targets=["keras", None]), "targets", "target names"),
+    (lambda m: rosetta.verify("cnn", seeds=[0, "1"]), "seeds", "whole numbers"),
+    (lambda m: rosetta.verify("cnn", pair={"x": "y"}), "pair", "not for a verify of reference models"),
+    (lambda m: rosetta.verify(m, m, inputs=SPEC, seeds=[1]), "seeds", "not for a verify of two or more"),
+    (lambda m: rosetta.convert(m, to="onnx", inputs=SPEC, training=True), "training", "'eval', 'preserve'"),
+    (lambda m: rosetta.convert(m, to="onnx", inputs=SPEC, opset="17"), "opset", "whole number"),
+    (lambda m: rosetta.bench("cnn-train", workers=0), "workers", "1 or more"),
+    (lambda m: rosetta.bench(["cnn-train", 3]), "workloads", "workload names"),
+    (lambda m: rosetta.bench("cnn-train", steps="10"), "steps", "whole number"),
+    (lambda m: rosetta.conformance(suite=3), "suite", "string"),
+    (lambda m: rosetta.conformance(ops=[1]), "ops", "operator names"),
+    (lambda m: rosetta.conformance(resume=1.5), "resume", "True or False"),
+    (lambda m: rosetta.parse_input(3), "text", "string"),
+    (lambda m: rosetta.list_targets(None), "route", "string"),
+])
+def test_every_parameter_is_checked_with_bad_input_naming_it(call, names, takes, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(rosetta.BadInput) as raised:
+        call(small_net())
+    message = str(raised.value)
+    assert "\n" not in message and (message.startswith(names) or f" {names}" in message), message
+    assert takes in message, message
+    assert list(tmp_path.iterdir()) == []  # refused before any work
+
+
+def test_a_model_on_the_meta_device_is_bad_input():
+    with torch.device("meta"):
+        empty = small_net()
+    for call in (lambda: rosetta.verify(empty, small_net(), inputs=SPEC),
+                 lambda: rosetta.verify(small_net(), empty, inputs=SPEC),
+                 lambda: rosetta.convert(empty, "onnx", inputs=SPEC)):
+        with pytest.raises(rosetta.BadInput, match=r"on the meta device \(no values\): load its weights first"):
+            call()
+
+
+def test_arrays_given_in_memory_are_checked_against_max_memory(monkeypatch):
+    """As generated inputs are (models.inputs.check_memory): refused before any model is opened or run."""
+    import rosetta.sources.memory as memory
+
+    def opened(*args, **kwargs):
+        raise AssertionError("a model was opened before the memory check")
+
+    monkeypatch.setattr(memory, "open_object", opened)
+    arrays = {"image": np.zeros((64, 3, 8, 8), np.float32)}  # 48 KiB
+    with pytest.raises(rosetta.BadInput, match=r"^inputs: the arrays given \(image 64x3x8x8 float32\) take 48.0 KiB, "
+                                               r"more than the 4.0 KiB allowed; .*raise max_memory="):
+        rosetta.verify(small_net(), small_net(), inputs=arrays, max_memory=4 / 2**20)
+    with pytest.raises(rosetta.BadInput, match="more than the"):
+        rosetta.verify(small_net(), small_net(), inputs=list(arrays.values()), max_memory=4 / 2**20)
