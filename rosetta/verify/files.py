@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, Unsupported
 from rosetta.output import check_writable_file
 from rosetta.scratch import scratch_folder
 from rosetta.verify.tolerance import TolerancePolicy, policy_from_options
@@ -236,21 +236,24 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
                 model = first if path is paths[0] else _open_candidate(path, inputs, first, trust_code,
                                                                         Path(scratch), applied)
                 if model.folder is None:  # a torch module (a factory, an in-memory one): run as its export, on
-                    # the reference's inputs as it takes them (verify.pairing)
-                    own = pair_tensors(arrays_signature(feeds), [(s.name, s.shape, s.dtype) for s in model.inputs],
-                                       given, "input", str(name))
+                    # the reference's inputs as it takes them (verify.pairing; refused in one line, before any work)
+                    own = pairing_question(pair_tensors, arrays_signature(feeds),
+                                           [(s.name, s.shape, s.dtype) for s in model.inputs], given, "input", str(name))
                     module, model = model.module, as_artifact(model, {p.other: p.to_other(feeds[p.reference])
                                                                        for p in own}, Path(scratch))
                     modules[str(model.folder)] = module  # its layers, for --locate
-                failure, folder = "", str(model.folder)
-            except RosettaError as error:
-                failure, folder = f"reading failed: {error}", ""
+                failure, folder, refused = "", str(model.folder), False
+            except PairingRefused as refusal:
+                raise refusal.error from None
+            except RosettaError as error:  # a model rosetta does not take (Unsupported) is CANNOT, not ERROR
+                failure, folder, refused = f"reading failed: {error}", "", isinstance(error, Unsupported)
             # its inputs paired with the reference's (names, layouts, integer widths): refused here, before any
             # run, where no pairing or more than one fits
             pairing = None if not folder else pair_before_running(
                 arrays_signature(feeds), reference_outputs_signature, Manifest.read(Path(folder)), given, str(name),
                 itself=saved is None and (model is first or (bool(model.key) and model.key == first.key)))
-            cells.append(ArtifactCell(label, str(name), folder, failure, failed_stage="reading", threads=threads,
+            cells.append(ArtifactCell(label, str(name), folder, failure,
+                                      failed_stage="conversion" if refused else "reading", threads=threads,
                                       trust_code=trust_code, route=_route_of(folder), pairing=pairing,
                                       given_pairs={k: [o, list(p) if p else None] for k, (o, p) in given.items()},
                                       device=device))
@@ -271,6 +274,22 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
             _locate_files(first, cells, results, feeds, policy, Path(scratch) / "locate", modules=modules,
                           layer_map=layer_map)
     return VerifiedFiles(results, label, len(feeds), list(reference.float32), policy)
+
+
+class PairingRefused(Exception):
+    """A pairing question raised while a compared model is read: not that model's row, the whole run's refusal."""
+
+    def __init__(self, error: RosettaError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def pairing_question(pair, *args):
+    """`pair(*args)`, its refusal carried past the handler that makes a model's reading failure its row."""
+    try:
+        return pair(*args)
+    except RosettaError as error:
+        raise PairingRefused(error) from None
 
 
 def check_given_names(given: dict, inputs: list[str], outputs: list[str]) -> None:
