@@ -11,18 +11,23 @@ name, so any machine that mounts that folder can run any task.
 - `ray`: each task a Ray task with `num_cpus`/`memory` from the task, started as soon as the tasks it comes
   after are done. Exclusive tasks (benchmarks) run one at a time, so that no two are timed side by side on a
   node. `address` is a running cluster's ("ray://HEAD:10001" or "auto"); none starts a local Ray instance.
+  ray.init retries an address that does not answer for ever: rosetta first knocks (a TCP connection) and bounds
+  the connection by --timeout, else RAY_CONNECT_TIMEOUT_S, so a wrong address is a one-line error.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import os
 import queue
+import socket
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
 from rosetta.errors import RosettaError
-from rosetta.execution import INLINE, SLOT, Job, Outcome, execute
+from rosetta.execution import INLINE, SLOT, Job, Outcome, execute, timeout_seconds
 
 EXECUTORS = ("local", "ray")
 
@@ -180,12 +185,20 @@ class RayExecutor:
         except ImportError:
             raise RosettaError("--executor ray needs Ray: pip install 'dl-rosetta[ray]'") from None
         if not ray.is_initialized():
-            try:
+            def init():
                 ray.init(address=self.address, num_cpus=None if self.address else self.num_cpus,
                          include_dashboard=False, log_to_driver=False, configure_logging=False)
-            except Exception as error:  # noqa: BLE001 - a cluster that cannot be reached is the user's to fix
-                raise RosettaError(f"cannot start or reach Ray at {self.address or 'a local instance'}: "
-                                   f"{_message(error)}") from None
+
+            if self.address in (None, "local"):  # starts Ray's processes: from the main thread (see _within)
+                try:
+                    init()
+                except Exception as error:  # noqa: BLE001 - a Ray that cannot start is the user's to fix
+                    raise RosettaError(f"cannot start Ray: {_message(error)}") from None
+            else:
+                seconds = _connect_seconds()
+                if self.address != "auto":
+                    _knock(self.address, seconds)
+                _within(seconds, self.address, init)
             self._started = True
         return ray
 
@@ -215,6 +228,76 @@ class RayExecutor:
 
             ray.shutdown()
             self._started = False
+
+
+RAY_CONNECT_TIMEOUT_S = 30.0  # connecting to a cluster without --timeout: a head that answers at all does in seconds
+
+
+def _connect_seconds() -> float:
+    """How long connecting to a Ray cluster may take: --timeout (ROSETTA_WORKER_TIMEOUT) where given, else
+    RAY_CONNECT_TIMEOUT_S."""
+    return timeout_seconds() if os.environ.get("ROSETTA_WORKER_TIMEOUT", "").strip() else RAY_CONNECT_TIMEOUT_S
+
+
+def _knock(address: str, seconds: float) -> None:
+    """RosettaError unless something accepts a TCP connection at a Ray address (HOST:PORT, where ray.init
+    connects to it, or ray://HOST:PORT) within `seconds`; other schemes (anyscale://...) are left to Ray."""
+    if "://" in address and not address.startswith("ray://"):
+        return
+    target = address.removeprefix("ray://")
+    if target == address:
+        try:  # Ray connects to this machine's address, not the loopback, for localhost or 127.0.0.1
+            from ray._private.services import canonicalize_bootstrap_address
+
+            target = canonicalize_bootstrap_address(address) or address
+        except Exception:  # noqa: BLE001 - not an address Ray reads either: refused below
+            pass
+    host, _, port = target.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise RosettaError(f"cannot reach Ray at {address}: not an address (HOST:PORT, ray://HOST:PORT or auto)")
+    try:
+        socket.create_connection((host, int(port)), timeout=seconds).close()
+    except TimeoutError:
+        raise RosettaError(f"cannot reach Ray at {address}: no answer within {seconds:g} s") from None
+    except OSError as error:
+        raise RosettaError(f"cannot reach Ray at {address}: {(error.strerror or str(error)).lower()}") from None
+
+
+class _OffMainThread(logging.Filter):
+    """Drops Ray's warning that ray.init, run off the main thread (see _within), sets no SIGTERM handler."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "SIGTERM handler is not set" not in record.getMessage()
+
+
+def _within(seconds: float, address: str, connect: Callable[[], object]) -> None:
+    """`connect()` (ray.init to a running cluster) within `seconds`, else a one-line RosettaError. It runs in a
+    daemon thread, since Ray retries its connection in C++, where no signal reaches; a thread given up on stays
+    behind, blocked, and ends with the process. A Ctrl-C stops the wait. Never for a Ray that starts its own
+    processes: they are made to die with the thread that started them (PR_SET_PDEATHSIG), so with this one."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            connect()
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+            outcome["error"] = error
+
+    quiet = _OffMainThread()
+    logger = logging.getLogger("ray._private.worker")
+    logger.addFilter(quiet)
+    try:
+        thread = threading.Thread(target=run, name="rosetta-ray-init", daemon=True)
+        thread.start()
+        thread.join(seconds)
+    finally:
+        logger.removeFilter(quiet)
+    if thread.is_alive():
+        raise RosettaError(f"cannot reach Ray at {address}: no answer within {seconds:g} s (--timeout sets how "
+                           "long to wait)")
+    if "error" in outcome:  # a cluster that cannot be reached is the user's to fix
+        raise RosettaError(f"cannot reach Ray at {address}: {_message(outcome['error'])}")
 
 
 def _message(error: BaseException) -> str:

@@ -4,6 +4,8 @@ verdicts and errors; tasks that share an artifact come after the task that makes
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import pytest
 
@@ -110,3 +112,58 @@ def test_circular_tasks_and_unknown_executors_are_refused():
         get_executor("spark")
     with pytest.raises(RosettaError, match="--address is for --executor ray"):
         get_executor("local", "auto")
+
+
+def _rosetta_within(arguments: list[str], limit: float):
+    """`rosetta ARGUMENTS` in a process of its own: (exit status, stderr, seconds it took); a process still
+    running after `limit` seconds is killed and the test fails (ray.init used to retry for ever)."""
+    import subprocess
+    import sys
+    import time
+
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-m", "rosetta.cli", *arguments], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, stderr = process.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail(f"rosetta {' '.join(arguments)} still ran after {limit:g} s")
+    return process.returncode, stderr, time.monotonic() - started
+
+
+RAY_CELL = ["verify", "--model", "cnn", "--targets", "onnxruntime", "--no-progress", "--executor", "ray"]
+
+
+def test_a_ray_address_where_nothing_listens_is_a_one_line_error_at_once():
+    """Nothing listens at 127.0.0.1:1: a one-line error (exit 2) as soon as the connection is refused, from
+    the CLI and from the API (which raises it before any Ray call)."""
+    import time
+
+    import rosetta
+
+    status, stderr, _ = _rosetta_within(RAY_CELL + ["--address", "127.0.0.1:1"], limit=60)
+    assert (status, stderr) == (2, "rosetta: error: cannot reach Ray at 127.0.0.1:1: connection refused\n")
+    started = time.monotonic()
+    with pytest.raises(RosettaError, match=r"^cannot reach Ray at 127.0.0.1:1: connection refused$"):
+        rosetta.verify("cnn", executor="ray", address="127.0.0.1:1")
+    assert time.monotonic() - started < 10  # no retries: refused is an answer
+    with pytest.raises(RosettaError, match=r"^cannot reach Ray at ray://head: not an address \(HOST:PORT"):
+        rosetta.verify("cnn", executor="ray", address="ray://head")
+
+
+def test_a_ray_address_that_accepts_but_never_answers_is_a_one_line_error_within_the_timeout():
+    """A port that accepts connections and says nothing (not Ray): ray.init's retries are cut at --timeout,
+    and the error is the one line rosetta prints (Ray's own C++ warnings may precede it), exit 2."""
+    import socket
+
+    with socket.create_server(("", 0)) as silent:  # every interface: Ray connects to this machine's address
+        port = silent.getsockname()[1]
+        status, stderr, seconds = _rosetta_within(RAY_CELL + ["--address", f"127.0.0.1:{port}", "--timeout", "3"],
+                                                  limit=60)
+    ours = [line for line in stderr.splitlines() if line.startswith("rosetta")]
+    assert status == 2 and "Traceback" not in stderr
+    assert ours == [f"rosetta: error: cannot reach Ray at 127.0.0.1:{port}: no answer within 3 s (--timeout sets "
+                    "how long to wait)"]
+    assert seconds < 3 + 15  # the deadline, plus starting Python and planning the cell on a loaded machine
