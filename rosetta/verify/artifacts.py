@@ -47,7 +47,7 @@ class ReferenceOutputs:
         (verify.compare, TolerancePolicy.run_to_run)."""
         from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
 
-        spread = tuple((name, value) for name, value in self.about.get("run_to_run", {}).items() if value)
+        spread = tuple(self.spread().items())
         if self.float64 is not None and not spread:
             from rosetta.frameworks.reference_check import fully_checked
 
@@ -59,13 +59,26 @@ class ReferenceOutputs:
         return TolerancePolicy(multiple, policy.atol, policy.rtol, policy.per_output, float64_reference=False,
                                float64_doubt=doubt, run_to_run=spread)
 
+    def spread(self) -> dict[str, float]:
+        """The outputs on which the reference is not deterministic, with their run-to-run difference: more than
+        one float32 ulp at the output's scale (a difference under float32's resolution there, a reduction summed
+        in another order, cannot inflate the floor by more than an ulp; it stays in `about` as measured)."""
+        from rosetta.verify.tolerance import FLOAT32_EPS
+
+        def scale(name: str) -> float:
+            value = np.asarray(self.float32.get(name, 0.0))
+            return float(np.max(np.abs(value))) if value.size and value.dtype.kind in "fc" else 0.0
+
+        return {name: value for name, value in self.about.get("run_to_run", {}).items()
+                if value > FLOAT32_EPS * scale(name)}
+
     def notes(self) -> list[str]:
         """What every row compared with this reference says of it: inputs it changes, runs that differ."""
         notes = []
         if self.about.get("changes_inputs"):
             notes.append(f"the reference changes its input{'s' if len(self.about['changes_inputs']) > 1 else ''} "
                          f"{', '.join(self.about['changes_inputs'])} in place (every run was given its own copy)")
-        spread = {name: value for name, value in self.about.get("run_to_run", {}).items() if value}
+        spread = self.spread()
         if spread:
             notes.append("the reference is not deterministic: two runs on the same inputs differ by "
                          + ", ".join(f"{value:.3g} ({name})" for name, value in spread.items()))

@@ -166,3 +166,17 @@ def test_the_api_checks_the_reference_too(nets):
     spec.loader.exec_module(module)
     report = rosetta.verify(module.mutates(), module.other_weights(), inputs=["x:Nx6:float32"])
     assert [row.verdict for row in report.rows] == ["FAIL"]
+
+
+def test_a_difference_under_one_ulp_at_scale_keeps_the_calibrated_rule():
+    """A reduction summed in another order on a second run cannot inflate the floor by more than float32 resolves:
+    the float64 rule stays; beyond it, the reference is treated as not deterministic."""
+    from rosetta.verify.artifacts import ReferenceOutputs
+
+    ulp = float(np.finfo(np.float32).eps) * 4.0  # at the output's scale, 4
+    outputs = {"y": np.array([[4.0, -1.0]], np.float32)}
+    for spread, noisy in ((0.5 * ulp, False), (100 * ulp, True)):
+        reference = ReferenceOutputs({}, outputs, {"y": outputs["y"].astype(np.float64)},
+                                     about={"run_to_run": {"y": spread}})
+        policy = reference.policy(TolerancePolicy(), False)
+        assert policy.float64_reference is not noisy and bool(policy.run_to_run) is noisy
