@@ -350,6 +350,7 @@ SPEC = ["image:Nx3x8x8:float32"]
     (lambda m: rosetta.verify(m, m, inputs=SPEC, seeds=[1]), "seeds", "not for a verify of two or more"),
     (lambda m: rosetta.convert(m, to="onnx", inputs=SPEC, training=True), "training", "'eval', 'preserve'"),
     (lambda m: rosetta.convert(m, to="onnx", inputs=SPEC, opset="17"), "opset", "whole number"),
+    (lambda m: rosetta.verify("cnn", device="tpu"), "device", "'cpu' or 'cuda'"),
     (lambda m: rosetta.bench("cnn-train", workers=0), "workers", "1 or more"),
     (lambda m: rosetta.bench(["cnn-train", 3]), "workloads", "workload names"),
     (lambda m: rosetta.bench("cnn-train", steps="10"), "steps", "whole number"),
