@@ -212,8 +212,10 @@ def run_to_run(first: dict[str, np.ndarray], second: dict[str, np.ndarray]) -> d
         a, b = np.asarray(value), np.asarray(second.get(name))
         if a.shape != b.shape:
             spread[name] = float("inf")
-        elif a.dtype.kind not in "biufc" or np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
-            spread[name] = 0.0 if a.dtype.kind in "biufc" or np.array_equal(a, b) else float("inf")
+        elif a.dtype.kind not in "biufc":  # strings, objects: the same or not
+            spread[name] = 0.0 if np.array_equal(a, b) else float("inf")
+        elif np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+            spread[name] = 0.0
         else:
             wide_a, wide_b = a.astype(np.float64), b.astype(np.float64)
             finite = np.isfinite(wide_a) & np.isfinite(wide_b)
