@@ -221,6 +221,9 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
         else:
             feeds = arrays if isinstance(arrays, dict) else dict(zip([spec.name for spec in first.inputs], arrays))
             check_feeds(feeds, signature_of(first.inputs))
+            # the outputs and the float64 copies at the given arrays' batch, as for generated inputs
+            check_memory(first.inputs, first.outputs, next((len(a) for a in feeds.values() if np.ndim(a)), 1),
+                         max_memory, first.has_float64)
         if saved is not None:
             reference_outputs_signature = arrays_signature(saved)
             label, compared = load_outputs.name, paths
