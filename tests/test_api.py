@@ -394,3 +394,11 @@ def test_arrays_given_in_memory_are_checked_against_max_memory(monkeypatch):
         rosetta.verify(small_net(), small_net(), inputs=arrays, max_memory=4 / 2**20)
     with pytest.raises(rosetta.BadInput, match="more than the"):
         rosetta.verify(small_net(), small_net(), inputs=list(arrays.values()), max_memory=4 / 2**20)
+
+
+def test_arrays_given_are_checked_with_the_outputs_they_make_against_max_memory():
+    """The arrays alone fit (48 bytes); the reference's outputs on them and their float64 copies do not."""
+    torch.manual_seed(0)
+    net = torch.nn.Linear(6, 200_000)
+    with pytest.raises(rosetta.RosettaError, match="reference outputs at batch 2"):
+        rosetta.verify(net, net, inputs={"x": np.ones((2, 6), np.float32)}, max_memory=1e-3)
