@@ -45,6 +45,8 @@ class ReferenceCheck:
     parted: NodeCheck | None = None  # the first node where the references part and nothing stands in
     bound: float = LOCAL_ULPS_BOUND
     unit: str = "node"  # what a piece is: an ONNX "node", a PyTorch "leaf module", a Keras "layer"
+    # what of the model no piece covers, where the pieces do not make up the whole function ("": they do)
+    uncovered: str = ""
 
     @property
     def trusted(self) -> bool:
@@ -78,7 +80,8 @@ def fully_checked(check: dict | None) -> bool:
     """Whether a check (ReferenceCheck.to_json) compared every float piece of the model and believed each one:
     the float64 run is then the model's function piece by piece, and the floor it gives is float32's own, however
     deep the model makes it (verify.tolerance.FLOOR_CEILING guards only what was not checked)."""
-    return bool(check) and bool(check.get("trusted")) and not check.get("unchecked") and check.get("nodes", 0) > 0
+    return bool(check) and bool(check.get("trusted")) and not check.get("unchecked") and check.get("nodes", 0) > 0 \
+        and not check.get("uncovered")
 
 
 def ulps_text(value: float) -> str:

@@ -16,7 +16,10 @@ def check_float64_module(module32, module64, tensors32: list) -> ReferenceCheck:
     import torch
 
     check = ReferenceCheck(implementation=f"PyTorch {torch.__version__} in float64 (.double())",
-                           against="PyTorch in float32", unit="leaf module")
+                           against="PyTorch in float32", unit="leaf module",
+                           # hooks see modules only: what a forward computes itself (a residual add, noise drawn
+                           # in the dtype it runs in) is no piece, so the floor keeps its ceiling
+                           uncovered="a forward's own code between its leaf modules")
     twins = dict(module64.named_modules())
     inputs: dict[str, list] = {}
 

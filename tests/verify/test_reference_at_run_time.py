@@ -60,6 +60,21 @@ class Noisy(nn.Module):
         return y + 1e-3 * torch.randn_like(y)
 
 
+class SeededNoise(nn.Module):
+    """The same noise every run, and yet another function in float64: the noise is drawn in the dtype it runs in."""
+    def __init__(self):
+        super().__init__()
+        self.fc = _linear(0)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y + 1e-3 * torch.randn(y.shape, generator=torch.Generator().manual_seed(0), dtype=y.dtype)
+
+
+def seeded_noise():
+    return SeededNoise()
+
+
 def mutates():
     return Mutates()
 
@@ -130,6 +145,15 @@ def test_a_reference_that_is_not_deterministic_never_passes_a_model_by_its_noise
     assert near["reference"]["run_to_run"]["output"] > 1e-3
     assert wrong["verdict"] == "FAIL" and "more than its noise explains" in wrong["reason"]
     assert not near["tolerance"]["float64_reference"]  # its float64 difference holds its noise: not the floor
+
+
+def test_a_reference_whose_float64_run_draws_other_noise_never_passes_a_model_by_it(nets, tmp_path):
+    """Deterministic run to run, so only the float64 run tells: its floor (4.6e-3 of the output's scale) is more
+    than float32 explains, and the leaf modules' check cannot vouch for the code of the forward between them."""
+    code, rows = verify(tmp_path, nets, "seeded_noise", "bias_off", "plain")
+    assert [row["verdict"] for row in rows] == ["INCONCLUSIVE", "INCONCLUSIVE"], [row["reason"] for row in rows]
+    assert rows[0]["reference"]["run_to_run"]["output"] == 0.0
+    assert "the reference is in doubt" in rows[0]["reason"]
 
 
 def test_a_deterministic_reference_says_so():
