@@ -145,6 +145,9 @@ def as_artifact(model, feeds: dict[str, np.ndarray], scratch: Path):
     as such (it is the caller's, or a --trust-code factory's, own code)."""
     import torch
 
+    from rosetta.errors import WorkerTimedOut
+    from rosetta.execution import timeout_seconds
+    from rosetta.execution.deadline import deadline
     from rosetta.manifest import Manifest
     from rosetta.sources.model import open_model
 
@@ -152,7 +155,10 @@ def as_artifact(model, feeds: dict[str, np.ndarray], scratch: Path):
     folder.mkdir(parents=True, exist_ok=True)
     arguments = tuple(torch.from_numpy(np.ascontiguousarray(feeds[spec.name])) for spec in model.inputs)
     try:
-        program = torch.export.export(model.module.eval(), arguments)
+        with deadline(timeout_seconds(), f"exporting {model.label}"):  # its forward runs, in this process
+            program = torch.export.export(model.module.eval(), arguments)
+    except WorkerTimedOut:
+        raise
     except Exception as error:  # noqa: BLE001 - what torch.export cannot trace, said in one line
         from rosetta.errors import one_line
 

@@ -12,6 +12,8 @@ import numpy as np
 
 from rosetta.convert.targets import load_verify_runner
 from rosetta.errors import RosettaError
+from rosetta.execution import timeout_seconds
+from rosetta.execution.deadline import deadline
 from rosetta.models.inputs import generate_inputs
 from rosetta.models.registry import TensorSpec, signature_of
 from rosetta.sources.files import ModelFile, identify
@@ -87,12 +89,34 @@ class UserModel:
         return outputs, runner.reference_check
 
     def make_runner(self, precision: str = "float32", threads: int = 0):
-        """The runner that runs it at `precision` (a torch module in this process; a file in its framework)."""
+        """The runner that runs it at `precision` (a torch module in this process, under the --timeout deadline:
+        InProcessRunner; a file in its framework)."""
         if self.module is not None:
             from rosetta.frameworks.torch import TorchModuleRunner
 
-            return TorchModuleRunner(self.module, [o.name for o in self.outputs], precision, threads)
+            what = f"running {self.label}"
+            with deadline(timeout_seconds(), what):  # a copy of the module is made, its own code may run
+                runner = TorchModuleRunner(self.module, [o.name for o in self.outputs], precision, threads)
+            return InProcessRunner(runner, what)
         return load_verify_runner(self.runner, self.folder, threads, self.trust_code, precision)
+
+
+class InProcessRunner:
+    """A runner of a model in this process (a torch module), whose every predict is under the --timeout deadline
+    (execution.deadline): a forward that blocks is a WorkerTimedOut naming the model, as a worker's job would
+    be; everything else is the runner's."""
+
+    def __init__(self, runner, what: str) -> None:
+        self.runner, self.what = runner, what
+
+    def predict(self, feeds: dict[str, np.ndarray]) -> dict:
+        with deadline(timeout_seconds(), self.what):
+            return self.runner.predict(feeds)
+
+    def __getattr__(self, name: str):
+        if name == "runner":  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
+        return getattr(self.runner, name)
 
 
 def with_embedding_range(spec: TensorSpec, module) -> TensorSpec:
@@ -175,7 +199,7 @@ def check_given_folder(folder: Path, manifest, trust_code: bool, label: str) -> 
 def torch_outputs(module, inputs: tuple[TensorSpec, ...], text: str) -> tuple[object, tuple[TensorSpec, ...]]:
     """A factory's module as rosetta runs and exports it (inputs by keyword where they name its parameters, a
     mapping of outputs returned as a tuple: sources.torch.as_rosetta_calls) and its outputs, found by running
-    it once on generated inputs of batch 2."""
+    it once on generated inputs of batch 2, under the --timeout deadline."""
     import torch
 
     from rosetta.frameworks.torch import TorchModuleRunner
@@ -183,10 +207,11 @@ def torch_outputs(module, inputs: tuple[TensorSpec, ...], text: str) -> tuple[ob
 
     feeds = generate_inputs(inputs, 2, 0)
     try:
-        module, names = as_rosetta_calls(module, tuple(torch.from_numpy(array) for array in feeds.values()),
-                                         [spec.name for spec in inputs])
-        runner = TorchModuleRunner(module, names or [f"output_{i}" for i in range(64)], "float32")
-        result = runner.predict(feeds)
+        with deadline(timeout_seconds(), f"running {text}"):
+            module, names = as_rosetta_calls(module, tuple(torch.from_numpy(array) for array in feeds.values()),
+                                             [spec.name for spec in inputs])
+            runner = TorchModuleRunner(module, names or [f"output_{i}" for i in range(64)], "float32")
+            result = runner.predict(feeds)
     except RosettaError:
         raise
     except Exception as error:

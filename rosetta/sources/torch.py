@@ -12,7 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from rosetta.errors import RosettaError, UntrustedModel, one_line
+from rosetta.errors import RosettaError, UntrustedModel, WorkerTimedOut, one_line
 from rosetta.frameworks.torch import load_exported
 from rosetta.frameworks.torchvision import make_importable
 from rosetta.sources.readers import write_manifest
@@ -48,12 +48,25 @@ def read(argument: dict) -> dict:
 
 
 def load_factory(model_file, trust_code: bool):
-    """The torch.nn.Module a factory builds, in eval mode. Importing the file and calling it runs its code."""
+    """The torch.nn.Module a factory builds, in eval mode. Importing the file and calling it runs its code, here
+    in this process, so under the --timeout deadline (execution.deadline) that a worker's job would have."""
     import torch
+
+    from rosetta.execution import timeout_seconds
+    from rosetta.execution.deadline import deadline
 
     if not trust_code:
         raise UntrustedModel(f"{model_file.text} is Python code: building the model runs it; {TRUST_HINT}")
     make_importable()  # torchvision, timm and transformers import torchvision, whose PyPI build may not load here
+    with deadline(timeout_seconds(), f"building {model_file.text}"):
+        model = _built(model_file)
+        if not isinstance(model, torch.nn.Module):
+            raise RosettaError(f"{model_file.text} returned a {type(model).__name__}, not a torch.nn.Module")
+        return model.eval()  # the module's own code too
+
+
+def _built(model_file):
+    """What the factory returns: its file or module imported, the function called."""
     try:
         if model_file.path is not None:
             name = f"rosetta_user_{model_file.path.stem}"
@@ -63,6 +76,8 @@ def load_factory(model_file, trust_code: bool):
             spec.loader.exec_module(module)
         else:
             module = importlib.import_module(model_file.module)
+    except WorkerTimedOut:
+        raise
     except Exception as error:
         raise RosettaError(f"importing {model_file.text.rpartition(':')[0]} failed: {one_line(error)}") from None
     factory = getattr(module, model_file.function, None)
@@ -70,12 +85,11 @@ def load_factory(model_file, trust_code: bool):
         raise RosettaError(f"{model_file.text}: {model_file.text.rpartition(':')[0]} has no function "
                            f"{model_file.function!r}")
     try:
-        model = factory()
+        return factory()
+    except WorkerTimedOut:
+        raise
     except Exception as error:
         raise RosettaError(f"{model_file.text} raised {one_line(error)}") from None
-    if not isinstance(model, torch.nn.Module):
-        raise RosettaError(f"{model_file.text} returned a {type(model).__name__}, not a torch.nn.Module")
-    return model.eval()
 
 
 def as_rosetta_calls(module, example: tuple, input_names: list[str]):
