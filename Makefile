@@ -18,7 +18,7 @@ endif
 # test processes (pytest-xdist): one per core of the 2-core machines CI runs on
 JOBS   ?= 2
 
-.PHONY: demo test install clean
+.PHONY: demo test install clean gpu-check
 
 # Re-install only when the pins or the package metadata change.
 NODEPS := requirements/no-deps.txt
@@ -52,5 +52,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(JOBS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
+# On a machine with one NVIDIA GPU (issue 41's device check, scripts/gpu_check.py): no install, the $(PYTHON) there
+# with its CUDA torch and JAX, rosetta from this folder; within 480 s (GPU_CHECK_ARGS="--budget S"), each step saved as
+# it ends; the table is gpu-check/gpu-check.md.
+gpu-check:
+	$(PYTHON) scripts/gpu_check.py --out gpu-check $(GPU_CHECK_ARGS)
+
 clean:
-	rm -rf $(VENV) .pytest_cache demo-results.json demo-bench.json demo-charts .rosetta-work
+	rm -rf $(VENV) .pytest_cache demo-results.json demo-bench.json demo-charts .rosetta-work gpu-check
