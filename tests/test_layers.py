@@ -11,9 +11,9 @@ from pathlib import Path
 # matching prefix) and why it sits there. A module may import from its own layer and the layers below.
 LAYERS = [
     ("foundation", ("rosetta", "rosetta.errors", "rosetta.registry", "rosetta.imports", "rosetta.processes",
-                    "rosetta.scratch", "rosetta.atomic", "rosetta.timing", "rosetta.progress"),
+                    "rosetta.scratch", "rosetta.atomic", "rosetta.timing", "rosetta.progress", "rosetta.extras"),
      "errors, registries, processes, scratch folders, atomically written files, the timing harness, progress "
-     "bars: no model, no framework"),
+     "bars, which extra installs each framework: no model, no framework"),
     ("trust", ("rosetta.trust",), "what each model format may do without --trust-code: checks over files only"),
     ("execution", ("rosetta.execution",),
      "where a job runs (this process or a worker); jobs are named by entry, never imported"),

@@ -15,8 +15,9 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
         "env", parents=[common], help="show each framework's version, devices, CUDA/cuDNN and settings",
         description="Per framework, read in the process that runs it in rosetta: its version, the devices it sees, "
                     "the CUDA and cuDNN versions of its build (a CPU build says so) and the speed settings "
-                    "rosetta's runs use; then the converters' versions. Exit status 3 if a framework the README "
-                    "promises cannot be imported.",
+                    "rosetta's runs use; then the converters' versions. A framework not installed says which "
+                    "extra installs it (pip install 'dl-rosetta[EXTRA]'), or that none can on this Python. "
+                    "Exit status 3 if a framework that is installed cannot be imported.",
         epilog="example: rosetta env --json env.json")
     env.add_argument("--json", metavar="FILE", type=Path, help="also write it as JSON")
 

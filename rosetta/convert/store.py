@@ -20,6 +20,7 @@ from rosetta.convert.onnx.from_torch import TorchSource
 from rosetta.convert.registry import chain_versions, get_conversion
 from rosetta.errors import EnvironmentFailed, RosettaError, vanished_folder
 from rosetta.execution import Job, execute, load_npz, runs_here, save_npz
+from rosetta.extras import framework_missing
 from rosetta.manifest import MANIFEST_NAME, Manifest, code_digest
 from rosetta.output import atomic_folder
 from rosetta.scratch import exclusive, scratch_folder
@@ -113,7 +114,10 @@ def convert_step(path, source, out: Path, options: dict) -> Manifest:
         manifest.write(out)
         return manifest
     start = time.perf_counter()
-    manifest = path.load()(source, out, options)
+    try:
+        manifest = path.load()(source, out, options)
+    except ModuleNotFoundError as error:  # its converter is not installed: one line that says what installs it
+        raise framework_missing(error) from error
     manifest.stats = {"seconds": round(time.perf_counter() - start, 3), "process": "in-process"}
     return manifest
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from rosetta.atomic import atomic_write
 from rosetta.errors import EnvironmentFailed, RosettaError
+from rosetta.extras import framework_missing
 from rosetta.registry import load_entry
 
 DEFAULT_TIMEOUT_S = 3600.0
@@ -92,7 +93,10 @@ def execute(job: Job) -> Outcome:
     """Run `job` where its isolation says; see the module docstring."""
     if runs_here(job.isolation):
         start = time.perf_counter()
-        result = call_entry(job.entry, job.argument)
+        try:
+            result = call_entry(job.entry, job.argument)
+        except ModuleNotFoundError as error:  # a framework or converter not installed: one line naming its extra
+            raise framework_missing(error) from error
         return Outcome(result, "in-process", time.perf_counter() - start)
     from rosetta.execution.pool import POOLS
 

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 import rosetta.execution as execution
-from rosetta.errors import FrameworkMissing, RosettaError, environment_cause, one_line
+from rosetta.errors import RosettaError, environment_cause, one_line
+from rosetta.extras import framework_missing
 
 
 def _status_mb(field: str) -> float | None:
@@ -65,9 +66,7 @@ def _run_one(request: dict) -> dict:
     try:
         result = execution.call_entry(request["entry"], argument)
     except Exception as error:  # one line for the row; the traceback for -v
-        if isinstance(error, ModuleNotFoundError) and error.name:  # a framework or converter not installed here
-            error = FrameworkMissing(f"{error.name.split('.')[0]} is not installed in this environment "
-                                     f"({one_line(error)}); install it to use this target")
+        error = framework_missing(error) or error  # a framework or converter not installed here: what installs it
         cause = environment_cause(error)  # the machine failing (out of memory, disk full), not the job's answer
         return {"ok": False, "error": cause or (str(error) if isinstance(error, RosettaError) else one_line(error)),
                 "environment": bool(cause), "detail": traceback.format_exc(limit=-3),

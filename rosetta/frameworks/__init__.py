@@ -113,20 +113,27 @@ def environment_job(argument: dict) -> dict:
 
 def environments() -> list[dict]:
     """Every framework's environment, each read where that framework runs (TensorFlow and MXNet in their
-    workers, as rosetta's runs use them); a framework that cannot be imported is a row with its error."""
+    workers, as rosetta's runs use them). A framework that is not installed (an extra left out, or one with no
+    wheel for this Python) is a row that says what installs it ("missing"); one that is installed but cannot be
+    imported is a row with its error."""
     from rosetta.errors import one_line
+    from rosetta.extras import installed, missing_message
 
     rows = []
     for framework in FRAMEWORKS:
         if not framework.own_environment:
             continue
+        empty = {"framework": framework.name, "version": "", "devices": [], "cuda": None, "cudnn": None,
+                 "settings": {}, "error": "", "missing": ""}
+        if not installed(framework.name):  # each framework's module is called as the framework is
+            rows.append({**empty, "missing": missing_message(framework.name)})
+            continue
         try:
             found = run_job("rosetta.frameworks:environment_job", {"framework": framework.name}, framework.isolation,
                             f"{framework.name} environment")
-            rows.append({"framework": framework.name, **found, "error": ""})
-        except Exception as error:  # noqa: BLE001 - a framework that is missing is its row's error
-            rows.append({"framework": framework.name, "version": "", "devices": [], "cuda": None, "cudnn": None,
-                         "settings": {}, "error": one_line(error)})
+            rows.append({"framework": framework.name, **found, "error": "", "missing": ""})
+        except Exception as error:  # noqa: BLE001 - a framework that cannot be imported is its row's error
+            rows.append({**empty, "error": one_line(error)})
     return rows
 
 

@@ -51,7 +51,7 @@ def failure_lines(results: list[VerifyResult]) -> list[str]:
     lines = []
     for r in results:
         if r.verdict not in (PASS, "converted"):
-            lines.append(f"{_verdict(r.verdict)} {r.model} -> {r.target} ({r.route}): {r.reason}")
+            lines.append(f"{_verdict(r.verdict)} {r.model} -> {r.target} ({r.route}): {escape(r.reason)}")
         if r.locate:
             from rosetta.verify.locate import report_from_json
 
@@ -186,6 +186,7 @@ def bench_lines(results, overheads: dict) -> list[str]:
 def environment_table(rows: list[dict]):
     """`rosetta env`: per framework, its version, the devices it sees, its build's CUDA and cuDNN, and the
     settings rosetta's runs use."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="rosetta env", title_justify="left")
@@ -193,7 +194,10 @@ def environment_table(rows: list[dict]):
         table.add_column(column, overflow="fold")
     for row in rows:
         if row["error"]:
-            table.add_row(row["framework"], "[bold red]not usable[/]", "-", "-", "-", row["error"])
+            table.add_row(row["framework"], "[bold red]not usable[/]", "-", "-", "-", escape(row["error"]))
+            continue
+        if row.get("missing"):  # an extra not installed: what installs it, not an error
+            table.add_row(row["framework"], "[yellow]not installed[/]", "-", "-", "-", escape(row["missing"]))
             continue
         settings = ", ".join(f"{key} {value}" for key, value in row["settings"].items())
         table.add_row(row["framework"], row["version"], ", ".join(row["devices"]), row["cuda"] or "CPU build",
