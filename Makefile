@@ -8,6 +8,8 @@ STAMP  := $(VENV)/.installed
 # GPU=1 (`make demo GPU=1`, `make test GPU=1`): the CUDA builds of requirements/gpu.txt (which holds every pin of
 # pins.txt too), with a stamp of their own; a venv installed for the other setting is made anew.
 GPU    ?=
+NODEPS := requirements/no-deps.txt
+VENV_FLAGS :=
 ifeq ($(GPU),1)
 PINS   := requirements/gpu.txt
 STAMP  := $(VENV)/.installed-gpu
@@ -15,17 +17,34 @@ OTHER  := $(VENV)/.installed
 else
 OTHER  := $(VENV)/.installed-gpu
 endif
+DEPENDS := $(PINS) requirements/pins.txt $(NODEPS) pyproject.toml
+# GPU=1 on a GPU image whose $(PYTHON) already imports a CUDA build of torch (and JAX): the venv sees its packages
+# (--system-site-packages) and keeps its torch, torchvision, jax and jaxlib, whose pins are left out of the
+# constraints (written into the venv); everything else is pinned as usual. SYSTEM_TORCH=0 installs the pins instead.
+ifeq ($(GPU),1)
+ifeq ($(origin SYSTEM_TORCH),undefined)
+SYSTEM_TORCH := $(shell $(PYTHON) -c 'import sys, torch; sys.exit(not torch.version.cuda)' >/dev/null 2>&1 && echo 1)
+endif
+ifeq ($(SYSTEM_TORCH),1)
+VENV_FLAGS := --system-site-packages
+KEEP   := ^(torch|torchvision|jax|jaxlib)[=<>!~ ;]
+PINS   := $(VENV)/pins-system.txt
+NODEPS := $(VENV)/no-deps-system.txt
+endif
+endif
 # test processes (pytest-xdist): one per core of the 2-core machines CI runs on
 JOBS   ?= 2
 
 .PHONY: demo test install clean gpu-check
 
 # Re-install only when the pins or the package metadata change.
-NODEPS := requirements/no-deps.txt
-
-$(STAMP): $(PINS) requirements/pins.txt $(NODEPS) pyproject.toml
+$(STAMP): $(DEPENDS)
 	test ! -e $(OTHER) || rm -rf $(VENV)
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(strip $(VENV_FLAGS) $(VENV))
+ifeq ($(GPU)$(SYSTEM_TORCH),11)
+	grep -hvE '^-c |$(KEEP)' requirements/pins.txt requirements/gpu.txt > $(PINS)
+	grep -vE '$(KEEP)' requirements/no-deps.txt > $(NODEPS)
+endif
 	$(PIP) install --quiet --upgrade pip
 	# torch first and pinned, so that nothing can pull another build (CUDA; with GPU=1, CPU) in its place.
 	$(PIP) install --quiet -c $(PINS) torch
