@@ -6,6 +6,8 @@ artifact while it makes it), so an artifact is still converted once per run, not
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from rosetta.convert.store import ArtifactStore
@@ -33,3 +35,12 @@ def pytest_collection_modifyitems(config, items) -> None:
         if not torch_has_cuda():
             for item in gpu_tests:
                 item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU (PyTorch sees none)"))
+
+
+def pytest_configure(config) -> None:
+    """Ctrl-C is tested (tests/security/test_lifecycle.py, tests/faults/test_outputs.py) even where the suite was
+    started with SIGINT ignored: a job a non-interactive shell puts in the background (`make test &`), or nohup,
+    inherits SIG_IGN, which Python and rosetta rightly keep, and which every process a test starts inherits too
+    (the three SIGINT tests then failed: no KeyboardInterrupt, a run that never stopped, one that finished)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # reset to the default in every child it starts

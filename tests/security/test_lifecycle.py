@@ -194,15 +194,18 @@ def _rosetta(tmp_path: Path, *argv: str) -> tuple[subprocess.Popen, Path, Path]:
     return process, temp, work
 
 
-def _wait_for_workers(process: subprocess.Popen, tmp_path: Path, within: float = 300) -> list[int]:
+def _wait_for_workers(process: subprocess.Popen, tmp_path: Path, within: float = 300,
+                      families: set[str] | None = None) -> list[int]:
     """The pids of `process`'s descendants once one of them is a framework's worker (a worker of the
-    tensorflow or mxnet family, under the process itself or under one of its --jobs slot workers)."""
+    tensorflow or mxnet family, under the process itself or under one of its --jobs slot workers), or once
+    there is one of each of `families`."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         assert process.poll() is None, f"rosetta ended before starting a worker: {(tmp_path / 'log.txt').read_text()}"
         try:
             children = psutil.Process(process.pid).children(recursive=True)
-            if any(_family(child) in ("tensorflow", "mxnet") for child in children):
+            running = {_family(child) for child in children}
+            if (families <= running) if families else running & {"tensorflow", "mxnet"}:
                 return [child.pid for child in children]
         except psutil.NoSuchProcess:
             pass
@@ -248,17 +251,19 @@ def test_sigterm_cleans_up_like_ctrl_c_and_exits_143(tmp_path):
     assert _left_behind(temp, work) == []
 
 
-def test_ctrl_c_stops_cells_running_side_by_side_within_two_seconds(tmp_path):
+def test_ctrl_c_stops_cells_running_side_by_side(tmp_path):
     """--jobs 2: the slot workers are killed at once (their cells would compute on for seconds), and nothing of
-    theirs is left."""
-    process, temp, work = _rosetta(tmp_path, "--targets", "keras,mxnet", "--jobs", "2")
-    workers = _wait_for_workers(process, tmp_path)
+    theirs is left. The signal comes once both cells run, each in its framework's worker, with their training
+    (--train-steps) still to do: 19 s of work left when idle, more on a loaded machine, so it cannot come after
+    the work. How fast it stops (1.4 s measured) is for a benchmark; the bound only tells a stop from running on."""
+    process, temp, work = _rosetta(tmp_path, "--targets", "keras,mxnet", "--jobs", "2", "--train-steps", "5")
+    workers = _wait_for_workers(process, tmp_path, families={"tensorflow", "mxnet"})
     start = time.monotonic()
     process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=60) == 130
-    assert time.monotonic() - start < 3.0  # 1.4 s measured; CI runs two test processes on two cores
+    assert process.wait(timeout=60) == 130, (tmp_path / "log.txt").read_text()
+    assert time.monotonic() - start < 10.0
     assert "rosetta: interrupted" in (tmp_path / "log.txt").read_text().splitlines()
-    assert [pid for pid in workers if not _gone(pid, within=2.0)] == []
+    assert [pid for pid in workers if not _gone(pid, within=10.0)] == []
     assert _left_behind(temp, work) == []
 
 
@@ -273,9 +278,26 @@ def _wait_for_library(process, name: str, timeout: float = 120.0) -> None:
     raise AssertionError(f"{name} not loaded by the process within {timeout:.0f} s (exit status {process.poll()})")
 
 
+def _wait_for_a_busy_thread(process, seconds: float = 1.0, timeout: float = 120.0) -> None:
+    """Until a thread of `process` other than its main one has run `seconds` of CPU time: ONNX Runtime's run of
+    the endless Loop (bounded_run runs it on a thread of its own); nothing else in it computes off the main
+    thread for that long."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(psutil.Error):
+            if any(t.id != process.pid and t.user_time + t.system_time >= seconds
+                   for t in psutil.Process(process.pid).threads()):
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"the model never ran within {timeout:.0f} s (exit status {process.poll()})")
+
+
+@pytest.mark.parametrize("when", ["as ONNX Runtime loads", "while the model runs"])
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_an_endless_onnx_model_stops_on_a_signal_within_two_seconds(tmp_path, signum, status):
-    """ONNX Runtime's run in rosetta's own process is stopped (RunOptions.terminate), not left to abort the exit."""
+def test_an_endless_onnx_model_stops_on_a_signal(tmp_path, signum, status, when):
+    """ONNX Runtime's run in rosetta's own process is stopped (RunOptions.terminate), not left to abort the exit,
+    whether the signal comes before its run starts or while it runs; nothing is left running. How fast it stops
+    (0.1 s idle, 0.5 s on a loaded machine) is not this test's to say: the bound only tells a stop from a hang."""
     from tests.frameworks.test_onnxruntime import endless_loop
 
     model = endless_loop(tmp_path / "loop.onnx")
@@ -283,13 +305,13 @@ def test_an_endless_onnx_model_stops_on_a_signal_within_two_seconds(tmp_path, si
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for_library(process, "onnxruntime_pybind11_state")  # the model read by ONNX Runtime
-        time.sleep(2)  # its session made, and in the Loop
-        start = time.monotonic()
+        if when == "while the model runs":
+            _wait_for_a_busy_thread(process)
         process.send_signal(signum)
-        _, stderr = process.communicate(timeout=30)
-    finally:  # a signal that came too early (a loaded machine) must not leave the endless run behind
+        _, stderr = process.communicate(timeout=10)
+    finally:  # a run that did not stop must not be left behind
         if process.poll() is None:
             process.kill()
-            process.wait()
-    assert process.returncode == status and time.monotonic() - start < 2.0, stderr
+            process.communicate()
+    assert process.returncode == status, stderr
     assert stderr.strip() in ("rosetta: interrupted", "rosetta: terminated"), stderr
