@@ -330,7 +330,8 @@ def _check_parameters(function: Callable, given: dict, options: Sequence[str] = 
 def _check_models(models: Sequence) -> None:
     """Refuse, before any work, a model that is neither a path nor an object rosetta reads, and an in-memory
     torch module whose weights are not loaded (on the meta device)."""
-    from rosetta.sources.memory import check_not_on_meta, kind_of, label_of
+    from rosetta.sources.memory import kind_of, label_of
+    from rosetta.sources.torch import check_not_on_meta
 
     for model in models:
         if not isinstance(model, (str, os.PathLike)) and kind_of(model) == "torch":

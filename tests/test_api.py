@@ -380,6 +380,13 @@ def test_a_model_on_the_meta_device_is_bad_input():
             call()
 
 
+def test_a_factory_that_builds_on_the_meta_device_is_one_line(tmp_path):
+    (tmp_path / "meta.py").write_text("import torch\n\ndef build():\n    return torch.nn.Linear(6, 4, device='meta')\n")
+    out = run_here("verify", f"{tmp_path / 'meta.py'}:build", f"{tmp_path / 'meta.py'}:build", "--trust-code",
+                   "--input", "x:Nx6:float32")
+    assert out.returncode == 2 and "on the meta device (no values)" in out.stderr, out.stderr
+
+
 def test_arrays_given_in_memory_are_checked_against_max_memory(monkeypatch):
     """As generated inputs are (models.inputs.check_memory): refused before any model is opened or run."""
     import rosetta.sources.memory as memory

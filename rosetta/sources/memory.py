@@ -87,6 +87,8 @@ def _torch_model(module, inputs: list[TensorSpec], label: str):
     if not inputs:
         raise BadInput(f"{label}: a torch.nn.Module does not say its inputs; give inputs= as arrays or specs, e.g. "
                        "inputs=['image:Nx3x32x32:float32']")
+    from rosetta.sources.torch import check_not_on_meta
+
     check_not_on_meta(module, label)
     specs = tuple(with_embedding_range(spec, module) for spec in inputs)
     digest = hashlib.sha256()
@@ -97,18 +99,6 @@ def _torch_model(module, inputs: list[TensorSpec], label: str):
     return UserModel(ModelFile(label, "torch-factory", None, function="<in memory>"), "torch-factory", specs,
                      outputs, module=module, trust_code=True,
                      key=f"memory-{digest.hexdigest()[:12]}", display=label)
-
-
-def check_not_on_meta(module, label: str) -> None:
-    """Refuse a torch module whose parameters or buffers are on the meta device (built with device="meta" or
-    under torch.device("meta"), as large models are before their weights are loaded): they have shapes but no
-    values, so there is nothing to run or compare."""
-    tensors = [*module.named_parameters(), *module.named_buffers()]
-    on_meta = [name for name, tensor in tensors if tensor.is_meta]
-    if on_meta:
-        raise BadInput(f"{label}: {len(on_meta)} of its {len(tensors)} parameters and buffers (first {on_meta[0]}) "
-                       "are on the meta device (no values): load its weights first (module.to_empty(device='cpu'), "
-                       "then load_state_dict)")
 
 
 def _export_gluon(block, inputs: list[TensorSpec], folder: Path) -> Path:

@@ -12,7 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from rosetta.errors import RosettaError, UntrustedModel, WorkerTimedOut, one_line
+from rosetta.errors import BadInput, RosettaError, UntrustedModel, WorkerTimedOut, one_line
 from rosetta.frameworks.torch import load_exported
 from rosetta.frameworks.torchvision import make_importable
 from rosetta.sources.readers import write_manifest
@@ -62,6 +62,7 @@ def load_factory(model_file, trust_code: bool):
         model = _built(model_file)
         if not isinstance(model, torch.nn.Module):
             raise RosettaError(f"{model_file.text} returned a {type(model).__name__}, not a torch.nn.Module")
+        check_not_on_meta(model, model_file.text)
         return model.eval()  # the module's own code too
 
 
@@ -123,3 +124,15 @@ def as_rosetta_calls(module, example: tuple, input_names: list[str]):
         return module, None
     names = [key if str(key).isidentifier() else f"output_{key}" for key in keys] if keys else None  # FPN "0".."3"
     return TensorInterface(module, by_name, keys), names
+
+
+def check_not_on_meta(module, label: str) -> None:
+    """Refuse a torch module whose parameters or buffers are on the meta device (built with device="meta" or
+    under torch.device("meta"), as large models are before their weights are loaded): they have shapes but no
+    values, so there is nothing to run or compare."""
+    tensors = [*module.named_parameters(), *module.named_buffers()]
+    on_meta = [name for name, tensor in tensors if tensor.is_meta]
+    if on_meta:
+        raise BadInput(f"{label}: {len(on_meta)} of its {len(tensors)} parameters and buffers (first {on_meta[0]}) "
+                       "are on the meta device (no values): load its weights first (module.to_empty(device='cpu'), "
+                       "then load_state_dict)")
