@@ -107,6 +107,17 @@ def test_native_baseline_alternates_converted_and_native_in_one_worker(store):
 
 
 @pytest.mark.skipif(torch_has_cuda(), reason="checks the refusal on a machine without a GPU")
+def test_a_bench_on_a_gpu_nothing_sees_is_one_line_and_no_figure(tmp_path):
+    """Every target, the ones in workers too: no row computed on the CPU under a cuda label is written."""
+    from tests.test_cli import run_here
+
+    out = run_here("bench", "--workload", "cnn-train", "--targets", "onnxruntime,keras,torch", "--device", "cuda",
+                   "--steps", "1", "--json", tmp_path / "b.json", "--no-progress")
+    assert out.returncode == 2 and "PyTorch sees no CUDA device" in out.stderr, out.stdout + out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.skipif(torch_has_cuda(), reason="checks the refusal on a machine without a GPU")
 def test_the_overhead_of_a_cuda_cell_runs_on_cuda_or_not_at_all():
     """The overhead of a --device cuda run used to time the CPU (its options were built without the device and
     the bare loop never moved to the GPU): both loops now take the cell's device, so without CUDA they refuse."""
