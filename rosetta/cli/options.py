@@ -141,7 +141,9 @@ def add_user_model_options(parser: argparse.ArgumentParser) -> None:
                              "in .pt2 files, SavedModel ops outside rosetta's list of pure tensor ops (file, "
                              "Python, print ops), MMdnn's generated code. Off by default (README: Safety)")
     parser.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
-                        help=f"kill a framework worker that runs longer (default: {DEFAULT_TIMEOUT_S:g})")
+                        help=f"kill a framework worker that runs longer, and stop a PyTorch factory or module "
+                             f"that runs longer in rosetta's own process (default: {DEFAULT_TIMEOUT_S:g}); with "
+                             "--address: how long to wait for the Ray cluster (default: 30)")
     _add_memory_option(parser)
 
 
