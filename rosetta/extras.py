@@ -53,9 +53,10 @@ def missing_message(name: str, python: tuple[int, int] | None = None) -> str:
 
 
 def framework_missing(error: BaseException):
-    """The FrameworkMissing (one line naming what to install) for a ModuleNotFoundError, else None."""
+    """The FrameworkMissing (one line naming what to install) for a ModuleNotFoundError, else None (also for a
+    module of rosetta's own: nothing to install, a bug of rosetta's, said as one)."""
     from rosetta.errors import FrameworkMissing
 
-    if isinstance(error, ModuleNotFoundError) and error.name:
+    if isinstance(error, ModuleNotFoundError) and error.name and error.name.split(".")[0] != "rosetta":
         return FrameworkMissing(missing_message(error.name))
     return None

@@ -102,3 +102,11 @@ def test_missing_converter_in_process_is_a_cannot_row_naming_what_installs_it(mo
     assert row.verdict == "CANNOT", row.reason
     assert "onnx2torch is not installed: pip install --no-deps onnx2torch" in row.reason, row.reason
     assert "Traceback" not in row.reason and "\n" not in row.reason
+
+
+def test_a_missing_module_of_rosettas_own_is_no_install_to_suggest():
+    """A bug of rosetta's (a module it names that does not exist) is said as such, not as 'not installed'."""
+    from rosetta.extras import framework_missing
+
+    assert framework_missing(ModuleNotFoundError("x", name="rosetta.nothing")) is None
+    assert "pip install 'dl-rosetta[mxnet]'" in str(framework_missing(ModuleNotFoundError("x", name="mxnet.ndarray")))

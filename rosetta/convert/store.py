@@ -117,7 +117,10 @@ def convert_step(path, source, out: Path, options: dict) -> Manifest:
     try:
         manifest = path.load()(source, out, options)
     except ModuleNotFoundError as error:  # its converter is not installed: one line that says what installs it
-        raise framework_missing(error) from error
+        missing = framework_missing(error)
+        if missing is None:  # one of rosetta's own modules: a bug, not an install
+            raise
+        raise missing from error
     manifest.stats = {"seconds": round(time.perf_counter() - start, 3), "process": "in-process"}
     return manifest
 

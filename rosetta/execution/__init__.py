@@ -96,7 +96,10 @@ def execute(job: Job) -> Outcome:
         try:
             result = call_entry(job.entry, job.argument)
         except ModuleNotFoundError as error:  # a framework or converter not installed: one line naming its extra
-            raise framework_missing(error) from error
+            missing = framework_missing(error)
+            if missing is None:
+                raise
+            raise missing from error
         return Outcome(result, "in-process", time.perf_counter() - start)
     from rosetta.execution.pool import POOLS
 
