@@ -108,14 +108,41 @@ def signals_deferred() -> Iterator[None]:
             signal.raise_signal(held[0])
 
 
+_RECEIVED: list[int] = []  # the signals raise_on_sigterm's handlers took since it was called
+
+
+def signal_received() -> int | None:
+    """The last SIGINT or SIGTERM taken since raise_on_sigterm(), or None. The exception a handler raises can be
+    turned into another by the code it lands in (a signal during an extension module's import: pybind11 makes it
+    'ImportError: initialization failed'); the run was stopped all the same, and says so."""
+    return _RECEIVED[-1] if _RECEIVED else None
+
+
 def raise_on_sigterm() -> Callable[[], None]:
-    """Make SIGTERM raise Terminated in the main thread; returns the function that puts the previous handler
-    back. A no-op outside the main thread, where Python cannot set signal handlers."""
+    """Make SIGTERM raise Terminated in the main thread (and SIGINT KeyboardInterrupt, as Python's own handler
+    does, where it is in force), each remembered for signal_received(); returns the function that puts the
+    previous handlers back. A no-op outside the main thread, where Python cannot set signal handlers."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
+    _RECEIVED.clear()
 
     def on_sigterm(signum, frame):
+        _RECEIVED.append(signum)
         raise Terminated()
 
+    def on_sigint(signum, frame):
+        _RECEIVED.append(signum)
+        raise KeyboardInterrupt()
+
     previous = signal.signal(signal.SIGTERM, on_sigterm)
-    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+    # an ignored SIGINT (a job started in the background) stays ignored
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:
+        signal.signal(signal.SIGINT, on_sigint)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        if previous_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous_int)
+
+    return restore

@@ -78,6 +78,21 @@ def parse_anywhere(parser: argparse.ArgumentParser, argv: list[str]) -> argparse
 _SET_BY_MAIN = ("ROSETTA_WORKER_TIMEOUT", "TF_CPP_MIN_LOG_LEVEL")
 
 
+def _stopped_by_signal() -> int:
+    """130 or 143, said in one line, where a SIGINT or SIGTERM came whose exception the code it landed in turned
+    into another (an error, a row) and the run went on; else 0."""
+    import signal
+
+    from rosetta.processes import signal_received
+
+    received = signal_received()
+    if received is None:
+        return 0
+    terminated = received == signal.SIGTERM
+    print(f"rosetta: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+    return 143 if terminated else 130
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse_anywhere(parser, sys.argv[1:] if argv is None else [str(a) for a in argv])
@@ -99,10 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         restore_sigterm = raise_on_sigterm()  # SIGTERM as Ctrl-C: the same cleanup runs, then exit 143
         try:
             api.check_settings()
-            return COMMANDS[args.command](args)
+            status = COMMANDS[args.command](args)
+            return _stopped_by_signal() or status
         except Exception as error:  # one line, never a traceback (-v shows it)
             if args.verbose:
                 traceback.print_exc()
+            stopped = _stopped_by_signal()
+            if stopped:
+                return stopped
             message, status = _error_line(error)
             print(f"rosetta: error: {message}", file=sys.stderr)
             return status

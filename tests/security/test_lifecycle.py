@@ -315,3 +315,29 @@ def test_an_endless_onnx_model_stops_on_a_signal(tmp_path, signum, status, when)
             process.communicate()
     assert process.returncode == status, stderr
     assert stderr.strip() in ("rosetta: interrupted", "rosetta: terminated"), stderr
+
+
+@pytest.mark.parametrize("signum, status, said", [(signal.SIGTERM, 143, "rosetta: terminated"),
+                                                  (signal.SIGINT, 130, "rosetta: interrupted")])
+@pytest.mark.parametrize("made_into", ["an error", "a row, the run going on"])
+def test_a_signal_whose_exception_the_code_turned_into_another_still_stops_the_run(monkeypatch, signum, status,
+                                                                                    said, made_into):
+    """A SIGTERM as ONNX Runtime's extension module initialised became 'ImportError: initialization failed' (pybind11
+    turns what its init raises into that), and rosetta said 'the reference cannot run', exit 2; a handler of the
+    code it lands in can as well make it a row's error and go on. The signal is remembered, and the run says so."""
+    from rosetta import cli
+    from tests.test_cli import run_here
+
+    def swallowed(args):
+        try:
+            signal.raise_signal(signum)
+        except BaseException:
+            if made_into == "an error":
+                raise ImportError("initialization failed") from None
+        return 0
+
+    monkeypatch.setitem(cli.COMMANDS, "env", swallowed)
+    out = run_here("env")
+    assert out.returncode == status and out.stderr.strip() == said, out.stderr
+    monkeypatch.setitem(cli.COMMANDS, "env", lambda args: 0)
+    assert run_here("env").returncode == 0  # the next run in this process starts afresh
