@@ -155,15 +155,25 @@ def joined_lines(error: BaseException, limit: int = 400) -> str:
 
 def one_line(error: BaseException) -> str:
     """'Type: the line of the message that says what went wrong', for a row's reason (the traceback goes to its
-    detail); rosetta's own errors are already written for the user and keep just their first line."""
-    text = str(error).strip().splitlines()
+    detail); rosetta's own errors are already written for the user and keep just their first line. Plain text:
+    a framework's terminal codes (Keras bolds its messages with ESC[1m) are taken out."""
+    text = plain(str(error)).strip().splitlines()
     if isinstance(error, RosettaError) and text:
         return text[0]
     if _copy_failures(error):
         return f"copy failed: {describe_os_error(error)}"
-    name, cause = type(error).__name__, cause_line(str(error))
+    name, cause = type(error).__name__, cause_line(plain(str(error)))
     cause = cause[len(name) + 1:].strip() if cause.startswith(f"{name}:") else cause
     return f"{name}: {cause}" if cause else name
+
+
+_TERMINAL_CODES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def plain(text: str) -> str:
+    """`text` without terminal escape sequences (colours, bold, cursor moves) and other control characters
+    (newlines and tabs kept): what a framework meant for a terminal, as a line for a table, a log or JSON."""
+    return _TERMINAL_CODES.sub("", text)
 
 
 _FRAME = re.compile(r"^(Traceback \(most recent call last\)|File \"|\[bt\]|\d+: |Stack trace|\^+$|~+$|During handling"

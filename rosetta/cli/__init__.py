@@ -20,7 +20,7 @@ import traceback
 from rosetta import __version__, api
 from rosetta.cli import bench, conformance, convert, env, models, verify
 from rosetta.cli.options import EPILOG_EXIT, EXIT_ERROR, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Parser
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, plain
 from rosetta.imports import entries_restored
 
 __all__ = ["main", "build_parser", "EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE"]
@@ -141,7 +141,7 @@ def _run(argv: list[str] | None) -> int:
             if stopped:
                 return stopped
             message, status = _error_line(error)
-            print(f"rosetta: error: {message}", file=sys.stderr)
+            print(f"rosetta: error: {plain(message)}", file=sys.stderr)
             return status
         except KeyboardInterrupt as interrupt:
             terminated = isinstance(interrupt, Terminated)

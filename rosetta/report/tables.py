@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from rosetta.errors import plain
 from rosetta.verify.results import CANNOT, ERROR, FAIL, INCONCLUSIVE, PASS, VerifyResult
 
 
@@ -51,7 +52,7 @@ def failure_lines(results: list[VerifyResult]) -> list[str]:
     lines = []
     for r in results:
         if r.verdict not in (PASS, "converted"):
-            lines.append(f"{_verdict(r.verdict)} {r.model} -> {r.target} ({r.route}): {escape(r.reason)}")
+            lines.append(f"{_verdict(r.verdict)} {r.model} -> {r.target} ({r.route}): {escape(plain(r.reason))}")
         if r.locate:
             from rosetta.verify.locate import report_from_json
 
@@ -143,15 +144,17 @@ def _ratio_cell(ratio: float) -> str:
 
 def bench_lines(results, overheads: dict) -> list[str]:
     """Ratios to the reference per workload, the harness overhead, and the reasons of failed cells."""
+    from rich.markup import escape
+
     lines = []
     for workload in dict.fromkeys(r.workload for r in results):
         rows = [r for r in results if r.workload == workload]
         reference = next((r for r in rows if "reference" in r.target and r.status == "ok"), None)
         for r in rows:
             if r.status == "FAIL":
-                lines.append(f"[red]FAIL[/red] {workload} {r.target}: {r.reason}")
+                lines.append(f"[red]FAIL[/red] {workload} {r.target}: {escape(plain(r.reason))}")
             elif r.status != "ok":
-                lines.append(f"[yellow]{r.status}[/yellow] {workload} {r.target}: {r.reason}")
+                lines.append(f"[yellow]{r.status}[/yellow] {workload} {r.target}: {escape(plain(r.reason))}")
             elif reference is not None and r is not reference:
                 lines.append(f"{workload}: {r.target} takes {r.median_s / reference.median_s:.2f}x the reference's time")
             versus = r.extra.get("versus_native") if r.status == "ok" else None

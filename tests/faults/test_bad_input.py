@@ -92,3 +92,16 @@ def test_an_error_nobody_foresaw_is_one_line_and_its_traceback_is_for_v(models, 
                                                       "bug: run with -v for the traceback, and report it)\n")
     verbose = run_here("verify", models / "relu.onnx", models / "relu.onnx", "--no-progress", "-v")
     assert verbose.returncode == 3 and "Traceback (most recent call last)" in verbose.stderr
+
+
+def test_a_frameworks_terminal_codes_never_reach_a_message():
+    """Keras bolds its messages (ESC[1m...ESC[0m): a row's reason, a one-line error and a failure line are plain."""
+    from rosetta.errors import RosettaError, one_line, plain
+    from rosetta.report.tables import failure_lines
+    from rosetta.verify.results import VerifyResult
+
+    bold = "\x1b[1mThe structure of inputs doesn't match\x1b[0m the expected structure"
+    assert one_line(ValueError(bold)) == "ValueError: The structure of inputs doesn't match the expected structure"
+    assert one_line(RosettaError(f"reading failed: {bold}")) == plain(f"reading failed: {bold}")
+    row = VerifyResult(model="m", route="onnx", target="t", verdict="ERROR", reason=f"loading failed: {bold}")
+    assert "\x1b" not in "".join(failure_lines([row]))
