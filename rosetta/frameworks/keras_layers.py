@@ -28,8 +28,9 @@ def _model(folder: Path, precision: str, trust_code: bool):
 
 
 def trace_job(argument: dict) -> dict:
-    """Job: {"layers": [Layer as JSON]} of the Keras model in argument["folder"] run on argument["feeds"], in
-    argument["precision"]: its functional graph walked node by node, as Keras runs it."""
+    """Job: {"layers": [Layer as JSON], "notes": [one line each]} of the Keras model in argument["folder"] run on
+    argument["feeds"], in argument["precision"]: its functional graph walked node by node, as Keras runs it. A
+    layer whose settings cannot be read is read without them (no parameters, no configuration), with a note."""
     from rosetta.frameworks.keras import import_keras
     from rosetta.frameworks.keras_reference import _functional
 
@@ -44,7 +45,7 @@ def trace_job(argument: dict) -> dict:
     # a tensor is channels-last where the layer that made it says so (data_format), or where its input was: a
     # BatchNormalization after a Conv2D; a sequence (N, T, F) from an Embedding or a GRU is not a feature map
     last = {id(x): False for x in graph.inputs}
-    layers = []
+    layers, notes = [], []
     for depth in sorted(graph._nodes_by_depth, reverse=True):
         for node in graph._nodes_by_depth[depth]:
             if not node.operation or node.is_input or any(id(x) not in values for x in node.input_tensors):
@@ -58,11 +59,28 @@ def trace_job(argument: dict) -> dict:
                 values[id(x)] = y
                 last[id(x)] = channels_last
             inputs = [np.asarray(keras.ops.convert_to_numpy(values[id(x)])) for x in node.input_tensors]
-            kind, params, config = describe(node.operation, inputs)
+            config, unread = settings(node.operation)
+            if unread:
+                notes.append(unread)
+                kind, params, config = KINDS.get(type(node.operation).__name__, "other"), {}, {}
+            else:
+                kind, params, config = describe(node.operation, inputs, config)
             layers.append(Layer(node.operation.name, kind, type(node.operation).__name__,
                                 np.asarray(keras.ops.convert_to_numpy(outputs[0])), inputs, params, config,
                                 channels_last=channels_last).to_json())
-    return {"layers": layers}
+    return {"layers": layers, "notes": notes}
+
+
+def settings(layer) -> tuple[dict, str]:
+    """(the layer's get_config(), ""), or ({}, a one-line note) where get_config raises: a library's bug in one
+    layer skips the diagnoses that need its settings instead of stopping locate for the whole model."""
+    from rosetta.errors import one_line
+
+    try:
+        return (layer.get_config() if hasattr(layer, "get_config") else {}), ""
+    except Exception as error:  # noqa: BLE001 - whatever the library's get_config raises
+        return {}, (f"layer {layer.name} ({type(layer).__name__}) read without its settings: get_config raised "
+                    f"{one_line(error)}")[:300]
 
 
 def run_layer_job(argument: dict) -> dict:
@@ -79,12 +97,12 @@ def run_layer_job(argument: dict) -> dict:
     return {"output": np.asarray(keras.ops.convert_to_numpy(output))}
 
 
-def describe(layer, inputs: list[np.ndarray]) -> tuple[str, dict, dict]:
-    """(kind, canonical parameters, canonical configuration) of a Keras layer (frameworks.layers)."""
+def describe(layer, inputs: list[np.ndarray], config: dict) -> tuple[str, dict, dict]:
+    """(kind, canonical parameters, canonical configuration) of a Keras layer (frameworks.layers), from its
+    get_config() `config`."""
     name = type(layer).__name__
     kind = KINDS.get(name, "other")
     weights = {w.path.split("/")[-1]: np.asarray(w.numpy()) for w in getattr(layer, "weights", [])}
-    config = layer.get_config() if hasattr(layer, "get_config") else {}
     activation = config.get("activation")
     found = {"activation": activation} if isinstance(activation, str) and activation != "linear" else {}
     if kind == "conv" and "kernel" in weights:

@@ -74,11 +74,13 @@ class LocateReport:
     conversions: int = 0
     reason: str = ""
     diagnosis: str = ""  # the porting bug named at `first` (verify.diagnoses), where one is recognised
+    notes: list[str] = field(default_factory=list)  # one line each: what was read otherwise (a layer's settings)
 
     def summary(self) -> str:
         """One line: where the target diverges, or why that is not known."""
+        notes = "".join(f"; note: {note}" for note in self.notes)
         if self.verdict != "located" or self.first is None:
-            return f"{self.target}: {self.verdict}" + (f": {self.reason}" if self.reason else "")
+            return f"{self.target}: {self.verdict}" + (f": {self.reason}" if self.reason else "") + notes
         first = self.first
         # an MMdnn IR node's source layer is a torch module, a Keras layer or an MXNet node; two models' layers
         # paired: the reference's layer and the port's
@@ -103,7 +105,7 @@ class LocateReport:
             text += f"; whether it was introduced there is unknown: {self.reason}"
         if self.diagnosis:
             text += f"; {self.diagnosis}"
-        return text
+        return text + notes
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -39,6 +39,7 @@ class Side:
     layers: list[Layer]
     layers64: list[Layer] | None = None
     run_alone: Callable[[Layer, list[np.ndarray]], np.ndarray] | None = None
+    notes: list[str] = field(default_factory=list)  # one line each: a layer read without its settings, ...
 
 
 def to_layout(value: np.ndarray, from_last: bool, to_last: bool) -> np.ndarray:
@@ -177,7 +178,14 @@ def _compare(ref: Layer, ref64: Layer | None, value: np.ndarray, policy: Toleran
 def locate_port(reference: Side, port: Side, policy: TolerancePolicy, target: str,
                 layer_map: dict[str, str] | None = None) -> LocateReport:
     """The first paired layer whose port output fails `policy` against the reference's, whether it introduced
-    the error, and the porting bug where a diagnosis names it."""
+    the error, and the porting bug where a diagnosis names it; with both sides' notes."""
+    report = _locate_port(reference, port, policy, target, layer_map)
+    report.notes = [f"{side.label}: {note}" for side in (reference, port) for note in side.notes]
+    return report
+
+
+def _locate_port(reference: Side, port: Side, policy: TolerancePolicy, target: str,
+                 layer_map: dict[str, str] | None) -> LocateReport:
     from rosetta.verify.diagnoses import diagnose
 
     if reference.layers64 is None:  # float32 values only: the float32-only rule, per layer
@@ -279,15 +287,18 @@ def side_of(label: str, folder: Path | None, module, feeds: dict, inputs: list[s
                           "keeps none it can read one by one")
     trace, alone, key = jobs[framework]
 
+    notes: list[str] = []
+
     def layers(precision: str) -> list[Layer]:
         found = run_job(trace, {"folder": str(folder), "feeds": feeds, "precision": precision,
                                 "trust_code": trust_code}, isolation(framework), f"{framework} layers")
         if not found["layers"]:
             raise Unsupported(found.get("reason", f"{label} gives no layers"))
+        notes.extend(note for note in found.get("notes", []) if note not in notes)
         return [Layer.from_json(layer) for layer in found["layers"]]
 
     def run_alone(layer: Layer, values: list) -> np.ndarray:
         return run_job(alone, {"folder": str(folder), key: layer.name, "inputs": values, "precision": "float32",
                                "trust_code": trust_code}, isolation(framework), f"{framework} layer alone")["output"]
 
-    return Side(label, layers("float32"), layers("float64") if float64 else None, run_alone)
+    return Side(label, layers("float32"), layers("float64") if float64 else None, run_alone, notes)

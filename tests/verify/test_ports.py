@@ -160,3 +160,50 @@ def test_the_diagnoses_each_recognise_their_class_and_nothing_else():
     dense = lambda w: Layer("d", "dense", "Dense", np.zeros(1), params={"weight": w})  # noqa: E731
     found = diagnose(dense(w_ih), dense(w_ih * 1.5), context)
     assert found.startswith("no known porting bug recognised; weight differs by up to")
+
+
+UNREADABLE_LAYER = r'''
+import json, os
+os.environ["ROSETTA_WORKER"] = "tensorflow"  # Keras jobs run in this process, where the layer's class is registered
+import keras, torch
+import rosetta
+
+@keras.saving.register_keras_serializable(package="tests")
+class LibraryTanh(keras.layers.Layer):
+    """A library's layer whose get_config raises once loaded (its bug)."""
+    def __init__(self, loaded=False, **kwargs):
+        super().__init__(**kwargs)
+        self.loaded = loaded
+    def call(self, x):
+        return keras.ops.tanh(x)
+    def get_config(self):
+        if self.loaded:
+            raise AttributeError("'LibraryTanh' object has no attribute 'units'")
+        return {**super().get_config(), "loaded": True}
+
+torch.manual_seed(0)
+reference = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3)).eval()
+w = [p.detach().numpy() for p in reference.parameters()]
+x = keras.Input((6,), name="x")
+port = keras.Model(x, keras.layers.Dense(3, name="out")(LibraryTanh(name="act")(keras.layers.Dense(5, name="hidden")(x))))
+port.set_weights([w[0].T, w[1], w[2].T, w[3] * 1.01])  # the head's bias copied wrongly
+report = rosetta.verify(reference, port, inputs=["x:Nx6:float32"], locate=True)
+print(json.dumps({"verdict": report.verdict, "locate": report.rows[0].locate}, default=str))
+'''
+
+
+def test_a_layer_whose_settings_cannot_be_read_is_noted_and_the_rest_located(tmp_path):
+    """In a process of its own (TensorFlow does not share the tests' process)."""
+    script = tmp_path / "port.py"
+    script.write_text(UNREADABLE_LAYER)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    locate = found["locate"]
+    assert found["verdict"] == "FAIL", found
+    assert locate["verdict"] == "located", locate.get("reason")
+    assert (locate["first"]["node"], locate["first"]["source_layer"]) == ("2", "out"), locate["first"]
+    assert len(locate["notes"]) == 1 and locate["notes"][0].endswith(
+        ": layer act (LibraryTanh) read without its settings: get_config raised AttributeError: 'LibraryTanh' "
+        "object has no attribute 'units'"), locate["notes"]
