@@ -409,3 +409,32 @@ def test_arrays_given_are_checked_with_the_outputs_they_make_against_max_memory(
     net = torch.nn.Linear(6, 200_000)
     with pytest.raises(rosetta.RosettaError, match="reference outputs at batch 2"):
         rosetta.verify(net, net, inputs={"x": np.ones((2, 6), np.float32)}, max_memory=1e-3)
+
+
+class NamedForward(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = small_net()
+
+    def forward(self, pixels):
+        return self.net(pixels)
+
+
+class PositionalForward(NamedForward):
+    def forward(self, *args):
+        return self.net(args[0])
+
+
+def test_an_array_named_after_no_input_of_either_model_is_bad_input():
+    """Where each model's input names can be known (a forward's parameters, a model file's inputs), an array
+    named after none of them is refused, not paired by position; a forward that takes *args keeps position."""
+    arrays = {"nope": np.random.default_rng(0).random((2, 3, 8, 8), np.float32)}
+    with pytest.raises(rosetta.BadInput) as refused:
+        rosetta.verify(NamedForward(), exported(small_net()), inputs=arrays)
+    message = str(refused.value)
+    assert "'nope' names no input of either model" in message and "takes pixels" in message, message
+    assert "takes image" in message and "\n" not in message, message
+    with pytest.raises(rosetta.BadInput, match="'nope' names no input of either model .*takes input; .*takes input"):
+        rosetta.verify(small_net(), small_net(), inputs=arrays)
+    assert rosetta.verify(NamedForward(), exported(small_net()), inputs={"image": arrays["nope"]}).passed
+    assert rosetta.verify(PositionalForward(), exported(small_net()), inputs=arrays).passed

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rosetta.errors import RosettaError, Unsupported
+from rosetta.errors import BadInput, RosettaError, Unsupported
 from rosetta.output import check_writable_file
 from rosetta.scratch import scratch_folder
 from rosetta.verify.tolerance import TolerancePolicy, policy_from_options
@@ -233,11 +233,14 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
         check_output_names([name for name, _, _ in reference_outputs_signature], atol, rtol)
         check_given_names(given, list(feeds), [name for name, _, _ in reference_outputs_signature])
         cells, modules = [], {}
+        takes = [(first.label, input_names(first))]  # each model's input names, where they can be known
         for path in compared:  # a model that cannot be read (or crashes its worker) is its row's ERROR
             name = path if isinstance(path, (str, Path)) else label_of(path)
             try:
                 model = first if path is paths[0] else _open_candidate(path, inputs, first, trust_code,
                                                                         Path(scratch), applied)
+                if model is not first:
+                    takes.append((str(name), input_names(model)))
                 if model.folder is None:  # a torch module (a factory, an in-memory one): run as its export, on
                     # the reference's inputs as it takes them (verify.pairing; refused in one line, before any work)
                     own = pairing_question(pair_tensors, arrays_signature(feeds),
@@ -261,6 +264,8 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
                                       given_pairs={k: [o, list(p) if p else None] for k, (o, p) in given.items()},
                                       device=device))
         check_inputs_used(inputs, applied)
+        if inputs_file is None and isinstance(arrays, dict):
+            check_array_names(list(arrays), takes)
         # every question about the models answered: the work starts here, with the reference's own runs
         if saved is not None:
             reference = ReferenceOutputs(feeds, saved)
@@ -497,6 +502,36 @@ def _open_candidate(path, inputs: list, first, trust_code: bool, scratch: Path, 
     if inputs:
         applied.append(model)
     return model
+
+
+def input_names(model) -> list[str] | None:
+    """The input names `model` takes, or None where they cannot be known: a torch module's are its forward's
+    parameters (sources.torch feeds them by keyword), unless it takes *args or **kwargs; an MXNet symbol's or a
+    Gluon block's are borrowed from the reference (by position)."""
+    if model.module is not None:
+        import inspect
+
+        try:
+            parameters = list(inspect.signature(model.module.forward).parameters.values())
+        except (TypeError, ValueError):
+            return None
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
+            return None
+        return [p.name for p in parameters]
+    return [spec.name for spec in model.inputs] if model.format in ("onnx", "keras", "tensorflow", "torch-export") \
+        else None
+
+
+def check_array_names(names: list[str], takes: list[tuple[str, list[str] | None]]) -> None:
+    """Refuse an array given by a name that no model compared takes, where every model's names are known (it
+    would be paired by position, silently); where one model's are not, its inputs go by position."""
+    if any(taken is None for _, taken in takes):
+        return
+    unknown = [name for name in names if not any(name in taken for _, taken in takes)]
+    if unknown:
+        which = "either model" if len(takes) == 2 else "any model compared"
+        listed = "; ".join(f"{label} takes {', '.join(taken) or 'none'}" for label, taken in takes)
+        raise BadInput(f"inputs: {', '.join(map(repr, unknown))} names no input of {which} ({listed})")
 
 
 def check_inputs_used(inputs: list, models: list) -> None:
