@@ -134,15 +134,33 @@ def raise_on_sigterm() -> Callable[[], None]:
         _RECEIVED.append(signum)
         raise KeyboardInterrupt()
 
+    previous_hook = sys.unraisablehook
+
+    def on_unraisable(unraisable) -> None:
+        """A handler's exception raised where Python can only drop it (a weakref callback, a __del__: a SIGTERM
+        during an import ran in importlib's module-lock callback, and the endless run it should have stopped went
+        on): the signal is delivered again, once this hook has returned (from another thread: raised here, it
+        would be dropped too), to land at a later step of the main thread's own code."""
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _RECEIVED:
+            threading.Timer(0.01, deliver_again, (_RECEIVED[-1],)).start()
+        else:
+            previous_hook(unraisable)
+
+    def deliver_again(signum: int) -> None:
+        if signal.getsignal(signum) in (on_sigterm, on_sigint):  # not once the run is over
+            os.kill(os.getpid(), signum)
+
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     # an ignored SIGINT (a job started in the background) stays ignored
     previous_int = signal.getsignal(signal.SIGINT)
     if previous_int is signal.default_int_handler:
         signal.signal(signal.SIGINT, on_sigint)
+    sys.unraisablehook = on_unraisable
 
     def restore() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
         if previous_int is signal.default_int_handler:
             signal.signal(signal.SIGINT, previous_int)
+        sys.unraisablehook = previous_hook
 
     return restore

@@ -341,3 +341,34 @@ def test_a_signal_whose_exception_the_code_turned_into_another_still_stops_the_r
     assert out.returncode == status and out.stderr.strip() == said, out.stderr
     monkeypatch.setitem(cli.COMMANDS, "env", lambda args: 0)
     assert run_here("env").returncode == 0  # the next run in this process starts afresh
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_whose_exception_python_could_only_drop_is_delivered_again(monkeypatch, signum, status):
+    """A SIGTERM that came while importlib ran a weakref callback raised there, where Python drops the exception
+    ('Exception ignored in: <function _get_module_lock.<locals>.cb>'), and the endless run went on until killed:
+    the signal is delivered again, and stops the run."""
+    import gc
+    import weakref
+
+    from rosetta import cli
+    from tests.test_cli import run_here
+
+    class Thing:
+        pass
+
+    def endless(args):
+        thing = Thing()
+        reference = weakref.ref(thing, lambda _: signal.raise_signal(signum))  # raised in the callback: dropped
+        del thing
+        gc.collect()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the run that must stop
+            time.sleep(0.01)
+        return 0 if reference() is None else 1
+
+    monkeypatch.setitem(cli.COMMANDS, "env", endless)
+    start = time.monotonic()
+    out = run_here("env")
+    assert out.returncode == status and time.monotonic() - start < 5, out.stderr
+    assert "Exception ignored" not in out.stderr
