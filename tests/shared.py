@@ -38,3 +38,19 @@ def torch_has_cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def communicate_within(process, limit: float, what: str) -> tuple[str, str]:
+    """(stdout, stderr) of `process` (started with start_new_session=True) within `limit` seconds; one still
+    running then is killed with its whole process group, and the test fails saying `what` ran on."""
+    import signal
+    import subprocess
+
+    import pytest
+
+    try:
+        return process.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail(f"{what} still ran after {limit:g} s")

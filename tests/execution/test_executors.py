@@ -4,8 +4,6 @@ verdicts and errors; tasks that share an artifact come after the task that makes
 from __future__ import annotations
 
 import json
-import os
-import signal
 
 import pytest
 
@@ -14,6 +12,7 @@ from rosetta.errors import RosettaError
 from rosetta.execution import Job
 from rosetta.execution.executors import LocalExecutor, Task, _topological, get_executor
 from rosetta.verify.cells import ARTIFACT_JOB, CELL_JOB, plan_cells, plan_tasks
+from tests.shared import communicate_within
 
 
 def _rows(path):
@@ -124,12 +123,7 @@ def _rosetta_within(arguments: list[str], limit: float):
     started = time.monotonic()
     process = subprocess.Popen([sys.executable, "-m", "rosetta.cli", *arguments], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        _, stderr = process.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        pytest.fail(f"rosetta {' '.join(arguments)} still ran after {limit:g} s")
+    _, stderr = communicate_within(process, limit, f"rosetta {' '.join(arguments)}")
     return process.returncode, stderr, time.monotonic() - started
 
 

@@ -7,7 +7,6 @@ start of a process that may wait for a loaded machine's CPUs."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -15,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.shared import communicate_within
 
 TIMEOUT_S = 3
 SLACK_S = 5  # the issue's bound: ended within --timeout + 5 s of blocking
@@ -73,12 +74,7 @@ def _run(tmp_path: Path, arguments: list[str], environment: dict | None = None, 
     process = subprocess.Popen([sys.executable, *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True, cwd=tmp_path,
                                env={**os.environ, **(environment or {}), "BLOCKED_AT": str(marker)})
-    try:
-        stdout, stderr = process.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        pytest.fail(f"{' '.join(arguments)} still ran {limit:g} s after it started (--timeout {TIMEOUT_S})")
+    stdout, stderr = communicate_within(process, limit, f"{' '.join(arguments)} (--timeout {TIMEOUT_S})")
     ended = time.time()
     assert marker.exists(), f"the model never blocked: {stderr}"
     return process.returncode, stdout, stderr, ended - float(marker.read_text())
