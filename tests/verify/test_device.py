@@ -50,7 +50,7 @@ def test_model_files_compared_on_a_gpu_no_framework_sees_are_cannot_rows_never_c
                 assert row["reason"].startswith("loading failed: --device cuda: ") and row["outputs"] == [], row
     torch.manual_seed(0)
     net = torch.nn.Linear(6, 4)
-    report = rosetta.verify(net, net, inputs={"x": np.ones((2, 6), np.float32)}, device="cuda")
+    report = rosetta.verify(net, net, inputs={"input": np.ones((2, 6), np.float32)}, device="cuda")
     assert [row.verdict for row in report.rows] == ["CANNOT"] and "--device cuda" in report.rows[0].reason
 
 
