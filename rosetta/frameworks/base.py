@@ -70,11 +70,16 @@ class Runner(ABC):
         return HostClock()
 
 
+def copied(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Each input array copied: what a run that may change its inputs in place is given."""
+    return {name: np.array(value, copy=True) for name, value in feeds.items()}
+
+
 def run_on_copies(predict, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
     """`predict` run on a copy of each input, and the names of the inputs it changed in place. A model that
     writes to its inputs (`x.mul_(2)` in a forward, which torch.from_numpy lets reach the caller's array) must
     not change what the next run sees: every run gets its own copy, and the change is reported, not hidden."""
-    copies = {name: np.array(value, copy=True) for name, value in feeds.items()}
+    copies = copied(feeds)
     outputs = predict(copies)
     changed = [name for name, value in feeds.items()
                if not np.array_equal(copies[name], value, equal_nan=value.dtype.kind in "fc")]

@@ -172,7 +172,7 @@ def reference_outputs(model, feeds: dict[str, np.ndarray], threads: int = 0) -> 
     framework's check of it against the float32 run holds (frameworks.reference_check); otherwise, or where it
     fails or times out, the float32-only rule applies and `about` says why."""
     from rosetta.errors import WorkerDied
-    from rosetta.frameworks.base import run_on_copies
+    from rosetta.frameworks.base import copied, run_on_copies
 
     try:
         runner = model.make_runner("float32", threads)
@@ -189,8 +189,7 @@ def reference_outputs(model, feeds: dict[str, np.ndarray], threads: int = 0) -> 
         return ReferenceOutputs(feeds, float32, None, about={**about, "float64_doubt": f"{model.format} models run "
                                                              "in float32 only"})
     try:
-        float64, check = model.predict_float64({name: np.array(value, copy=True) for name, value in feeds.items()},
-                                               threads)
+        float64, check = model.predict_float64(copied(feeds), threads)
     except WorkerDied as error:  # timed out or crashed: the float32-only rule, saying so
         return ReferenceOutputs(feeds, float32, None, about={**about, "float64_doubt": f"its float64 run failed: {error}"})
     except Exception as error:  # noqa: BLE001 - a layer without float64: the float32-only rule applies

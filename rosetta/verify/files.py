@@ -55,6 +55,7 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
     (`_locate_files`)."""
     from rosetta.convert.store import ArtifactStore
     from rosetta.convert.user import convert_user_model, parse_user_targets, write_converted
+    from rosetta.frameworks.base import copied
     from rosetta.models.inputs import check_memory, generate_inputs
     from rosetta.output import OutputFolder
     from rosetta.sources.memory import open_any
@@ -73,8 +74,8 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
         check_memory(model.inputs, model.outputs, batch, max_memory, model.has_float64)
         store = ArtifactStore(Path(scratch) / "store")
         feeds = generate_inputs(model.inputs, batch, seed)  # each artifact is run on them once as it is made
-        cells = convert_user_model(model, chosen, store, dict(export_options or {}),
-                                   {name: value.copy() for name, value in feeds.items()}, threads, progress)
+        cells = convert_user_model(model, chosen, store, dict(export_options or {}), copied(feeds), threads,
+                                   progress)
         if not verify:
             results = [conversion_row(cell) for cell in cells]
         else:
