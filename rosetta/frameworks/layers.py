@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 KINDS = ("conv", "dense", "batchnorm", "layernorm", "gru", "lstm", "pool", "activation", "flatten", "reshape",
-         "embedding", "dropout", "add", "concat", "other")
+         "embedding", "dropout", "add", "concat", "block", "other")  # block: a module holding others
 GATES_KERAS_GRU_TO_TORCH = (1, 0, 2)  # Keras z, r, h -> PyTorch r, z, n (ONNX: z, r, h too)
 
 

@@ -10,7 +10,9 @@ from rosetta.frameworks.layers import Layer
 
 
 def trace_module(module, arrays: list[np.ndarray], precision: str = "float32") -> list[Layer]:
-    """Run `module` (a copy, in eval mode and `precision`) on `arrays`; a Layer per leaf module call, in order."""
+    """Run `module` (a copy, in eval mode and `precision`) on `arrays`; a Layer per module call, in the order the
+    calls end: every leaf, and every module holding others (kind "block", its output read, its parameters left to
+    its leaves), so that a port whose one layer is a whole block of the reference has a tensor to agree with."""
     import torch
 
     dtype = getattr(torch, precision)
@@ -28,13 +30,14 @@ def trace_module(module, arrays: list[np.ndarray], precision: str = "float32") -
             first = output[0] if isinstance(output, (tuple, list)) else output
             if not isinstance(first, torch.Tensor):
                 return
-            kind, params, config = describe(leaf)
+            kind, params, config = describe(leaf) if name in leaves else ("block", {}, {})
             layers.append(Layer(name, kind, type(leaf).__name__, _numpy(first), seen[name].pop(), params, config))
         return hook
 
     tensors = [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
     tensors = [t.to(dtype) if t.is_floating_point() else t for t in tensors]
-    run_with_leaf_hooks(model, leaf_modules(_user_modules(model)), before, after, tensors)
+    leaves = {name for name, _ in leaf_modules(_user_modules(model))}
+    run_with_leaf_hooks(model, [(name, m) for name, m in _user_modules(model) if name], before, after, tensors)
     return layers
 
 
@@ -61,7 +64,7 @@ def run_with_leaf_hooks(model, leaves, before, after, tensors, with_kwargs: bool
 
 
 def run_leaf(module, name: str, inputs: list[np.ndarray], precision: str = "float32") -> np.ndarray:
-    """The leaf module `name` of `module` run alone on `inputs` (its first output)."""
+    """The module `name` of `module` (a leaf, or a block of them) run alone on `inputs` (its first output)."""
     import torch
 
     dtype = getattr(torch, precision)
@@ -113,7 +116,23 @@ def describe(leaf) -> tuple[str, dict, dict]:
               nn.GELU: "activation", nn.SiLU: "activation", nn.Hardswish: "activation", nn.LeakyReLU: "activation",
               nn.Softmax: "activation", nn.Flatten: "flatten", nn.Dropout: "dropout", nn.Identity: "other"}
     kind = next((k for cls, k in simple.items() if isinstance(leaf, cls)), "other")
-    return kind, {}, {"activation": type(leaf).__name__.lower()} if kind == "activation" else {}
+    if kind == "activation":
+        return kind, {}, {"activation": _activation_name(leaf)}
+    return kind, state if kind == "other" else {}, _epsilons(leaf) if kind == "other" else {}
+
+
+def _activation_name(leaf) -> str:
+    """The activation's name as the diagnoses compare it: GELU's tanh approximation (nn.GELU(approximate="tanh"))
+    is "gelu_tanh", the exact erf form "gelu"."""
+    name = type(leaf).__name__.lower()
+    return "gelu_tanh" if name == "gelu" and getattr(leaf, "approximate", "none") == "tanh" else name
+
+
+def _epsilons(leaf) -> dict:
+    """A module's epsilon settings by their own names (GroupNorm's and RMSNorm's eps, a library's
+    variance_epsilon): the diagnoses compare them with the port's wherever it holds them."""
+    return {key: value for key, value in vars(leaf).items() if isinstance(value, float)
+            and (key.lower() in ("eps", "epsilon") or key.lower().endswith(("_eps", "_epsilon")))}
 
 
 def _recurrent(state: dict, leaf) -> dict:

@@ -75,6 +75,9 @@ class LocateReport:
     reason: str = ""
     diagnosis: str = ""  # the porting bug named at `first` (verify.diagnoses), where one is recognised
     notes: list[str] = field(default_factory=list)  # one line each: what was read otherwise (a layer's settings)
+    # two models' layers aligned at matched tensors (verify.port_locate): the layers of each side between them,
+    # {"reference": [names], "port": [names], "confirmed": whether its end was confirmed}
+    segment: dict = field(default_factory=dict)
 
     def summary(self) -> str:
         """One line: where the target diverges, or why that is not known."""
@@ -86,11 +89,14 @@ class LocateReport:
         # paired: the reference's layer and the port's
         named = {"mmdnn": "source layer", "layers": "the port's"}.get(self.graph, "torch module")
         layer = f" ({named} {first.source_layer})" if first.source_layer else ""
+        if self.segment:
+            layer = f" (the port's {_names(self.segment['port'])})"
         where = {"export": " of the ONNX model it was made from",
                  "artifact": " of the artifact itself"}.get(self.stage, "")
         kind = {"mmdnn": "MMdnn IR node", "layers": "layer"}.get(self.graph, "node")
-        text = (f"{self.target}: first diverges at {kind} {first.node} ({first.op}){layer}{where}: "
-                f"{_ratio(first.error_ratio)} its noise floor")
+        at = f"{kind} {first.node} ({first.op})" if not self.segment or self.segment["reference"] == [first.node] \
+            else f"the segment {_names(self.segment['reference'])}"
+        text = f"{self.target}: first diverges at {at}{layer}{where}: {_ratio(first.error_ratio)} its noise floor"
         if self.unread:
             text += (f", or at {', '.join(self.unread)} just before it, whose value cannot be read in the target "
                      f"({self.unread_reason})")
@@ -109,6 +115,13 @@ class LocateReport:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def _names(names: list[str], most: int = 4) -> str:
+    """Layer names as a reader takes them in: a block's own name in place of its members', the first few."""
+    outer = [name for name in names if not any(name != other and (name.startswith(other + ".") or
+                                                                  name.startswith(other + "/")) for other in names)]
+    return ", ".join(outer[:most]) + (f" and {len(outer) - most} more" if len(outer) > most else "")
 
 
 def _ratio(value: float) -> str:

@@ -1,17 +1,18 @@
-"""Where a port written by hand stops being the same function: layer-level locate between two independently
-written models (`rosetta verify REF PORT --locate`), in any two of PyTorch, Keras, MXNet and ONNX.
+"""Where a port written by hand stops being the same function (`rosetta verify REF PORT --locate`), in any two of
+PyTorch, Keras, MXNet and ONNX, when the two models' layers do not line up one to one.
 
-Each model's layers are read as it runs (frameworks.layers: PyTorch leaf modules by forward hooks, Keras layers
-by walking its functional graph, MXNet nodes by the symbol's internals, ONNX nodes by ONNX Runtime), the
-reference's in float32 and float64, so each of its layers has its own noise floor, as a model's outputs do.
-Layers are paired in execution order (an alignment, as of two sequences) by their output's shape, equal up to
-the layout permutation of the port (NCHW <-> NHWC), helped by agreeing values, equal names and kinds; a
-`--layer-map` file gives the pairing instead. The report names:
-- the first pair whose output crosses the tolerance;
-- whether that layer introduced the error or inherited it: the port's layer run alone on the reference layer's
-  own input (where its framework can run a layer alone);
-- the porting bug, where a diagnosis recognises it (verify.diagnoses), from the two layers' parameters and
-  configuration in their canonical form."""
+Each model is read as it runs at the finest grain it offers (frameworks.layers: every PyTorch module by forward
+hooks, leaves and the blocks holding them; Keras layers by walking the functional graph, a fused activation split
+out and a layer made of sublayers opened into them; MXNet nodes; ONNX nodes), the reference's in float32 and
+float64, so each of its tensors has its own noise floor, as a model's outputs do. The tensors are matched by
+value up to layout (verify.dataflow): between two matched tensors lies a *segment pair*, one reference module or
+many against one port layer or many (a conv with its padding split off, BatchNorm folded into a conv, an
+activation fused, a transformer block written as one layer). The report names:
+- the first segment pair whose inputs agree and whose output does not, and how its end was confirmed;
+- whether the port's segment introduced the error: run alone on the reference's tensors at its start;
+- the porting bug, where a diagnosis recognises it (verify.diagnoses), from both segments' parameters and
+  configuration in their canonical form; none where the segment's end could not be confirmed.
+A `--layer-map` file pairs layers, blocks or sublayers by name instead."""
 
 from __future__ import annotations
 
@@ -25,10 +26,9 @@ import numpy as np
 
 from rosetta.errors import BadInput, RosettaError, Unsupported, one_line
 from rosetta.frameworks.layers import Layer
+from rosetta.verify.dataflow import Flow, as_port
 from rosetta.verify.locate import INHERITED, INTRODUCED, LocateReport, NodeRow, fill_row
 from rosetta.verify.tolerance import TolerancePolicy
-
-BAND = 0.3  # a pair's positions in their sequences (as fractions) are at most this far apart
 
 
 @dataclass
@@ -38,61 +38,9 @@ class Side:
     label: str
     layers: list[Layer]
     layers64: list[Layer] | None = None
+    fed: list[np.ndarray] = field(default_factory=list)  # the model's inputs as it was given them
     run_alone: Callable[[Layer, list[np.ndarray]], np.ndarray] | None = None
     notes: list[str] = field(default_factory=list)  # one line each: a layer read without its settings, ...
-
-
-def to_layout(value: np.ndarray, from_last: bool, to_last: bool) -> np.ndarray:
-    """A 3-D to 5-D tensor moved between channels-first and channels-last (the batch stays first)."""
-    value = np.asarray(value)
-    if from_last == to_last or not 3 <= value.ndim <= 5:
-        return value
-    if to_last:
-        return np.transpose(value, (0, *range(2, value.ndim), 1))
-    return np.transpose(value, (0, value.ndim - 1, *range(1, value.ndim - 1)))
-
-
-def _feature_map(layers: list[Layer], before: int):
-    """(channels-last?, shape) of the last 3-D to 5-D output before layer `before`, or None."""
-    for layer in reversed(layers[:before]):
-        if 3 <= np.ndim(layer.output) <= 5:
-            return layer.channels_last, np.shape(layer.output)
-    return None
-
-
-def last_step(reference: np.ndarray, value: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    """A recurrent layer's output that one side gives for every step (N, T, H) and the other for the last only
-    (N, H) (PyTorch's GRU and a Keras GRU without return_sequences): both at the last step."""
-    if kind in ("gru", "lstm") and np.ndim(reference) == 3 and np.ndim(value) == 2:
-        return np.asarray(reference)[:, -1], value
-    if kind in ("gru", "lstm") and np.ndim(reference) == 2 and np.ndim(value) == 3:
-        return reference, np.asarray(value)[:, -1]
-    return reference, value
-
-
-def mapped_output(reference: list[Layer], i: int, port: list[Layer], j: int) -> np.ndarray:
-    """The port layer j's output in the reference layer i's layout: feature maps moved between channels-first
-    and -last, and a flattened feature map (a 2-D output right after feature maps laid out otherwise) put in the
-    reference's flatten order, so that a correct port agrees at its Flatten and a Dense that kept the wrong row
-    order is the one that differs."""
-    ref, other = reference[i], port[j]
-    value = np.asarray(other.output)
-    if value.ndim != 2 or np.ndim(ref.output) != 2:
-        return to_layout(value, other.channels_last, ref.channels_last)
-    mine, theirs = _feature_map(port, j), _feature_map(reference, i)
-    if mine is None or theirs is None or mine[0] == theirs[0] or int(np.prod(mine[1][1:])) != value.shape[1]:
-        return value
-    return to_layout(value.reshape(value.shape[0], *mine[1][1:]), mine[0], theirs[0]).reshape(value.shape[0], -1)
-
-
-def _as_port_input(value: np.ndarray, reference: list[Layer], i: int, port: list[Layer], j: int) -> np.ndarray:
-    """A reference layer's input in the port's layout (the inverse of mapped_output)."""
-    if value.ndim != 2:
-        return to_layout(value, reference[i].channels_last, port[j].channels_last)
-    mine, theirs = _feature_map(port, j), _feature_map(reference, i)
-    if mine is None or theirs is None or mine[0] == theirs[0] or int(np.prod(theirs[1][1:])) != value.shape[1]:
-        return value
-    return to_layout(value.reshape(value.shape[0], *theirs[1][1:]), theirs[0], mine[0]).reshape(value.shape[0], -1)
 
 
 def read_layer_map(path: Path | None) -> dict[str, str]:
@@ -121,134 +69,264 @@ def read_layer_map(path: Path | None) -> dict[str, str]:
     return pairs
 
 
-def pair_layers(reference: Side, port: Side, policy: TolerancePolicy, layer_map: dict[str, str]) -> list[tuple]:
-    """(reference index, port index) of each paired layer, in order: the layer map's, or an alignment."""
-    if layer_map:
-        ports = {layer.name: j for j, layer in enumerate(port.layers)}
-        pairs = []
-        for i, layer in enumerate(reference.layers):
-            if layer.name in layer_map:
-                if layer_map[layer.name] not in ports:
-                    raise BadInput(f"--layer-map: {port.label} has no layer {layer_map[layer.name]!r}")
-                pairs.append((i, ports[layer_map[layer.name]]))
-        unknown = sorted(set(layer_map) - {layer.name for layer in reference.layers})
-        if unknown:
-            raise BadInput(f"--layer-map: the reference has no layer {unknown[0]!r}")
-        return pairs
-    n, m = len(reference.layers), len(port.layers)
-    score = np.zeros((n, m))
-    for i, ref in enumerate(reference.layers):
-        for j, other in enumerate(port.layers):
-            if abs((i + 0.5) / n - (j + 0.5) / m) > BAND:
-                continue
-            mapped = mapped_output(reference.layers, i, port.layers, j)
-            if np.shape(last_step(ref.output, mapped, ref.kind)[0]) != np.shape(last_step(ref.output, mapped,
-                                                                                       ref.kind)[1]):
-                continue
-            agrees = _compare(ref, reference.layers64[i] if reference.layers64 else None, mapped, policy).passed
-            score[i, j] = 1 + 2 * agrees + (ref.name == other.name) + (ref.kind == other.kind != "other")
-    best = np.zeros((n + 1, m + 1))
-    for i in range(n):
-        for j in range(m):
-            best[i + 1, j + 1] = max(best[i, j + 1], best[i + 1, j], best[i, j] + score[i, j] if score[i, j] else 0)
-    pairs, i, j = [], n, m
-    while i and j:
-        if score[i - 1, j - 1] and best[i, j] == best[i - 1, j - 1] + score[i - 1, j - 1]:
-            pairs.append((i - 1, j - 1))
-            i, j = i - 1, j - 1
-        elif best[i, j] == best[i - 1, j]:
-            i -= 1
-        else:
-            j -= 1
-    return pairs[::-1]
+def _policy_for(reference: Side, policy: TolerancePolicy) -> TolerancePolicy:
+    if reference.layers64 is None:  # float32 values only: the float32-only rule, per tensor
+        from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
 
-
-def _compare(ref: Layer, ref64: Layer | None, value: np.ndarray, policy: TolerancePolicy):
-    from rosetta.verify.compare import compare_output
-
-    reference32, value = last_step(ref.output, value, ref.kind)
-    reference64, _ = last_step(ref64.output, value, ref.kind) if ref64 is not None else \
-        (reference32.astype(np.float64), value)
-    if reference32.dtype.kind != "f":
-        reference32, reference64 = reference32.astype(np.float32), reference64.astype(np.float64)
-    return compare_output(ref.name, np.asarray(value, dtype=np.float64) if np.asarray(value).dtype.kind in "fiu"
-                          else value, reference32, reference64, policy)
+        return TolerancePolicy(FLOAT32_ONLY_MULTIPLE, float64_reference=False)
+    return policy
 
 
 def locate_port(reference: Side, port: Side, policy: TolerancePolicy, target: str,
                 layer_map: dict[str, str] | None = None) -> LocateReport:
-    """The first paired layer whose port output fails `policy` against the reference's, whether it introduced
-    the error, and the porting bug where a diagnosis names it; with both sides' notes."""
-    report = _locate_port(reference, port, policy, target, layer_map)
+    """Where the port first stops computing the reference's function: the first segment pair (see the module
+    docstring) whose inputs agree and whose output does not, whether it introduced the error, and the porting bug
+    where a diagnosis names it; with both sides' notes."""
+    from rosetta.verify.dataflow import Matcher
+
+    policy = _policy_for(reference, policy)
+    flows = Flow(reference.layers, reference.fed, reference.layers64), Flow(port.layers, port.fed)
+    matcher = Matcher(*flows, policy)
+    report = (_by_layer_map(reference, port, matcher, target, layer_map) if layer_map else
+              Alignment(reference, port, matcher, target).locate())
     report.notes = [f"{side.label}: {note}" for side in (reference, port) for note in side.notes]
     return report
 
 
-def _locate_port(reference: Side, port: Side, policy: TolerancePolicy, target: str,
-                 layer_map: dict[str, str] | None) -> LocateReport:
-    from rosetta.verify.diagnoses import diagnose
+def _row(matcher, r: int, p: int, value: np.ndarray | None = None) -> NodeRow:
+    """The row of reference point r against port point p (or a value computed for it)."""
+    reference, port = matcher.reference, matcher.port
+    ref_layer = reference.layers[reference.points[r].producers[-1]] if reference.points[r].producers else None
+    name = port.name(p)
+    row = NodeRow(r, ref_layer.name if ref_layer else reference.name(r), ref_layer.op if ref_layer else "", name,
+                  name)
+    compared = matcher.compared(r, p, value)
+    if compared is None:
+        row.reason = f"{name}'s output has no layout that maps it onto the reference's"
+    else:
+        fill_row(row, compared)
+    return row
 
-    if reference.layers64 is None:  # float32 values only: the float32-only rule, per layer
-        from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
 
-        policy = TolerancePolicy(FLOAT32_ONLY_MULTIPLE, float64_reference=False)
-    pairs = pair_layers(reference, port, policy, layer_map or {})
-    mechanism = (f"{len(pairs)} of {len(reference.layers)} reference layers paired with {port.label}'s "
-                 f"{len(port.layers)} " + ("by --layer-map" if layer_map else "in execution order (shape up to the "
-                                           "port's layout, agreeing values, names, kinds)"))
-    if not pairs:
-        return LocateReport(target, "not located", reason=f"no layer of {port.label} pairs with one of the "
-                            "reference's (shapes differ even up to layout); give the pairing with --layer-map",
-                            graph="layers", mechanism=mechanism)
-    rows = []
-    for i, j in pairs:
-        ref, other = reference.layers[i], port.layers[j]
-        row = NodeRow(i, ref.name, ref.op, other.name, other.name)
-        fill_row(row, _compare(ref, reference.layers64[i] if reference.layers64 else None,
-                               mapped_output(reference.layers, i, port.layers, j), policy))
-        rows.append(row)
+def _by_layer_map(reference: Side, port: Side, matcher, target: str, layer_map: dict[str, str]) -> LocateReport:
+    """The pairing a --layer-map file gives (any module or block of the reference, any layer or sublayer path of
+    the port): the first pair whose outputs differ."""
+    ref_names = {layer.name: k for k, layer in enumerate(reference.layers)}
+    port_names = {layer.name: k for k, layer in enumerate(port.layers)}
+    unknown = sorted(set(layer_map) - set(ref_names))
+    if unknown:
+        raise BadInput(f"--layer-map: the reference has no layer {unknown[0]!r} (its layers: "
+                       f"{', '.join(list(ref_names)[:8])}, ...)")
+    missing = sorted(set(layer_map.values()) - set(port_names))
+    if missing:
+        raise BadInput(f"--layer-map: {port.label} has no layer {missing[0]!r} (its layers: "
+                       f"{', '.join(list(port_names)[:8])}, ...)")
+    pairs = sorted(((ref_names[a], port_names[b]) for a, b in layer_map.items()))
+    rows = [_row(matcher, matcher.reference.output_of[i], matcher.port.output_of[j]) for i, j in pairs]
+    mechanism = f"{len(pairs)} layer pairs given by --layer-map"
     first = next((row for row in rows if row.passed is False), None)
     if first is None:
+        unmeasured = [row for row in rows if row.passed is None]
+        if unmeasured:
+            return LocateReport(target, "not located", rows=rows, graph="layers", mechanism=mechanism,
+                                reason=f"no paired layer differs, and {unmeasured[0].node} could not be compared "
+                                       f"({unmeasured[0].reason})")
         return LocateReport(target, "not reproduced", rows=rows, graph="layers", mechanism=mechanism,
-                            reason="every paired layer agrees within the tolerance: the difference is in what no "
-                                   "layer of the reference outputs (a function between layers)")
+                            reason="every paired layer agrees within the tolerance")
     i, j = pairs[rows.index(first)]
-    report = LocateReport(target, "located", first, rows=rows, graph="layers", mechanism=mechanism)
-    ref, other = reference.layers[i], port.layers[j]
-    report.alone, report.origin, report.reason = _alone(reference, port, i, j, policy, first)
-    # the port's layer of the reference layer's kind, where the pair's output comes from a layer after it (MXNet's
-    # fused RNN in time-major layout, then a SwapAxis): the one whose parameters tell the porting bug
-    before = max((b for a, b in pairs if b < j), default=-1)
-    same_kind = [k for k in range(before + 1, j + 1) if port.layers[k].kind == ref.kind]
-    if other.kind != ref.kind and same_kind:
-        j, other = same_kind[-1], port.layers[same_kind[-1]]
-    context = {"reference": reference.layers, "port": port.layers, "pairs": pairs, "at": (i, j)}
-    report.diagnosis = diagnose(ref, other, context) or ("no known porting bug recognised: compare its parameters "
-                                                         "and configuration (figures above)")
+    report = LocateReport(target, "located", first, rows=rows, graph="layers", mechanism=mechanism,
+                          segment={"reference": [reference.layers[i].name], "port": [port.layers[j].name],
+                                   "confirmed": True})
+    context = {"reference": reference.layers, "port": port.layers, "pairs": pairs, "at": (i, j),
+               "segment": ([reference.layers[i]], [port.layers[j]])}
+    report.diagnosis = _diagnosis(reference.layers[i], port.layers[j], context)
     return report
 
 
-def _alone(reference: Side, port: Side, i: int, j: int, policy: TolerancePolicy, first: NodeRow):
-    """(row, origin, reason): the port's layer j run on the reference layer i's own inputs."""
-    ref, other = reference.layers[i], port.layers[j]
-    source = (reference.layers64 or reference.layers)[i]
-    if port.run_alone is None or not source.inputs:
-        return None, "", f"{port.label}'s layers cannot be run one at a time here"
-    inputs = [_as_port_input(np.asarray(value), reference.layers, i, port.layers, j) for value in source.inputs]
-    inputs = [value.astype(np.asarray(mine).dtype) if np.asarray(mine).dtype != value.dtype else value
-              for value, mine in zip(inputs, other.inputs or inputs)]
-    try:
-        value = port.run_alone(other, inputs)
-    except (RosettaError, Unsupported) as error:
-        return None, "", f"its layer could not run alone ({one_line(error)})"
-    except Exception as error:  # noqa: BLE001 - a layer that needs what a call alone does not give it
-        return None, "", f"its layer could not run alone ({one_line(error)})"
-    alone = NodeRow(first.index, first.node, first.op, first.tensor, first.source_layer)
-    fill_row(alone, _compare(ref, reference.layers64[i] if reference.layers64 else None,
-                             to_layout(value, other.channels_last, ref.channels_last), policy))
-    if alone.passed is None:
-        return alone, "", alone.reason
-    return alone, INTRODUCED if alone.passed is False else INHERITED, ""
+def _diagnosis(reference: Layer, port: Layer, context: dict) -> str:
+    from rosetta.verify.diagnoses import diagnose
+
+    return diagnose(reference, port, context) or ("no known porting bug recognised: compare its parameters and "
+                                                  "configuration (figures above)")
+
+
+class Alignment:
+    """The first segment pair where the port diverges, found from the anchors (verify.dataflow.Matcher):
+    1. on the reference, the first layer whose inputs agree with tensors of the port and whose output agrees
+       with none, nor does anything computed from it: the segment starts at its inputs. A layer whose output
+       has no twin in the port but whose results do (a conv whose BatchNorm the port folded in) is inside a
+       segment, not a divergence: a disagreement followed by agreement is a misalignment, never blamed;
+    2. on the port, the first layer of the same kind of place: its inputs agree, its output and everything
+       after it does not;
+    3. the segment's end: a tensor of each side after the start, of shapes that map; confirmed where the port's
+       next layer, run alone on the reference's tensor, gives a tensor the reference computes later (or both
+       ends are the models' outputs). An end that cannot be confirmed is said, with no diagnosis;
+    4. introduced or inherited: the port's segment run alone on the reference's tensors at its start."""
+
+    CANDIDATES = 4  # the ends tried per port tensor, best agreement first
+    REACH = 40  # tensors after the start looked at, per side
+
+    def __init__(self, reference: Side, port: Side, matcher, target: str):
+        self.reference, self.port, self.matcher, self.target = reference, port, matcher, target
+        self.ref, self.other = matcher.reference, matcher.port
+
+    def _ok(self, flow, anchored: dict, point: int) -> bool:
+        found = flow.points[point]
+        return point in anchored or found.is_input or not found.floating
+
+    def _diverges(self, flow, anchored: dict, k: int) -> bool:
+        out = flow.output_of[k]
+        point = flow.points[out]
+        if not point.floating or out in anchored or flow.layers[k].kind == "block" and point.producers[0] != k:
+            return False
+        if not all(self._ok(flow, anchored, i) for i in flow.inputs_of[k]):
+            return False
+        return not any(d in anchored and flow.points[d].varies for d in flow.descendants(out))
+
+    def locate(self) -> LocateReport:
+        ref, other, matcher = self.ref, self.other, self.matcher
+        rows = [_row(matcher, ref.output_of[k], matcher.anchors[ref.output_of[k]][0])
+                for k in range(len(ref.layers)) if ref.output_of[k] in matcher.anchors
+                and ref.points[ref.output_of[k]].producers[0] == k]
+        mechanism = (f"{len(matcher.anchors)} of {len(ref.points)} tensors of the reference agree with one of "
+                     f"{self.port.label}'s {len(other.points)} (value up to layout), read as dataflow")
+        k = next((k for k in range(len(ref.layers)) if self._diverges(ref, matcher.anchors, k)), None)
+        if k is None:
+            return LocateReport(self.target, "not reproduced", rows=rows, graph="layers", mechanism=mechanism,
+                                reason="every tensor of the reference that the port can be compared on agrees, or "
+                                       "what is computed from it does: the difference is in a tensor no layer of "
+                                       "the reference outputs (give --layer-map to pair blocks)")
+        starts = [i for i in ref.inputs_of[k] if ref.points[i].floating or ref.points[i].is_input]
+        port_starts = {p for i in starts for p in matcher.anchors.get(i, [])}
+        frontier = [j for j in range(len(other.layers)) if self._diverges(other, matcher.anchored_port, j)]
+        consuming = [j for j in frontier if port_starts & set(other.inputs_of[j])]
+        if not frontier:
+            return self._unaligned(rows, mechanism, k, "no layer of the port has inputs that agree with the "
+                                   "reference's and an output that does not")
+        j = (consuming or frontier)[0]
+        end = self._end(k, j)
+        if end is None:
+            return self._unaligned(rows, mechanism, k, f"no tensor of {self.port.label} after "
+                                   f"{other.layers[j].name} maps onto one of the reference's after "
+                                   f"{ref.layers[k].name} (shapes differ even up to layout)")
+        r_end, p_end, confirmed = end
+        port_in = [p for p in other.inputs_of[j]]
+        segment_ref = ref.layers_between(starts, r_end)
+        segment_port = other.layers_between(port_in, p_end)
+        row = _row(matcher, r_end, p_end)
+        if not ref.points[r_end].producers and segment_ref:  # a tensor of code after its last layer
+            row.node, row.op = ref.layers[segment_ref[-1]].name, ref.layers[segment_ref[-1]].op
+        if not other.points[p_end].producers and segment_port:
+            row.tensor = row.source_layer = other.layers[segment_port[-1]].name
+        report = LocateReport(self.target, "located", row, rows=rows + [row], graph="layers", mechanism=mechanism,
+                              segment={"reference": [ref.layers[i].name for i in segment_ref],
+                                       "port": [other.layers[i].name for i in segment_port],
+                                       "confirmed": confirmed})
+        if not confirmed:
+            report.reason = ("where the segment ends could not be confirmed (the port's next layer, run on the "
+                             "reference's tensor, gives none of the reference's), so no cause is named")
+            return report
+        report.alone, report.origin, report.reason = self._alone(starts, port_in, segment_port, r_end, p_end, row)
+        layers_ref = [ref.layers[i] for i in segment_ref]
+        layers_port = [other.layers[i] for i in segment_port]
+        first_ref, first_port = self._pair_for_diagnosis(layers_ref, layers_port)
+        context = {"reference": ref.layers, "port": other.layers, "at": (ref.layers.index(first_ref),
+                                                                        other.layers.index(first_port)),
+                   "pairs": [], "segment": (layers_ref, layers_port)}
+        report.diagnosis = _diagnosis(first_ref, first_port, context)
+        return report
+
+    def _unaligned(self, rows, mechanism, k, why: str) -> LocateReport:
+        return LocateReport(self.target, "not located", rows=rows, graph="layers", mechanism=mechanism,
+                            reason=f"the reference first differs after the inputs of {self.ref.layers[k].name}, but "
+                                   f"{why}; give the pairing with --layer-map")
+
+    def _end(self, k: int, j: int) -> tuple[int, int, bool] | None:
+        """(reference point, port point, confirmed) where the segment from layers k and j ends."""
+        ref, other, matcher = self.ref, self.other, self.matcher
+        ref_ends = [ref.output_of[k], *ref.descendants(ref.output_of[k])][: self.REACH]
+        port_ends = [other.output_of[j], *other.descendants(other.output_of[j])][: self.REACH // 3]
+        fallback = None
+        for p in port_ends:
+            mapped = [(matcher.compared(r, p), r) for r in ref_ends]
+            mapped = sorted(((c.error_ratio if np.isfinite(c.error_ratio) else np.inf, r) for c, r in mapped
+                             if c is not None), key=lambda pair: pair[0])
+            if not mapped:
+                continue
+            fallback = fallback or (mapped[0][1], p, False)
+            for _, r in mapped[: self.CANDIDATES]:
+                if self._confirmed(r, p):
+                    return r, p, True
+        return fallback
+
+    def _confirmed(self, r: int, p: int) -> bool:
+        """The port's next layer after point p, run alone on the reference's tensor r, gives a tensor the
+        reference computes after r; or p and r are the two models' last tensors."""
+        ref, other = self.ref, self.other
+        consumers = [j for j in other.points[p].consumers if other.output_of[j] != p]
+        if not consumers:
+            return p == len(other.points) - 1 and r == len(ref.points) - 1
+        if self.port.run_alone is None:
+            return False
+        j = consumers[0]
+        inputs = [as_port(ref.values64.get(r, ref.points[r].value), ref.points[r], other.points[p]) if i == p
+                  else other.points[i].value for i in other.inputs_of[j]]
+        try:
+            value = np.asarray(self.port.run_alone(other.layers[j], inputs))
+        except Exception:  # noqa: BLE001 - a layer that cannot run alone confirms nothing
+            return False
+        later = [q for q in range(r + 1, len(ref.points)) if ref.points[q].floating and ref.points[q].varies]
+        return any(self.matcher.agrees(q, other.output_of[j], value) for q in later)
+
+    def _alone(self, starts: list[int], port_in: list[int], segment: list[int], r_end: int, p_end: int,
+               row: NodeRow):
+        """(row, origin, reason): the port's segment run alone, layer by layer, on the reference's tensors at
+        its start."""
+        ref, other, matcher = self.ref, self.other, self.matcher
+        if self.port.run_alone is None:
+            return None, "", f"{self.port.label}'s layers cannot be run one at a time here"
+        values = {}
+        for p in port_in:
+            twins = [r for r in starts if p in matcher.anchors.get(r, [])]
+            if twins:
+                r = twins[0]
+                values[p] = as_port(ref.values64.get(r, ref.points[r].value), ref.points[r], other.points[p])
+        # a layer inside another of the segment runs as part of it
+        runnable = [j for j in segment if not any(Flow.contains(other.layers[c].name, other.layers[j].name)
+                                                   for c in segment if c != j)]
+        for j in runnable:
+            inputs = []
+            for i in other.inputs_of[j]:
+                if i in values:
+                    inputs.append(values[i])
+                elif i in matcher.anchored_port or other.points[i].is_input or not other.points[i].floating:
+                    inputs.append(other.points[i].value)
+                else:
+                    return None, "", (f"{other.layers[j].name} reads a tensor from outside the segment that does "
+                                      "not agree with the reference's")
+            try:
+                values[other.output_of[j]] = np.asarray(self.port.run_alone(other.layers[j], inputs))
+            except (RosettaError, Unsupported) as error:
+                return None, "", f"its layer could not run alone ({one_line(error)})"
+            except Exception as error:  # noqa: BLE001 - a layer that needs what a call alone does not give it
+                return None, "", f"its layer could not run alone ({one_line(error)})"
+        if p_end not in values:
+            return None, "", "the segment's end is not computed by its layers alone"
+        alone = _row(matcher, r_end, p_end, values[p_end])
+        alone.index, alone.node, alone.op = row.index, row.node, row.op
+        if alone.passed is None:
+            return alone, "", alone.reason
+        return alone, INTRODUCED if alone.passed is False else INHERITED, ""
+
+    @staticmethod
+    def _pair_for_diagnosis(reference: list[Layer], port: list[Layer]) -> tuple[Layer, Layer]:
+        """The segment's two layers a diagnosis reads first: its last of the same kind on both sides (the one that
+        holds parameters), else its two ends."""
+        for ref in reversed(reference):
+            for other in reversed(port):
+                if ref.kind == other.kind and ref.kind not in ("other", "block") and (ref.params or ref.config):
+                    return ref, other
+        return reference[-1], port[-1]
 
 
 def ratio_text(value: float) -> str:
@@ -267,7 +345,7 @@ def side_of(label: str, folder: Path | None, module, feeds: dict, inputs: list[s
         from rosetta.frameworks.torch_layers import run_leaf, trace_module
 
         return Side(label, trace_module(module, arrays), trace_module(module, arrays, "float64") if float64 else None,
-                    lambda layer, values: run_leaf(module, layer.name, values))
+                    arrays, lambda layer, values: run_leaf(module, layer.name, values))
     from rosetta.frameworks import isolation, runner_for_format
     from rosetta.manifest import Manifest
 
@@ -277,7 +355,7 @@ def side_of(label: str, folder: Path | None, module, feeds: dict, inputs: list[s
         from rosetta.frameworks.onnx_layers import trace_model
 
         path = Manifest.read(Path(folder)).artifact_path(Path(folder))
-        return Side(label, trace_model(path, feeds), trace_model(path, feeds, "float64") if float64 else None)
+        return Side(label, trace_model(path, feeds), trace_model(path, feeds, "float64") if float64 else None, arrays)
     jobs = {"keras": ("rosetta.frameworks.keras_layers:trace_job", "rosetta.frameworks.keras_layers:run_layer_job",
                       "layer"),
             "mxnet": ("rosetta.frameworks.mxnet_layers:trace_job", "rosetta.frameworks.mxnet_layers:run_node_job",
@@ -301,4 +379,4 @@ def side_of(label: str, folder: Path | None, module, feeds: dict, inputs: list[s
         return run_job(alone, {"folder": str(folder), key: layer.name, "inputs": values, "precision": "float32",
                                "trust_code": trust_code}, isolation(framework), f"{framework} layer alone")["output"]
 
-    return Side(label, layers("float32"), layers("float64") if float64 else None, run_alone, notes)
+    return Side(label, layers("float32"), layers("float64") if float64 else None, arrays, run_alone, notes)
