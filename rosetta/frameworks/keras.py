@@ -250,6 +250,55 @@ def in_precision(model, precision: str, trust_code: bool = False):
     return rebuilt
 
 
+def _structure(model, kind: str):
+    """The structure a functional model takes or gives ("inputs", "outputs": a dict, a nested list, one
+    tensor), or None for a model that keeps none (a Keras 2 model read with tf-keras, a subclassed one)."""
+    return getattr(model, f"_{kind}_struct", None)
+
+
+def _keyed(structure) -> bool:
+    """Whether a structure is addressed by dict keys somewhere (keras-hub's backbones take a dict)."""
+    if isinstance(structure, dict):
+        return True
+    return isinstance(structure, (list, tuple)) and any(_keyed(item) for item in structure)
+
+
+def unique_names(names) -> list[str]:
+    """`names` with each repeat given the first free suffix (`inner`, `inner_1`): two outputs of one nested layer
+    are named after that layer, and a dict by name would keep only one of them."""
+    names = list(names)
+    taken, found = set(names), []
+    for name in names:
+        unique, n = name, 0
+        while unique in found or (unique != name and unique in taken):  # never another output's own name
+            n += 1
+            unique = f"{name}_{n}"
+        found.append(unique)
+    return found
+
+
+def leaf_names(keras, model, kind: str) -> list[str]:
+    """The name of each leaf input or output of `model` ("inputs", "outputs"), in its flat order (model.inputs,
+    model.outputs): its path of dict keys joined by "." where the model takes or gives a dict or a nested
+    structure (`token_ids`, `pooled.x`), else the input tensor's name or the output layer's, made unique."""
+    structure = _structure(model, kind)
+    if structure is not None and _keyed(structure):
+        return unique_names([".".join(str(key) for key in path)
+                             for path, _ in keras.tree.flatten_with_path(structure)])
+    if kind == "inputs":
+        return unique_names([tensor.name for tensor in model.inputs])
+    return unique_names(list(model.output_names))
+
+
+def packed(keras, model, arrays: list):
+    """The flat `arrays` in the structure `model` takes (a dict by key for a dict-input model: a flat list is
+    refused by Keras with "The structure of inputs doesn't match"); one array alone where it takes one."""
+    structure = _structure(model, "inputs")
+    if structure is not None and _keyed(structure):
+        return keras.tree.pack_sequence_as(structure, list(arrays))
+    return arrays if len(arrays) > 1 else arrays[0]
+
+
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
@@ -361,7 +410,11 @@ class KerasRunner(Runner):
         return {**super().settings(), "compiled step": self.compiled_step}
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        outputs = from_layouts(dict(zip(self.output_names, self._run(self.model, feeds))), self.layouts)
+        values = self._run(self.model, feeds)
+        if len(values) != len(self.output_names):  # a dict by name must never drop an output silently
+            raise RosettaError(f"the Keras model gave {len(values)} outputs where its signature lists "
+                               f"{len(self.output_names)} ({', '.join(self.output_names)})")
+        outputs = from_layouts(dict(zip(self.output_names, values)), self.layouts)
         if self.float32_twin is not None:
             from rosetta.frameworks.keras_reference import check_float64_model
 
@@ -377,8 +430,9 @@ class KerasRunner(Runner):
         # predict_on_batch runs Keras' compiled predict step (tf.function / jax.jit), as Keras users infer;
         # calling the model eagerly is several times slower (a GRU steps through Python).
         with self.placement():
-            result = model.predict_on_batch(arrays if len(arrays) > 1 else arrays[0])
-        result = result if isinstance(result, (list, tuple)) else [result]
+            result = model.predict_on_batch(packed(self.keras, model, arrays))
+        # a dict or nested structure flattens in the order of model.outputs, which the manifest's names follow
+        result = self.keras.tree.flatten(result) if isinstance(result, (list, tuple, dict)) else [result]
         values = [np.asarray(self.keras.ops.convert_to_numpy(value)) for value in result]
         # a mixed-precision model's outputs are bfloat16 or float16: float32, as every runner returns
         return [value.astype(np.float32) if value.dtype.kind in "fV" and value.dtype.itemsize == 2 else value

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from rosetta.frameworks.keras import load_keras_model
+from rosetta.frameworks.keras import import_keras, leaf_names, load_keras_model
 from rosetta.sources.readers import write_manifest
 
 
@@ -36,8 +36,9 @@ def read(argument: dict) -> dict:
     model = load_keras_model(path, argument["trust_code"])
     artifact = "model" + path.suffix.lower()
     shutil.copyfile(path, Path(argument["staging"]) / artifact)
-    input_names = [tensor.name for tensor in model.inputs]
-    output_names = list(model.output_names)
+    # a dict input or output by its key (keras-hub's backbones), every leaf under a name of its own
+    keras = import_keras()
+    input_names, output_names = leaf_names(keras, model, "inputs"), leaf_names(keras, model, "outputs")
     inputs = _signature(model.inputs, input_names)
     ranges = embedding_rows(model)
     for entry, tensor in zip(inputs, model.inputs):  # integer inputs that index an Embedding: all its rows

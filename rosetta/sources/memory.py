@@ -46,16 +46,18 @@ def label_of(model) -> str:
     return f"{type(model).__name__}{f' {name!r}' if name else ''} (in memory)"
 
 
-def open_any(model, inputs: list[TensorSpec], trust_code: bool, scratch: Path, like: tuple = ()):
-    """The UserModel of a path as the command line names it (sources.model.open_model) or of a model object."""
+def open_any(model, inputs: list[TensorSpec], trust_code: bool, scratch: Path, like: tuple = (),
+             partial: bool = False):
+    """The UserModel of a path as the command line names it (sources.model.open_model) or of a model object;
+    `like` and `partial` as open_model takes them."""
     from rosetta.sources.model import open_model
 
     if isinstance(model, (str, Path)):
-        return open_model(str(model), inputs, trust_code, scratch, like)
-    return open_object(model, inputs, scratch)
+        return open_model(str(model), inputs, trust_code, scratch, like, partial)
+    return open_object(model, inputs, scratch, like, partial)
 
 
-def open_object(model, inputs: list[TensorSpec], scratch: Path):
+def open_object(model, inputs: list[TensorSpec], scratch: Path, like: tuple = (), partial: bool = False):
     """The UserModel of an in-memory model; `inputs`: the input specs (needed for torch and Gluon, whose
     objects do not say their inputs), from the caller's spec strings or arrays."""
     from rosetta.sources.model import open_model
@@ -76,7 +78,7 @@ def open_object(model, inputs: list[TensorSpec], scratch: Path):
     else:
         path, names = _export_gluon(model, inputs, folder)
         inputs = [replace(spec, name=name) for spec, name in zip(inputs, names)]  # the symbol's own names
-    opened = open_model(str(path), inputs, kind in ("keras", "gluon"), Path(scratch))
+    opened = open_model(str(path), inputs, kind in ("keras", "gluon"), Path(scratch), like, partial)
     return replace(opened, display=label)
 
 
@@ -89,8 +91,10 @@ def _torch_model(module, inputs: list[TensorSpec], label: str):
                        "inputs=['image:Nx3x32x32:float32']")
     from rosetta.sources.torch import check_not_on_meta
 
+    from rosetta.sources.model import own_specs
+
     check_not_on_meta(module, label)
-    specs = tuple(with_embedding_range(spec, module) for spec in inputs)
+    specs = tuple(with_embedding_range(spec, module) for spec in own_specs(module, inputs))
     digest = hashlib.sha256()
     for name, value in module.state_dict().items():
         digest.update(name.encode())

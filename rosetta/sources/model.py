@@ -119,6 +119,22 @@ class InProcessRunner:
         return getattr(self.runner, name)
 
 
+def own_specs(module, specs) -> list[TensorSpec]:
+    """The --input specs that name the module's forward's parameters, where some do and the others name none
+    (those are another model's: a port's padding_mask); all of them where none does or the forward takes
+    *args/**kwargs (they go by position then)."""
+    import inspect
+
+    try:
+        parameters = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        return list(specs)
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
+        return list(specs)
+    named = [spec for spec in specs if spec.name in {p.name for p in parameters}]
+    return named or list(specs)
+
+
 def with_embedding_range(spec: TensorSpec, module) -> TensorSpec:
     """An integer input without a given range, of a module with embeddings: drawn from the rows of the smallest
     (the usual case: one input of token ids, one table), not from [0, 2)."""
@@ -130,9 +146,11 @@ def with_embedding_range(spec: TensorSpec, module) -> TensorSpec:
     return spec
 
 
-def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch: Path, like: tuple = ()) -> UserModel:
+def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch: Path, like: tuple = (),
+               partial: bool = False) -> UserModel:
     """Identify and read a user's model (into `scratch` where it must be copied), resolving its inputs; `like`:
-    the inputs of the model it is compared with, for a format that carries no shapes (MXNet).
+    the inputs of the model it is compared with, for a format that carries no shapes (MXNet) and to size free
+    axes from; `partial`: `overrides` may name other models' inputs (sources.signature.resolve_inputs).
     (A model object of the Python API: sources.memory.open_any.)"""
     from rosetta.manifest import Manifest
 
@@ -145,7 +163,7 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
         if not overrides:
             raise RosettaError(f"{text}: a PyTorch factory has no declared inputs; give each with --input "
                                "name:SHAPE:DTYPE, e.g. --input image:Nx3x32x32:float32")
-        inputs = tuple(with_embedding_range(spec, module) for spec in overrides)
+        inputs = tuple(with_embedding_range(spec, module) for spec in own_specs(module, overrides))
         module, outputs = torch_outputs(module, inputs, text)
         return UserModel(model_file, "torch-factory", inputs, outputs, module=module,
                          trust_code=trust_code, key="factory-" + hashlib.sha256(text.encode()).hexdigest()[:12])
@@ -163,7 +181,7 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
 
     check_numeric(manifest.inputs, "input", model_file.label)
     check_numeric(manifest.outputs, "output", model_file.label)
-    inputs = resolve_inputs(manifest.inputs, overrides, model_file.label)
+    inputs = resolve_inputs(manifest.inputs, overrides, model_file.label, tuple(like), partial)
     outputs = tuple(TensorSpec(o["name"], tuple(d if isinstance(d, int) and d > 0 else None for d in o["shape"]),
                                o["dtype"]) for o in manifest.outputs)
     if model_file.format != "artifact":  # a folder we wrote: record the resolved inputs (never the user's own)

@@ -85,10 +85,17 @@ def _shape_text(shape) -> str:
     return "x".join("N" if d is None else str(d) for d in shape)
 
 
-def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: str) -> tuple[TensorSpec, ...]:
-    """The model's inputs, each with a concrete shape but for a free batch axis, checked against --input."""
+def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: str, like: tuple = (),
+                   partial: bool = False) -> tuple[TensorSpec, ...]:
+    """The model's inputs, each with a concrete shape but for a free batch axis, checked against --input.
+    A free axis no --input sizes is sized from `like` (the inputs of the model it is compared with) where one of
+    them pairs with it (paired_like). `partial`: an --input that names none of its inputs is another model's,
+    left to it (the caller checks that some model took it), not refused."""
     given = {spec.name: spec for spec in overrides}
     unknown = sorted(set(given) - {entry["name"] for entry in signature})
+    if partial:
+        given = {name: spec for name, spec in given.items() if name not in unknown}
+        unknown = []
     if unknown:
         raise UnknownInput(f"--input {unknown[0]!r}: {label} has no input of that name; its inputs are "
                            f"{', '.join(entry['name'] for entry in signature)}")
@@ -110,14 +117,34 @@ def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: st
                 override = replace(override, high=entry["high"])  # the model's index range, where it has one
             resolved.append(override)
             continue
-        shape = []
+        shape, paired = [], paired_like(entry, signature, like)
         for axis, dim in enumerate(dims):
             if isinstance(dim, int) and dim > 0:
                 shape.append(dim)
             elif axis == 0:
                 shape.append(None)
+            elif paired is not None and isinstance(paired.shape[axis], int):
+                shape.append(paired.shape[axis])
             else:
                 raise BadInput(f"input {name!r} of {label} has a free axis {axis} ({dim or '?'}); give its size "
                                    f"with --input {name}:{_shape_text([None] + [d if isinstance(d, int) and d > 0 else 'SIZE' for d in dims[1:]])}:{dtype}")
         resolved.append(TensorSpec(name, tuple(shape), dtype, high=entry.get("high")))  # high: an index range
     return tuple(resolved)
+
+
+def _kind(dtype: str) -> str:
+    return "b" if np.dtype(dtype).kind == "b" else "f" if np.dtype(dtype).kind in "fc" else "i"
+
+
+def paired_like(entry: dict, signature: list[dict], like: tuple) -> TensorSpec | None:
+    """The input of the other model that `entry` pairs with, to size its free axes from: the one of its name and
+    rank, else the only one of its rank and kind of dtype (integer, float, bool) that no input of this model
+    names; None where none or several fit (its size is then asked for)."""
+    rank = len(entry["shape"])
+    same = [spec for spec in like if spec.name == entry["name"] and len(spec.shape) == rank]
+    if same:
+        return same[0]
+    names = {other["name"] for other in signature}
+    fitting = [spec for spec in like if spec.name not in names and len(spec.shape) == rank
+               and _kind(spec.dtype) == _kind(entry["dtype"])]
+    return fitting[0] if len(fitting) == 1 else None

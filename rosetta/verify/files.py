@@ -221,6 +221,7 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
             feeds = generate_inputs(first.inputs, batch, seed)
         else:
             feeds = arrays if isinstance(arrays, dict) else dict(zip([spec.name for spec in first.inputs], arrays))
+            feeds, pool = split_feeds(feeds, [spec.name for spec in first.inputs])
             check_feeds(feeds, signature_of(first.inputs))
             # the outputs and the float64 copies at the given arrays' batch, as for generated inputs
             check_memory(first.inputs, first.outputs, next((len(a) for a in feeds.values() if np.ndim(a)), 1),
@@ -233,21 +234,25 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
             label, compared = first.label, paths[1:]
         check_output_names([name for name, _, _ in reference_outputs_signature], atol, rtol)
         check_given_names(given, list(feeds), [name for name, _, _ in reference_outputs_signature])
-        cells, modules = [], {}
+        cells, modules, extra = [], {}, {}  # extra: the inputs of compared models only (a port's padding_mask)
+        if arrays is None:
+            pool = {}
         takes = [(first.label, input_names(first))]  # each model's input names, where they can be known
         for path in compared:  # a model that cannot be read (or crashes its worker) is its row's ERROR
-            name = path if isinstance(path, (str, Path)) else label_of(path)
+            name, own = path if isinstance(path, (str, Path)) else label_of(path), feeds
             try:
                 model = first if path is paths[0] else _open_candidate(path, inputs, first, trust_code,
                                                                         Path(scratch), applied)
                 if model is not first:
                     takes.append((str(name), input_names(model)))
+                own = {**feeds, **own_extra(model, feeds, pool, inputs, extra, batch, seed)}
                 if model.folder is None:  # a torch module (a factory, an in-memory one): run as its export, on
                     # the reference's inputs as it takes them (verify.pairing; refused in one line, before any work)
-                    own = pairing_question(pair_tensors, arrays_signature(feeds),
-                                           [(s.name, s.shape, s.dtype) for s in model.inputs], given, "input", str(name))
-                    module, model = model.module, as_artifact(model, {p.other: p.to_other(feeds[p.reference])
-                                                                       for p in own}, Path(scratch))
+                    paired = pairing_question(pair_tensors, arrays_signature(own),
+                                              [(s.name, s.shape, s.dtype) for s in model.inputs], given, "input",
+                                              str(name))
+                    module, model = model.module, as_artifact(model, {p.other: p.to_other(own[p.reference])
+                                                                       for p in paired}, Path(scratch))
                     modules[str(model.folder)] = module  # its layers, for --locate
                 failure, folder, refused = "", str(model.folder), False
             except PairingRefused as refusal:
@@ -257,32 +262,64 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
             # its inputs paired with the reference's (names, layouts, integer widths): refused here, before any
             # run, where no pairing or more than one fits
             pairing = None if not folder else pair_before_running(
-                arrays_signature(feeds), reference_outputs_signature, Manifest.read(Path(folder)), given, str(name),
+                arrays_signature(own), reference_outputs_signature, Manifest.read(Path(folder)), given, str(name),
                 itself=saved is None and (model is first or (bool(model.key) and model.key == first.key)))
             cells.append(ArtifactCell(label, str(name), folder, failure,
                                       failed_stage="conversion" if refused else "reading", threads=threads,
                                       trust_code=trust_code, route=_route_of(folder), pairing=pairing,
                                       given_pairs={k: [o, list(p) if p else None] for k, (o, p) in given.items()},
                                       device=device))
-        check_inputs_used(inputs, applied)
-        if inputs_file is None and isinstance(arrays, dict):
+        if inputs_file is None and isinstance(arrays, dict):  # the arrays' own names first: their specs follow
             check_array_names(list(arrays), takes)
+        check_inputs_used(inputs, applied)
         # every question about the models answered: the work starts here, with the reference's own runs
         if saved is not None:
             reference = ReferenceOutputs(feeds, saved)
         else:
             reference = reference_outputs(first, feeds, threads)
             reference.second = second_batch_outputs(first, feeds, reference.float32, seed, threads)
+        reference.feeds = {**reference.feeds, **extra}  # each compared model takes those it pairs with by name
         if save_inputs:
-            save_npz(save_inputs, feeds)
+            save_npz(save_inputs, reference.feeds)
         if save_outputs:
             save_npz(save_outputs, reference.float32)
         policy = reference.policy(policy, tolerance_multiple is not None)
         results = run_artifact_cells(cells, reference, policy, progress, executor)
         if locate:
-            _locate_files(first, cells, results, feeds, policy, Path(scratch) / "locate", modules=modules,
+            _locate_files(first, cells, results, reference.feeds, policy, Path(scratch) / "locate", modules=modules,
                           layer_map=layer_map)
     return VerifiedFiles(results, label, len(feeds), list(reference.float32), policy)
+
+
+def split_feeds(feeds: dict, names: list[str]) -> tuple[dict, dict]:
+    """(the arrays the reference takes, the others: compared models' own inputs), where the arrays hold every
+    input of the reference by name; else all of them as the reference's (check_feeds then says what is wrong)."""
+    if not set(names) <= set(feeds):
+        return feeds, {}
+    return {name: feeds[name] for name in feeds if name in names}, \
+        {name: value for name, value in feeds.items() if name not in names}
+
+
+def own_extra(model, feeds: dict, pool: dict, inputs: list, extra: dict, batch: int, seed: int) -> dict:
+    """The inputs `model` takes that the reference does not, by name (a keras-hub backbone's padding_mask):
+    arrays the caller gave for them (`pool`), or values drawn for the --input that describes them; added to
+    `extra`, which every compared model shares. An input of its own with neither is paired with the reference's
+    like any other (and refused where it pairs with none)."""
+    from rosetta.models.inputs import generate_inputs
+
+    described = {spec.name for spec in inputs}
+    own = {}
+    for spec in model.inputs:
+        if spec.name in feeds:
+            continue
+        if spec.name not in extra and spec.name in pool:
+            extra[spec.name] = pool[spec.name]
+        elif spec.name not in extra and spec.name in described:
+            rows = next((len(a) for a in feeds.values() if np.ndim(a)), batch)
+            extra[spec.name] = generate_inputs((spec,), rows, seed)[spec.name]
+        if spec.name in extra:
+            own[spec.name] = extra[spec.name]
+    return own
 
 
 class PairingRefused(Exception):
@@ -428,8 +465,9 @@ def _locate_port(first, cell, feeds: dict, policy: TolerancePolicy, reference_si
     from rosetta.verify.port_locate import locate_port, read_layer_map, side_of
 
     if not reference_side:
-        reference_side.append(side_of(first.label, first.folder, first.module, feeds, [s.name for s in first.inputs],
-                                      True, first.trust_code))
+        own = {spec.name: feeds[spec.name] for spec in first.inputs if spec.name in feeds}  # not a port's extra
+        reference_side.append(side_of(first.label, first.folder, first.module, own or feeds,
+                                      [s.name for s in first.inputs], True, first.trust_code))
     pairs = Pairing.from_json(cell.pairing).inputs if cell.pairing else []
     port_feeds = {pair.other: pair.to_other(feeds[pair.reference]) for pair in pairs} if pairs else dict(feeds)
     names = [entry["name"] for entry in Manifest.read(Path(cell.folder)).inputs]
@@ -496,8 +534,8 @@ def _open_candidate(path, inputs: list, first, trust_code: bool, scratch: Path, 
     if kind in ("torch", "gluon"):
         model = open_any(path, inputs or list(like), trust_code, scratch)
     else:
-        try:
-            model = open_any(path, inputs, trust_code, scratch, like)
+        try:  # the --input options that name its inputs (the others are another model's)
+            model = open_any(path, inputs, trust_code, scratch, like, partial=True)
         except UnknownInput:
             return open_any(path, [], trust_code, scratch, like)  # its own signature, paired afterwards
     if inputs:
@@ -512,8 +550,13 @@ def input_names(model) -> list[str] | None:
     if model.module is not None:
         import inspect
 
+        module = model.module
+        if type(module).__name__ == "TensorInterface":  # frameworks.torch_outputs: the module it calls, by name
+            if module.input_names:
+                return list(module.input_names)
+            module = module.module
         try:
-            parameters = list(inspect.signature(model.module.forward).parameters.values())
+            parameters = list(inspect.signature(module.forward).parameters.values())
         except (TypeError, ValueError):
             return None
         if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
