@@ -174,44 +174,53 @@ def to_layout(value: np.ndarray, from_last: bool, to_last: bool) -> np.ndarray:
     return np.transpose(value, (0, value.ndim - 1, *range(1, value.ndim - 1)))
 
 
-def as_reference(port: Point, reference: Point) -> np.ndarray | None:
-    """The port point's value in the reference point's layout, or None where no known layout change maps it:
-    feature maps between channels-first and -last; a flattened feature map in the other flatten order; a
-    recurrent layer's every step against its last; a head axis split from the features (N, T, heads, d)."""
-    value, target = port.value, reference.value.shape
-    if (port.recurrent or reference.recurrent) and value.ndim == 3 and len(target) == 2:
-        value = value[:, -1]
-    if value.ndim == 2 and value.shape == target:  # a flattened feature map in the reference's flatten order
-        mine, theirs = port.feature, reference.feature
-        if mine is not None and theirs is not None and mine[0] != theirs[0] and \
-                int(np.prod(mine[1][1:])) == value.shape[1]:
-            return to_layout(value.reshape(value.shape[0], *mine[1][1:]), mine[0], theirs[0]).reshape(target)
-        return value
-    if value.shape == target and (value.ndim < 3 or port.channels_last == reference.channels_last):
-        return value
-    moved = to_layout(value, port.channels_last, reference.channels_last)
-    if moved.shape == target:
-        return moved
-    if value.size == int(np.prod(target)) and value.ndim != len(target) and value.shape[:2] == tuple(target[:2]):
-        return value.reshape(target)  # heads split from (or merged into) the last axis, in the same order
-    return None
+LAYOUTS = ("flatten", "moved", "same", "heads")  # the layout changes tried, the likeliest first
 
 
-def as_port(value: np.ndarray, reference: Point, port: Point) -> np.ndarray:
-    """A reference value put in the port point's layout (the inverse of as_reference)."""
-    value = np.asarray(value)
-    if (reference.recurrent or port.recurrent) and value.ndim == 3 and port.value.ndim == 2:
-        value = value[:, -1]  # every step in the reference, the last one in the port
-    mine, theirs = port.feature, reference.feature
-    if value.ndim == 2 and value.shape == port.value.shape and mine is not None and theirs is not None and \
-            mine[0] != theirs[0] and int(np.prod(theirs[1][1:])) == value.shape[1]:  # the port's flatten order
-        value = to_layout(value.reshape(value.shape[0], *theirs[1][1:]), theirs[0], mine[0]).reshape(value.shape)
-    if value.shape == port.value.shape and (value.ndim < 3 or port.channels_last == reference.channels_last):
-        return value.astype(port.value.dtype) if port.value.dtype != value.dtype else value
-    moved = to_layout(value, reference.channels_last, port.channels_last)
-    if moved.shape != port.value.shape and moved.size == port.value.size:
-        moved = moved.reshape(port.value.shape)
-    return moved.astype(port.value.dtype) if moved.dtype != port.value.dtype else moved
+def _last_step(value: np.ndarray, one: Point, other: Point, ndim: int) -> np.ndarray:
+    """A recurrent layer's output for every step (N, T, H) where the other side gives the last one (N, H)."""
+    if (one.recurrent or other.recurrent) and value.ndim == 3 and ndim == 2:
+        return value[:, -1]
+    return value
+
+
+def _reordered(value: np.ndarray, mine, theirs) -> np.ndarray | None:
+    """A flattened feature map (N, C*H*W) in the other side's flatten order, or None where it is none."""
+    if value.ndim != 2 or mine is None or theirs is None or mine[0] == theirs[0] or \
+            int(np.prod(mine[1][1:])) != value.shape[1]:
+        return None
+    return to_layout(value.reshape(value.shape[0], *mine[1][1:]), mine[0], theirs[0]).reshape(value.shape)
+
+
+def as_reference(port: Point, reference: Point, layout: str) -> np.ndarray | None:
+    """The port point's value in the reference point's layout by one change of LAYOUTS, or None where that change
+    does not give the reference's shape: a flattened feature map in the other flatten order; feature maps between
+    channels-first and -last; the same layout (a tensor transposed by code is channels-last whatever its layer
+    says); a head axis split from the features (N, T, heads, d). A recurrent layer's every step is taken at its
+    last where the other side gives only that."""
+    target = reference.value.shape
+    value = _last_step(port.value, port, reference, len(target))
+    if layout == "flatten":
+        value = _reordered(value, port.feature, reference.feature) if value.shape == target else None
+    elif layout == "moved":
+        value = to_layout(value, port.channels_last, reference.channels_last) \
+            if port.channels_last != reference.channels_last else None
+    elif layout == "heads":
+        value = value.reshape(target) if value.size == int(np.prod(target)) and value.ndim != len(target) and \
+            value.shape[:2] == tuple(target[:2]) else None
+    return value if value is not None and value.shape == target else None
+
+
+def as_port(value: np.ndarray, reference: Point, port: Point, layout: str) -> np.ndarray:
+    """A reference value put in the port point's layout: the inverse of as_reference's `layout`."""
+    value = _last_step(np.asarray(value), reference, port, port.value.ndim)
+    if layout == "flatten":
+        value = _reordered(value, reference.feature, port.feature)
+    elif layout == "moved":
+        value = to_layout(value, reference.channels_last, port.channels_last)
+    elif layout == "heads" or value.shape != port.value.shape:
+        value = value.reshape(port.value.shape)
+    return value.astype(port.value.dtype) if value.dtype != port.value.dtype else value
 
 
 # ---- agreement -----------------------------------------------------------------------------------------------
@@ -258,7 +267,15 @@ class Matcher:
 
     def compared(self, r: int, p: int, value: np.ndarray | None = None):
         """The comparison (verify.compare.OutputComparison) of a port value (the port point p's own by default)
-        with reference point r, or None where no layout maps one onto the other."""
+        with reference point r, in the layout that agrees (else the closest), or None where no layout maps one
+        onto the other."""
+        return self._best(r, p, value)[0]
+
+    def layout(self, r: int, p: int) -> str:
+        """The layout change under which port point p compares best with reference point r."""
+        return self._best(r, p, None)[1]
+
+    def _best(self, r: int, p: int, value: np.ndarray | None):
         if value is None and (r, p) in self._compared:
             return self._compared[(r, p)]
         ref, ref64 = self.reference.points[r], self.reference.values64.get(r)
@@ -266,20 +283,46 @@ class Matcher:
         if (ref.recurrent or port.recurrent) and ref.value.ndim == 3 and port.value.ndim == 2:
             ref = _with(ref, ref.value[:, -1])  # every step here, the last one in the port
             ref64 = None if ref64 is None else ref64[:, -1]
-        mapped = as_reference(port, ref)
-        result = None if mapped is None else _compare(ref, ref64, mapped, self.policy)
+        best = (None, "same")
+        for layout in LAYOUTS:
+            mapped = as_reference(port, ref, layout)
+            if mapped is None:
+                continue
+            if not ref.floating:
+                found = _Exact(bool(np.array_equal(np.asarray(mapped).astype(ref.value.dtype), ref.value)))
+            else:
+                found = _compare(ref, ref64, mapped, self.policy)
+            if best[0] is None or found.passed or _ratio(found) < _ratio(best[0]):
+                best = (found, layout)
+            if found.passed:
+                break
         if value is None:
-            self._compared[(r, p)] = result
-        return result
+            self._compared[(r, p)] = best
+        return best
 
     def agrees(self, r: int, p: int, value: np.ndarray | None = None) -> bool:
-        ref = self.reference.points[r]
-        if not ref.floating:
-            port = self.port.points[p] if value is None else _with(self.port.points[p], value)
-            mapped = as_reference(port, ref)
-            return mapped is not None and bool(np.array_equal(np.asarray(mapped).astype(ref.value.dtype), ref.value))
         found = self.compared(r, p, value)
         return bool(found is not None and found.passed)
+
+
+@dataclass
+class _Exact:
+    """An integer tensor's comparison: equal or not."""
+
+    passed: bool
+    reason: str = ""
+    nan_count: int = 0
+
+    @property
+    def error_ratio(self) -> float:
+        return 0.0 if self.passed else float("inf")
+
+    max_abs_error = noise_floor = 0.0
+
+
+def _ratio(found) -> float:
+    ratio = found.error_ratio
+    return ratio if np.isfinite(ratio) else float("inf")
 
 
 def _with(point: Point, value: np.ndarray) -> Point:

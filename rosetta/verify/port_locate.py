@@ -269,7 +269,8 @@ class Alignment:
         if self.port.run_alone is None:
             return False
         j = consumers[0]
-        inputs = [as_port(ref.values64.get(r, ref.points[r].value), ref.points[r], other.points[p]) if i == p
+        inputs = [as_port(ref.values64.get(r, ref.points[r].value), ref.points[r], other.points[p],
+                          self.matcher.layout(r, p)) if i == p
                   else other.points[i].value for i in other.inputs_of[j]]
         try:
             value = np.asarray(self.port.run_alone(other.layers[j], inputs))
@@ -290,7 +291,8 @@ class Alignment:
             twins = [r for r in starts if p in matcher.anchors.get(r, [])]
             if twins:
                 r = twins[0]
-                values[p] = as_port(ref.values64.get(r, ref.points[r].value), ref.points[r], other.points[p])
+                values[p] = as_port(ref.values64.get(r, ref.points[r].value), ref.points[r], other.points[p],
+                                    matcher.layout(r, p))
         # a layer inside another of the segment runs as part of it
         runnable = [j for j in segment if not any(Flow.contains(other.layers[c].name, other.layers[j].name)
                                                    for c in segment if c != j)]

@@ -171,5 +171,9 @@ def nearest(mine: Tensor, theirs: list[Tensor]) -> Tensor | None:
 def segment_tensors(references, ports) -> tuple[list[Tensor], list[Tensor]]:
     """(reference tensors, with any BatchNorm folded into its conv too; port tensors), innermost layers first so
     that a tensor is named by the layer that holds it."""
-    order = lambda layers: innermost(layers) + [x for x in layers if x not in innermost(layers)]  # noqa: E731
+    def order(layers):  # by identity: a Layer's fields hold arrays, which == cannot compare
+        inner = innermost(layers)
+        held = {id(x) for x in inner}
+        return inner + [x for x in layers if id(x) not in held]
+
     return tensors(order(references), fold=True), tensors(order(ports))

@@ -22,8 +22,16 @@ def parameters(reference, port, context):
             differing.append(f"{name} differs by up to {difference:.3g} ({difference / scale:.2g} of its scale)")
     for name in sorted(set(reference.config) & set(port.config)):
         a, b = reference.config[name], port.config[name]
+        a, b = _plain(a), _plain(b)
         if a != b and not (isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, rel_tol=1e-6)):
             differing.append(f"{name} {b} here, {a} in the reference")
     if not differing:
         return None
     return "no known porting bug recognised; " + "; ".join(differing)
+
+
+def _plain(value):
+    """A setting as JSON holds it (tuples as lists), so that (1, 1) and [1, 1] are the same padding."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
