@@ -150,6 +150,9 @@ def _diagnosis(reference: Layer, port: Layer, context: dict) -> str:
                                                   "configuration (figures above)")
 
 
+WEIGHTED = ("conv", "dense", "batchnorm", "layernorm", "gru", "lstm", "embedding")  # layers that hold weights
+
+
 class Alignment:
     """The first segment pair where the port diverges, found from the anchors (verify.dataflow.Matcher):
     1. on the reference, the first layer whose inputs agree with tensors of the port and whose output agrees
@@ -164,6 +167,7 @@ class Alignment:
     4. introduced or inherited: the port's segment run alone on the reference's tensors at its start."""
 
     CANDIDATES = 4  # the ends tried per port tensor, best agreement first
+    RUNS = 10  # the port's layers run alone to confirm an end, at most
     REACH = 40  # tensors after the start looked at, per side
 
     def __init__(self, reference: Side, port: Side, matcher, target: str):
@@ -242,11 +246,13 @@ class Alignment:
                                    f"{why}; give the pairing with --layer-map")
 
     def _end(self, k: int, j: int) -> tuple[int, int, bool] | None:
-        """(reference point, port point, confirmed) where the segment from layers k and j ends."""
+        """(reference point, port point, confirmed) where the segment from layers k and j ends: of the confirmed
+        ends, the one whose two sides hold as many layers with weights (a v1 port's conv1 is not the v1.5
+        reference's conv2, though a ReLU after either gives the same tensor), the nearer on a tie."""
         ref, other, matcher = self.ref, self.other, self.matcher
         ref_ends = [ref.output_of[k], *ref.descendants(ref.output_of[k])][: self.REACH]
         port_ends = [other.output_of[j], *other.descendants(other.output_of[j])][: self.REACH // 3]
-        fallback = None
+        fallback, confirmed, runs = None, [], 0
         for p in port_ends:
             mapped = [(matcher.compared(r, p), r) for r in ref_ends]
             mapped = sorted(((c.error_ratio if np.isfinite(c.error_ratio) else np.inf, r) for c, r in mapped
@@ -255,9 +261,26 @@ class Alignment:
                 continue
             fallback = fallback or (mapped[0][1], p, False)
             for _, r in mapped[: self.CANDIDATES]:
+                if runs >= self.RUNS:
+                    break
+                runs += 1
                 if self._confirmed(r, p):
-                    return r, p, True
+                    confirmed.append((self._imbalance(k, j, r, p), len(confirmed), r, p))
+                    break
+            if confirmed and min(confirmed)[0] == 0 or runs >= self.RUNS:
+                break
+        if confirmed:
+            _, _, r, p = min(confirmed)
+            return r, p, True
         return fallback
+
+    def _imbalance(self, k: int, j: int, r: int, p: int) -> int:
+        """How many more layers with weights one side of the segment ending at (r, p) holds than the other."""
+        def weighted(flow, starts, end):
+            layers = [flow.layers[i] for i in flow.layers_between(starts, end)]
+            return sum(layer.kind in WEIGHTED and not any(Flow.contains(layer.name, o.name) for o in layers)
+                       for layer in layers)
+        return abs(weighted(self.ref, self.ref.inputs_of[k], r) - weighted(self.other, self.other.inputs_of[j], p))
 
     def _confirmed(self, r: int, p: int) -> bool:
         """The port's next layer after point p, run alone on the reference's tensor r, gives a tensor the

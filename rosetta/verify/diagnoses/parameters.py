@@ -7,6 +7,9 @@ import numpy as np
 from rosetta.verify.diagnoses import close, diagnosis
 
 
+TRAINING_ONLY = ("momentum",)  # settings that cannot change an inference output
+
+
 @diagnosis("parameters")
 def parameters(reference, port, context):
     differing = []
@@ -21,6 +24,8 @@ def parameters(reference, port, context):
             scale = float(np.max(np.abs(a), initial=0.0)) or 1.0
             differing.append(f"{name} differs by up to {difference:.3g} ({difference / scale:.2g} of its scale)")
     for name in sorted(set(reference.config) & set(port.config)):
+        if name in TRAINING_ONLY and not context.get("training"):
+            continue
         a, b = reference.config[name], port.config[name]
         a, b = _plain(a), _plain(b)
         if a != b and not (isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, rel_tol=1e-6)):
