@@ -19,13 +19,22 @@ KINDS = {"Conv1D": "conv", "Conv2D": "conv", "Conv3D": "conv", "DepthwiseConv2D"
          "Concatenate": "concat", "ZeroPadding2D": "other", "Permute": "reshape"}
 
 
+_LAST: dict = {}  # the model the last job loaded, by (folder, its digest, precision, trust): locate runs one
+# layer after another of the same model in this warm worker, and loading a ResNet-50 each time took seconds
+
+
 def _model(folder: Path, precision: str, trust_code: bool):
     from rosetta.frameworks.keras import in_precision, load_keras_model
     from rosetta.frameworks.base import artifact_file
     from rosetta.manifest import Manifest
 
     manifest = Manifest.read(folder)
-    return in_precision(load_keras_model(artifact_file(folder, manifest), trust_code), precision, trust_code), manifest
+    key = (str(Path(folder).resolve()), manifest.sha256, precision, trust_code)
+    if key not in _LAST:
+        _LAST.clear()
+        _LAST[key] = in_precision(load_keras_model(artifact_file(folder, manifest), trust_code), precision,
+                                  trust_code)
+    return _LAST[key], manifest
 
 
 def trace_job(argument: dict) -> dict:
