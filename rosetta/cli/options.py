@@ -178,7 +178,10 @@ def add_locate_options(parser: argparse.ArgumentParser) -> None:
                              "conversion introduced the error. ONNX route: the export's ONNX nodes (prefix graphs "
                              "converted along the same chain); MMdnn route: MMdnn's IR nodes (IR prefixes emitted by "
                              "the same emitter, bisected); ONNX files: the first node of each that differs from the "
-                             "first (by tensor name). Per-node figures in --json")
+                             "first (by tensor name); two independently written models (a hand or library port): "
+                             "the first segment of layers between two tensors that agree, on each side, whether "
+                             "the port's segment introduced the error, and the porting bug named. Per-node figures "
+                             "in --json")
     parser.add_argument("--locate-dir", metavar="DIR", type=Path,
                         help="with --locate: write locate-MODEL.png (error/floor by depth, one line per target) and "
                              "locate-MODEL-TARGET.explorer.json (node data for Google's Model Explorer) here")

@@ -76,7 +76,8 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
     verify.add_argument("--layer-map", metavar="FILE", type=Path,
                         help="with --locate between two independently written models: the layer pairing to use, "
                              "one `REFERENCE_LAYER = PORT_LAYER` per line (or a JSON object), instead of the "
-                             "alignment in execution order")
+                             "alignment at matched tensors; either side may name a block (a PyTorch module path "
+                             "such as blocks.1, a Keras layer or sublayer path such as block_1/attention)")
     verify.add_argument("--inputs", metavar="FILE.npz", type=Path, help="inputs to run (default: generated)")
     verify.add_argument("--save-inputs", metavar="FILE.npz", type=Path, help="write the inputs used")
     verify.add_argument("--save-outputs", metavar="FILE.npz", type=Path, help="write the reference's outputs")

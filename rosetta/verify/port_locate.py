@@ -263,7 +263,7 @@ class Alignment:
             for _, r in mapped[: self.CANDIDATES]:
                 if runs >= self.RUNS:
                     break
-                runs += 1
+                runs += bool(self._next_layer(p))
                 if self._confirmed(r, p):
                     confirmed.append((self._imbalance(k, j, r, p), len(confirmed), r, p))
                     break
@@ -286,12 +286,11 @@ class Alignment:
         """The port's next layer after point p, run alone on the reference's tensor r, gives a tensor the
         reference computes after r; or p and r are the two models' last tensors."""
         ref, other = self.ref, self.other
-        consumers = [j for j in other.points[p].consumers if other.output_of[j] != p]
-        if not consumers:
+        j = self._next_layer(p)
+        if j is None:
             return p == len(other.points) - 1 and r == len(ref.points) - 1
         if self.port.run_alone is None:
             return False
-        j = consumers[0]
         inputs = [as_port(ref.values64.get(r, ref.points[r].value), ref.points[r], other.points[p],
                           self.matcher.layout(r, p)) if i == p
                   else other.points[i].value for i in other.inputs_of[j]]
@@ -301,6 +300,11 @@ class Alignment:
             return False
         later = [q for q in range(r + 1, len(ref.points)) if ref.points[q].floating and ref.points[q].varies]
         return any(self.matcher.agrees(q, other.output_of[j], value) for q in later)
+
+    def _next_layer(self, p: int) -> int | None:
+        """The first port layer that receives point p as it is (not one that gives it back unchanged)."""
+        other = self.other
+        return next((j for j in other.points[p].consumers if other.output_of[j] != p), None)
 
     def _alone(self, starts: list[int], port_in: list[int], segment: list[int], r_end: int, p_end: int,
                row: NodeRow):
