@@ -1,8 +1,10 @@
 """The hand-port benchmark: the ports of tests/verify/ports verified with `rosetta verify REFERENCE PORTS...
---locate`, one direction per process, as a user runs it. Two tables: ports whose layers line up one to one
+--locate`, one direction per process, as a user runs it. Three tables: ports whose layers line up one to one
 (tests/verify/test_ports.py: PyTorch -> Keras, PyTorch -> Gluon, Keras -> PyTorch; each correct, and with one
 classic porting bug) and ports whose layers do not (tests/verify/test_unaligned_ports.py: split padding, fused
-activations, folded BatchNorm, a transformer block as one Keras layer, ResNet v1 against v1.5).
+activations, folded BatchNorm, a transformer block as one Keras layer, ResNet v1 against v1.5); and a port written
+by a model library (tests/verify/test_library_ports.py: keras.applications' ResNet50 with rosetta's ResNet-50
+weights copied in, against the v1 network and against rosetta's v1.5 model).
 
 Prints, per port: the verdict, the located segment on each side (the reference modules and the port layers
 between two matched tensors; where locate gives no segment, the one pair of layers it names), whether the bug was
@@ -28,11 +30,14 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.verify.ports, from a checkout
 
 from rosetta.atomic import atomic_write_text  # noqa: E402
+from tests.verify.test_library_ports import LIBRARY  # noqa: E402
+from tests.verify.test_library_ports import _build as _build_library  # noqa: E402
 from tests.verify.test_ports import DIRECTIONS, _build  # noqa: E402
 from tests.verify.test_unaligned_ports import UNALIGNED  # noqa: E402
 from tests.verify.test_unaligned_ports import _build as _build_unaligned  # noqa: E402
 
-TABLES = (("hand", DIRECTIONS, _build), ("unaligned", UNALIGNED, _build_unaligned))
+TABLES = (("hand", DIRECTIONS, _build), ("unaligned", UNALIGNED, _build_unaligned),
+          ("library", LIBRARY, _build_library))
 
 
 def segment_of(located: dict) -> tuple[list[str], list[str]]:
