@@ -153,6 +153,10 @@ def _diagnosis(reference: Layer, port: Layer, context: dict) -> str:
 WEIGHTED = ("conv", "dense", "batchnorm", "layernorm", "gru", "lstm", "embedding")  # layers that hold weights
 
 
+def _holds_weights(layer: Layer) -> bool:
+    return layer.kind in WEIGHTED or (layer.kind in ("other", "block") and bool(layer.params))
+
+
 class Alignment:
     """The first segment pair where the port diverges, found from the anchors (verify.dataflow.Matcher):
     1. on the reference, the first layer whose inputs agree with tensors of the port and whose output agrees
@@ -167,7 +171,8 @@ class Alignment:
     4. introduced or inherited: the port's segment run alone on the reference's tensors at its start."""
 
     CANDIDATES = 4  # the ends tried per port tensor, best agreement first
-    RUNS = 10  # the port's layers run alone to confirm an end, at most
+    RUNS = 24  # the ends tried by running the port's layers alone, at most
+    CHAIN = 4  # the port's layers run one after another to confirm an end, at most
     REACH = 40  # tensors after the start looked at, per side
 
     def __init__(self, reference: Side, port: Side, matcher, target: str):
@@ -223,8 +228,8 @@ class Alignment:
         if not other.points[p_end].producers and segment_port:
             row.tensor = row.source_layer = other.layers[segment_port[-1]].name
         report = LocateReport(self.target, "located", row, rows=rows + [row], graph="layers", mechanism=mechanism,
-                              segment={"reference": [ref.layers[i].name for i in segment_ref],
-                                       "port": [other.layers[i].name for i in segment_port],
+                              segment={"reference": list(dict.fromkeys(ref.layers[i].name for i in segment_ref)),
+                                       "port": list(dict.fromkeys(other.layers[i].name for i in segment_port)),
                                        "confirmed": confirmed})
         if not confirmed:
             report.reason = ("where the segment ends could not be confirmed (the port's next layer, run on the "
@@ -234,8 +239,9 @@ class Alignment:
         layers_ref = [ref.layers[i] for i in segment_ref]
         layers_port = [other.layers[i] for i in segment_port]
         first_ref, first_port = self._pair_for_diagnosis(layers_ref, layers_port)
-        context = {"reference": ref.layers, "port": other.layers, "at": (ref.layers.index(first_ref),
-                                                                        other.layers.index(first_port)),
+        at = (next(i for i in segment_ref if ref.layers[i] is first_ref),  # by identity: Layers hold arrays
+              next(j for j in segment_port if other.layers[j] is first_port))
+        context = {"reference": ref.layers, "port": other.layers, "at": at,
                    "pairs": [], "segment": (layers_ref, layers_port)}
         report.diagnosis = _diagnosis(first_ref, first_port, context)
         return report
@@ -283,23 +289,32 @@ class Alignment:
         return abs(weighted(self.ref, self.ref.inputs_of[k], r) - weighted(self.other, self.other.inputs_of[j], p))
 
     def _confirmed(self, r: int, p: int) -> bool:
-        """The port's next layer after point p, run alone on the reference's tensor r, gives a tensor the
-        reference computes after r; or p and r are the two models' last tensors."""
+        """The port's layers after point p, run alone from the reference's tensor r up to and including the first
+        that holds weights, give a tensor the reference computes after r; or p and r are the two models' last
+        tensors. A ReLU or a pool alone confirms nothing: applied to any tensor before the reference's own ReLU it
+        gives that ReLU's output, so a v1 port's conv1 would be 'confirmed' against the v1.5 reference's conv2."""
         ref, other = self.ref, self.other
         j = self._next_layer(p)
         if j is None:
             return p == len(other.points) - 1 and r == len(ref.points) - 1
         if self.port.run_alone is None:
             return False
-        inputs = [as_port(ref.values64.get(r, ref.points[r].value), ref.points[r], other.points[p],
-                          self.matcher.layout(r, p)) if i == p
-                  else other.points[i].value for i in other.inputs_of[j]]
-        try:
-            value = np.asarray(self.port.run_alone(other.layers[j], inputs))
-        except Exception:  # noqa: BLE001 - a layer that cannot run alone confirms nothing
-            return False
+        value = as_port(ref.values64.get(r, ref.points[r].value), ref.points[r], other.points[p],
+                        self.matcher.layout(r, p))
+        point = p
+        for _ in range(self.CHAIN):
+            inputs = [value if i == point else other.points[i].value for i in other.inputs_of[j]]
+            try:
+                value = np.asarray(self.port.run_alone(other.layers[j], inputs))
+            except Exception:  # noqa: BLE001 - a layer that cannot run alone confirms nothing
+                return False
+            point = other.output_of[j]
+            following = self._next_layer(point)
+            if _holds_weights(other.layers[j]) or following is None:
+                break
+            j = following
         later = [q for q in range(r + 1, len(ref.points)) if ref.points[q].floating and ref.points[q].varies]
-        return any(self.matcher.agrees(q, other.output_of[j], value) for q in later)
+        return any(self.matcher.agrees(q, point, value) for q in later)
 
     def _next_layer(self, p: int) -> int | None:
         """The first port layer that receives point p as it is (not one that gives it back unchanged)."""

@@ -14,6 +14,26 @@ def _feature_map(layers, before: int):
     return None
 
 
+def in_port_order(reference, port, context):
+    """The reference Dense's weight with its columns in the port's flatten order, where the two flatten feature
+    maps laid out otherwise (a correct NHWC port of an NCHW Dense holds exactly this); None elsewhere."""
+    if reference.kind != "dense" or port.kind != "dense" or "at" not in context:
+        return None
+    i, j = context["at"]
+    ref_map, port_map = _feature_map(context["reference"], i), _feature_map(context["port"], j)
+    wr = reference.params.get("weight")
+    if ref_map is None or port_map is None or wr is None or ref_map[0] == port_map[0]:
+        return None
+    last, shape = ref_map
+    channels = shape[-1] if last else shape[1]
+    spatial = shape[1:-1] if last else shape[2:]
+    if channels * int(np.prod(spatial)) != np.shape(wr)[1]:
+        return None
+    first_order = np.arange(np.shape(wr)[1]).reshape(channels, *spatial)
+    to_last = np.transpose(first_order, (*range(1, len(spatial) + 1), 0)).ravel()
+    return wr[:, np.argsort(to_last)] if last else wr[:, to_last]
+
+
 @diagnosis("flatten order")
 def flatten_order(reference, port, context):
     if reference.kind != "dense" or port.kind != "dense":
