@@ -41,7 +41,7 @@ Row = VerifyResult  # one (model, route, target, check) row: every figure the ta
 # what verify's and convert's **options take (their docstrings say each)
 _VERIFY_OPTIONS = ("pair", "layer_map", "save_inputs", "save_outputs", "load_outputs", "inputs_file", "max_memory",
                    "work_dir", "opset", "exporter", "training", "precision", "train_batch", "seeds", "address",
-                   "results_file")
+                   "results_file", "labels")
 _CONVERT_OPTIONS = ("max_memory", "opset", "exporter", "training", "results_file", "address")
 # how bad a verdict is, for a report's overall verdict: the worst row's
 _SEVERITY = {FAIL: 5, ERROR: 4, INCONCLUSIVE: 3, CANNOT: 2, PASS: 1, "converted": 1}
@@ -483,7 +483,11 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
         HybridBlock, onnx.ModelProto); `candidate` may be a list of them. With a reference model name
         ("cnn", "gru", "resnet50", "all") and no candidate: that model converted to `targets` (default
         "onnxruntime") by `via` ("onnx", "mmdnn"), run on `device` ("cpu", "cuda") and verified against PyTorch
-        on the CPU; `train_steps` then adds training.
+        on the CPU; `train_steps` then adds training. A PyTorch training setup, the tuple (module, torch.optim
+        optimizer, loss_fn), against one compiled keras.Model (its optimiser and loss from model.compile): the
+        inference rows of the module, and with `train_steps` a training row (rosetta.verify.port_training: both
+        sides trained on the same seeded batches, the loss and every paired parameter compared after every step,
+        the first diverging step and the training bug named); it needs `labels`.
     inputs: arrays (dict by input name, or a list in input order) to run, or specs ("name:SHAPE:DTYPE[:LOW:HIGH]")
         of generated ones (`batch`, `seed`); a torch module or Gluon block needs them.
     tolerance: None (calibrated, K = 10.5), a multiple of the noise floor, or {"atol": ..., "rtol": ...};
@@ -493,7 +497,8 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
     options: pair ({"image": "input_1"} or {"image": ("input_1", (0, 2, 3, 1))}: inputs and outputs paired by
         hand where names, position and shape up to a layout permutation leave more than one pairing), layer_map
         (a file pairing layers for locate), save_inputs, save_outputs, load_outputs, inputs_file (paths),
-        max_memory (GiB), work_dir, opset, exporter, training, precision, train_batch, seeds, address (Ray).
+        max_memory (GiB), work_dir, opset, exporter, training, precision, train_batch, seeds, address (Ray),
+        labels (the labels' spec for a training setup's train_steps, "labels:N:int64:0:4": class indices 0..3).
     Returns a Report; raises rosetta.RosettaError (one line) for bad input, before any work."""
     _check_parameters(verify, locals(), _VERIFY_OPTIONS)
     atol_pairs, rtol_pairs, multiple = _tolerance(tolerance, atol, rtol)
@@ -518,9 +523,16 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
             where = "" if device == "cpu" else f", targets on {device}"
             return Report(done.results, f"rosetta verify ({done.policy.describe()}{where})",
                           {"tolerance": done.policy.to_json(), "device": device})
-        if targets is not None or train_steps:
-            raise BadInput("targets= and train_steps= are for reference models (verify('cnn', "
-                           "targets='keras')); give a candidate model to compare with the reference instead")
+        from rosetta.verify.port_training import is_training_setup
+
+        setup = reference if is_training_setup(reference) else None
+        if setup is not None:
+            reference = setup[0]  # inference compares the module; training the whole setup
+        labels = options.pop("labels", None)
+        if targets is not None or (train_steps and setup is None):
+            raise BadInput("targets= and train_steps= are for reference models (verify('cnn', targets='keras')), "
+                           "or train_steps= for a PyTorch training setup (module, optimizer, loss_fn) against a "
+                           "compiled keras.Model; give a candidate model to compare with the reference instead")
         from rosetta.verify.files import verify_files
 
         specs, arrays = _inputs(inputs)
@@ -532,15 +544,52 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
             _check_arrays_fit(arrays, max_memory)
         candidates = [] if candidate is None else list(candidate) if isinstance(candidate, (list, tuple)) else [candidate]
         _check_models([reference, *candidates])
+        label_spec = _check_port_training(candidates, labels) if train_steps else None
         done = verify_files([reference, *candidates], inputs=specs, feeds=arrays, trust_code=trust_code,
                             batch=batch, seed=seed, threads=threads, atol=atol_pairs, rtol=rtol_pairs,
                             tolerance_multiple=multiple, max_memory=max_memory, progress=progress,
                             executor=_executor(executor, jobs, address), locate=locate, pairs=pairs,
                             device=device, **files)
+        rows = list(done.results)
+        if train_steps:
+            rows.append(_port_training_row(setup, candidates[0], specs, label_spec, train_steps, batch, seed, multiple))
     where = "" if device == "cpu" else f", compared models on {device}"
-    return Report(done.results, f"rosetta verify: against {done.reference} ({done.policy.describe()}{where})",
+    return Report(rows, f"rosetta verify: against {done.reference} ({done.policy.describe()}{where})",
                   {"reference": done.reference, "tolerance": done.policy.to_json(), "device": device},
                   {"reference": done.reference, "inputs": done.inputs, "outputs": done.outputs})
+
+
+def _check_port_training(candidates: list, labels):
+    """Refuse, before any work, what train_steps= between a PyTorch setup and a port cannot train: anything but one
+    compiled keras.Model as the candidate, and no labels; the labels' TensorSpec."""
+    from rosetta.sources.memory import kind_of, label_of
+    from rosetta.sources.signature import parse_input_option
+
+    if len(candidates) != 1 or isinstance(candidates[0], (str, os.PathLike)) or kind_of(candidates[0]) != "keras":
+        raise BadInput("train_steps= between two models: the candidate must be one compiled keras.Model "
+                       "(model.compile(optimizer, loss)); other frameworks and files come later (issue 44)")
+    if getattr(candidates[0], "optimizer", None) is None:
+        raise BadInput(f"{label_of(candidates[0])}: not compiled; model.compile(optimizer, loss) says how it "
+                       "trains, rosetta would have to guess")
+    if labels is None or not (_text(labels) or (hasattr(labels, "shape") and hasattr(labels, "dtype"))):
+        raise BadInput("labels: train_steps= between two models needs the labels' spec, e.g. "
+                       f"labels='labels:N:int64:0:4' (class indices 0..3); got {_shown(labels)}")
+    return labels if hasattr(labels, "shape") else parse_input_option(labels)
+
+
+def _port_training_row(setup: tuple, port, specs: list, label_spec, steps: int, batch: int, seed: int,
+                       multiple: float | None) -> VerifyResult:
+    """The training row of a PyTorch setup against a compiled keras.Model (rosetta.verify.port_training)."""
+    from rosetta.scratch import scratch_folder
+    from rosetta.sources.memory import label_of
+    from rosetta.verify.port_training import verify_port_training
+
+    with scratch_folder("rosetta-port-training-") as scratch:
+        path = Path(scratch) / "port.keras"
+        port.save(str(path))  # with its compile config: the worker trains it as compiled
+        done = verify_port_training(setup, str(path), specs, label_spec, steps, batch=batch, seed=seed,
+                                    multiple=multiple, label=label_of(setup[0]))
+    return done.row
 
 
 def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: str | os.PathLike | None = None,

@@ -1,0 +1,352 @@
+"""Does a port train alike? A PyTorch training setup (module, torch.optim optimiser, loss callable) against a compiled
+Keras model (its optimiser and loss from model.compile), each as its author wrote it, trained N steps on the same
+seeded batches, compared after every step (issue 44, its first slice: the API, PyTorch against Keras).
+
+Batches: inputs generated once per step from the input specs (seed * 1000 + step), labels from the labels spec
+("labels:N:int64:0:4": class indices 0..3), fed to both sides: PyTorch as generated, Keras channels-last where its
+input shape says so, labels one-hot where its loss is categorical (rosetta.train.port_keras).
+
+Pairing: every Keras weight is paired BEFORE training with the PyTorch tensor it equals, brought to PyTorch's form
+first (rosetta.verify.diagnoses.matching.from_keras: Dense kernels transposed, conv kernels HWIO -> OIHW), by
+value, with the role of each name breaking ties between tensors of equal values (a fresh BatchNorm's gamma and
+moving variance are all ones: gamma pairs with `weight`, moving_variance with `running_var`); tensors equal
+to several are taken in order. Every pair is compared after every step, and the loss at every step (the loss of
+step k is computed on step k's batch before its update, as both frameworks report it).
+
+Modelled conventions (of the frameworks, not the port; said in the row): Adam's epsilon placement (Keras adds it
+before the bias correction: its Adam runs with PyTorch's placement, rosetta.train.port_keras); the running
+variance, which PyTorch updates with the unbiased batch variance and Keras with the biased one (the PyTorch
+side's running variance is re-computed in Keras' convention from the batch each BatchNorm sees, at both
+precisions); Dropout turned off on both sides where both drop the same rates.
+
+Tolerance. The PyTorch side is trained twice, in float32 and in float64 (the module and loss in double, the same
+optimiser class and param groups). Per step and per compared tensor the noise floor is max |float32 - float64|
+(at least one float32 ulp of the tensor's largest value, 2^-23 x max |float64|), and the Keras side (float32)
+passes while max |Keras - PyTorch float64| <= PORT_TRAINING_MULTIPLE x that floor. The multiple was measured on
+the pair of tests/verify/test_port_training.py (Linear(6,16), BatchNorm1d, ReLU, Linear(16,4); batch 8; Keras 3 on
+TensorFlow, float32): over 20 steps with SGD-momentum (lr 0.05, 0.9), Adam and AdamW (lr 1e-3), seeds 0, 1, 2, the
+correct pair's largest error reached 2.43 x its floor (SGD, seed 2; Adam 2.24, AdamW 1.71), once Adam's float32 bias
+correction in Keras was modelled (before: 70 x, see rosetta.train.port_keras). The weakest seeded bug, Adam's epsilon
+at Keras' default 1e-7 against PyTorch's 1e-8 on ordinary gradients, reached 148 x at step 1 (a fresh BatchNorm's
+beta, whose first gradients are small); the others 4e4 x and more (weight decay coupled/decoupled 4.1e4, loss
+reduction 7.3e6, dropout on one side 5.5e6, BatchNorm momentum 6.7e7, from_logits 4.5e7). The multiple, 20, is
+8 x the largest correct figure and 7 x below the weakest bug's.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rosetta.errors import BadInput
+from rosetta.verify.results import FAIL, PASS, OutputComparison, VerifyResult
+
+PORT_TRAINING_MULTIPLE = 20.0  # x the noise floor: measured, see the module docstring
+MEASURED_CORRECT_RATIO = 2.43  # the correct pair's largest error / floor over 3 optimisers x 3 seeds x 20 steps
+MEASURED_WEAKEST_BUG_RATIO = 148.0  # Adam epsilon 1e-7 against 1e-8, at step 1
+FLOAT32_EPS = 2.0 ** -23
+ROLES = {"kernel": "weight", "gamma": "weight", "embeddings": "weight", "beta": "bias",
+         "moving_mean": "running_mean", "moving_variance": "running_var"}
+STATISTICS = ("running_mean", "running_var")
+
+
+def is_training_setup(value) -> bool:
+    """(torch.nn.Module, torch.optim.Optimizer, callable loss): a PyTorch side that brings how it trains."""
+    if not isinstance(value, tuple) or len(value) != 3:
+        return False
+    names = [{(c.__module__, c.__name__) for c in type(v).__mro__} for v in value[:2]]
+    return (("torch.nn.modules.module", "Module") in names[0] and ("torch.optim.optimizer", "Optimizer") in names[1]
+            and callable(value[2]))
+
+
+# ---- the PyTorch side ------------------------------------------------------------------------------------------
+def _loss_setup(loss_fn) -> dict:
+    name = getattr(loss_fn, "__name__", "") or type(loss_fn).__name__
+    setup = {"class": type(loss_fn).__name__ if hasattr(loss_fn, "forward") else name}
+    for key in ("reduction", "label_smoothing", "ignore_index"):
+        if hasattr(loss_fn, key):
+            setup[key] = getattr(loss_fn, key)
+    return setup
+
+
+def _plain(value):
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()
+    return str(value)
+
+
+def torch_setup(module, optimizer, loss_fn) -> dict:
+    import torch
+
+    groups = [{key: _plain(v) for key, v in group.items() if key != "params"} for group in optimizer.param_groups]
+    batchnorms = [{"name": name, "momentum": layer.momentum, "epsilon": layer.eps}
+                  for name, layer in module.named_modules() if isinstance(layer, torch.nn.modules.batchnorm._BatchNorm)]
+    dropouts = [{"name": name, "rate": float(layer.p)} for name, layer in module.named_modules()
+                if isinstance(layer, torch.nn.modules.dropout._DropoutNd)]
+    return {"optimizer": {"class": type(optimizer).__name__,
+                          "defaults": {k: _plain(v) for k, v in optimizer.defaults.items()}, "groups": groups},
+            "loss": _loss_setup(loss_fn), "batchnorm": batchnorms, "dropout": dropouts}
+
+
+def _copied_optimizer(optimizer, module, copied):
+    """The user's optimiser class and param groups, on `copied` (a copy of `module`), fresh (no state)."""
+    names = {id(p): name for name, p in module.named_parameters()}
+    parameters = dict(copied.named_parameters())
+    groups = []
+    for group in optimizer.param_groups:
+        missing = [p for p in group["params"] if id(p) not in names]
+        if missing:
+            raise BadInput("the optimizer holds parameters that are not the module's: give the optimizer built "
+                           "on the module's own parameters")
+        groups.append({**{k: v for k, v in group.items() if k != "params"},
+                       "params": [parameters[names[id(p)]] for p in group["params"]]})
+    try:
+        return type(optimizer)(groups, **optimizer.defaults)
+    except TypeError:
+        return type(optimizer)(groups)
+
+
+def train_torch(module, optimizer, loss_fn, batches: list, precision: str, dropout_off: bool) -> dict:
+    """The PyTorch side trained on `batches` in `precision` (a copy: the caller's module and optimiser untouched):
+    the loss of every step and, after every step, every parameter and BatchNorm statistic by name (running
+    variances in Keras' convention, biased: see the module docstring)."""
+    import torch
+
+    dtype = torch.float64 if precision == "float64" else torch.float32
+    model = copy.deepcopy(module).to(dtype).train()
+    loss = copy.deepcopy(loss_fn).to(dtype) if isinstance(loss_fn, torch.nn.Module) else loss_fn
+    if dropout_off:
+        for layer in model.modules():
+            if isinstance(layer, torch.nn.modules.dropout._DropoutNd):
+                layer.p = 0.0
+    opt = _copied_optimizer(optimizer, module, model)
+    modelled, hooks = {}, []
+    for name, layer in model.named_modules():
+        if isinstance(layer, torch.nn.modules.batchnorm._BatchNorm) and layer.track_running_stats:
+            if layer.momentum is None:
+                raise BadInput(f"{name}: BatchNorm momentum=None (a cumulative average) has no Keras counterpart")
+            modelled[name] = layer.running_var.detach().clone()
+
+            def biased(layer, args, name=name):
+                x = args[0].detach()
+                values = x.transpose(0, 1).reshape(x.shape[1], -1)
+                batch_var = values.var(dim=1, unbiased=False)
+                modelled[name] = (1 - layer.momentum) * modelled[name] + layer.momentum * batch_var
+
+            hooks.append(layer.register_forward_pre_hook(biased))
+    losses, states = [], []
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        for feeds, labels in batches:
+            arguments = [torch.from_numpy(np.asarray(a)).to(dtype) if np.asarray(a).dtype.kind == "f"
+                         else torch.from_numpy(np.asarray(a)) for a in feeds]
+            target = torch.from_numpy(labels)
+            if labels.dtype.kind == "f":
+                target = target.to(dtype)
+            opt.zero_grad()
+            output = model(*arguments)
+            if isinstance(output, (tuple, list)):
+                output = output[0]
+            value = loss(output, target)
+            value.backward()
+            opt.step()
+            losses.append(float(value.detach()))
+            state = {name: p.detach().double().numpy().copy() for name, p in model.named_parameters()}
+            for name, buffer in model.named_buffers():
+                layer, _, part = name.rpartition(".")
+                if part == "running_var" and layer in modelled:
+                    state[name] = modelled[layer].double().numpy().copy()
+                elif part in STATISTICS:
+                    state[name] = buffer.detach().double().numpy().copy()
+            states.append(state)
+    for hook in hooks:
+        hook.remove()
+    return {"losses": np.asarray(losses), "states": states}
+
+
+def initial_tensors(module) -> dict:
+    tensors = {name: p.detach().double().numpy() for name, p in module.named_parameters()}
+    tensors.update({name: b.detach().double().numpy() for name, b in module.named_buffers()
+                    if name.rpartition(".")[2] in STATISTICS})
+    return tensors
+
+
+# ---- pairing ---------------------------------------------------------------------------------------------------
+def _role(label: str) -> str:
+    last = re.split(r"[/.]", label)[-1]
+    return ROLES.get(last, last)
+
+
+def pair_weights(keras_names: list[str], keras_initial: list, torch_initial: dict) -> tuple[list, list]:
+    """([(Keras index, PyTorch name)], [Keras names paired with none]): each Keras weight, in PyTorch's form,
+    with the unpaired PyTorch tensor of its shape it equals, of its role where one is (see the module docstring)."""
+    from rosetta.verify.diagnoses import close
+    from rosetta.verify.diagnoses.matching import from_keras
+
+    free = list(torch_initial)
+    pairs, unpaired = [], []
+    for index, (label, value) in enumerate(zip(keras_names, keras_initial)):
+        canonical = from_keras(label, value)
+        equal = [name for name in free if torch_initial[name].shape == canonical.shape
+                 and close(torch_initial[name], canonical)]
+        same_role = [name for name in equal if _role(name) == _role(label)]
+        chosen = (same_role or equal or [None])[0]
+        if chosen is None:
+            unpaired.append(label)
+            continue
+        free.remove(chosen)
+        pairs.append((index, chosen))
+    return pairs, unpaired
+
+
+# ---- comparison ------------------------------------------------------------------------------------------------
+@dataclass
+class StepFigure:
+    step: int
+    name: str  # "loss" or "KERAS NAME ~ TORCH NAME"
+    kind: str  # "loss", "trainable" or "statistic"
+    error: float
+    floor: float
+
+    @property
+    def ratio(self) -> float:
+        return self.error / self.floor if self.floor > 0 else (0.0 if self.error == 0 else math.inf)
+
+
+def _floor(value32, value64) -> float:
+    value32, value64 = np.asarray(value32, np.float64), np.asarray(value64, np.float64)
+    return max(float(np.max(np.abs(value32 - value64), initial=0.0)),
+               FLOAT32_EPS * float(np.max(np.abs(value64), initial=0.0)), 1e-30)
+
+
+def step_figures(keras: dict, torch32: dict, torch64: dict, pairs: list) -> list[list[StepFigure]]:
+    """Per step, the figure of the loss and of every pair (Keras error against PyTorch float64, and the floor)."""
+    from rosetta.verify.diagnoses.matching import from_keras
+
+    figures = []
+    for index in range(len(keras["losses"])):
+        row = [StepFigure(index + 1, "loss", "loss", abs(keras["losses"][index] - torch64["losses"][index]),
+                          _floor(torch32["losses"][index], torch64["losses"][index]))]
+        for keras_index, torch_name in pairs:
+            label = keras["names"][keras_index]
+            value = from_keras(label, keras["weights"][index][keras_index])
+            reference = torch64["states"][index][torch_name]
+            error = float(np.max(np.abs(value - reference), initial=0.0)) if value.shape == reference.shape else math.inf
+            kind = "statistic" if _role(torch_name) in STATISTICS else "trainable"
+            row.append(StepFigure(index + 1, f"{label} ~ {torch_name}", kind, error,
+                                  _floor(torch32["states"][index][torch_name], reference)))
+        figures.append(row)
+    return figures
+
+
+def _first(figures: list[list[StepFigure]], multiple: float, kind: str | None = None) -> int | None:
+    for row in figures:
+        if any(f.ratio > multiple for f in row if kind is None or f.kind == kind):
+            return row[0].step
+    return None
+
+
+def _comparison(name: str, figures: list[StepFigure], multiple: float) -> OutputComparison:
+    worst = max(figures, key=lambda f: f.ratio)
+    passed = worst.ratio <= multiple
+    reason = "" if passed else (f"{name}: step {worst.step}: max |err| {worst.error:.3g} > {multiple:g} x noise "
+                                f"floor {worst.floor:.3g}")
+    return OutputComparison(name=name, shape=[len(figures)], passed=passed, reason=reason,
+                            max_abs_error=max(f.error for f in figures), max_rel_error=math.nan,
+                            scaled_error=math.nan, rms_error=math.nan, cosine=math.nan, within_tolerance=math.nan,
+                            nan_count=0, inf_count=0, noise_floor=worst.floor, error_ratio=worst.ratio)
+
+
+@dataclass
+class PortTraining:
+    """What verify_port_training found, beside its row: the per-step figures, for calibration scripts and tests."""
+
+    row: VerifyResult
+    figures: list = field(default_factory=list)
+    diagnosis: tuple = ("", "")
+
+
+def verify_port_training(setup: tuple, keras_path: str, specs: list, labels, steps: int, batch: int = 8,
+                         seed: int = 0, multiple: float | None = None, label: str = "") -> PortTraining:
+    """Train the PyTorch setup and the compiled Keras model saved at `keras_path` `steps` steps on the same batches
+    and compare after every step; the row says PASS, or FAIL at the first diverging step with its figure and the
+    training bug named where a diagnosis recognises it."""
+    from rosetta.execution import Job, execute
+    from rosetta.frameworks import isolation
+    from rosetta.models.inputs import generate_inputs
+    from rosetta.verify.training_diagnoses import Evidence, diagnose_training
+
+    module, optimizer, loss_fn = setup
+    multiple = PORT_TRAINING_MULTIPLE if multiple is None else multiple
+    if labels is None:
+        raise BadInput("labels=: train_steps between two models needs the labels' spec, e.g. "
+                       "labels='labels:N:int64:0:4' (class indices 0..3)")
+    batches = []
+    for step in range(steps):
+        feeds = generate_inputs(tuple(specs), batch, seed * 1000 + step + 1)
+        target = generate_inputs((labels,), batch, seed * 1000 + step + 500_000)[labels.name]
+        batches.append(([feeds[spec.name] for spec in specs], target))
+    start = time.perf_counter()
+    mine = torch_setup(module, optimizer, loss_fn)
+    keras = execute(Job("rosetta.train.port_keras:train_port_job",
+                        {"path": str(keras_path), "batches": batches,
+                         "torch_dropout_rates": [d["rate"] for d in mine["dropout"]]},
+                        isolation("keras"), "keras port training")).result
+    torch32, torch64 = (train_torch(module, optimizer, loss_fn, batches, precision, keras["dropout_off"])
+                        for precision in ("float32", "float64"))
+    pairs, unpaired = pair_weights(list(keras["names"]), list(keras["initial"]), initial_tensors(module))
+    figures = step_figures(keras, torch32, torch64, pairs)
+    row = VerifyResult(model=label or type(module).__name__, route="port", target="keras", verdict=PASS, reason="",
+                       seed=seed, batch=batch, check="training", framework_version=str(keras["version"]),
+                       tolerance={"multiple": multiple, "noise_floor": "PyTorch float32 vs float64, per step"})
+    row.seconds["train"] = time.perf_counter() - start
+    assumed = list(keras["assumed"])
+    if any(layer["momentum"] is not None for layer in mine["batchnorm"]):
+        assumed.append("running variances compared in Keras' convention (biased batch variance), modelled on the "
+                       "PyTorch side")
+    if unpaired:
+        assumed.append(f"{len(unpaired)} Keras weight(s) equal no PyTorch tensor before training, not compared: "
+                       + ", ".join(unpaired[:4]))
+    first_step = _first(figures, multiple)
+    evidence = Evidence(mine, keras["setup"], first_step, _first(figures, multiple, "loss"),
+                        _first(figures, multiple, "trainable"), _first(figures, multiple, "statistic"),
+                        sorted((f for f in figures[first_step - 1] if f.ratio > multiple), key=lambda f: -f.ratio)
+                        if first_step else [], (torch64["losses"], keras["losses"]), batch)
+    name, said = diagnose_training(evidence) if first_step else ("", "")
+    row.outputs = [_comparison(f"loss[{steps} steps]", [r[0] for r in figures], multiple)]
+    by_pair = {f.name: [] for f in figures[0][1:]} if figures else {}
+    for r in figures:
+        for f in r[1:]:
+            by_pair[f.name].append(f)
+    row.outputs += [_comparison(pair, values, multiple) for pair, values in by_pair.items()]
+    row.training = {"steps": steps, "precision": "float32", "torch": mine, "keras": keras["setup"],
+                    "assumed": assumed, "paired": len(pairs), "unpaired": unpaired,
+                    "first_step": first_step, "diagnosis": {"name": name, "says": said}}
+    notes = "; ".join(assumed)
+    if first_step is None:
+        worst = max((f for r in figures for f in r), key=lambda f: f.ratio)
+        row.reason = (f"{steps} steps alike: loss and {len(pairs)} paired tensors within {multiple:g} x noise floor "
+                      f"(worst {worst.ratio:.3g} x, {worst.name} at step {worst.step})" + (f"; {notes}" if notes else ""))
+        return PortTraining(row, figures, (name, said))
+    worst = next((f for f in evidence.first if f.kind == "loss"), evidence.first[0])  # the loss first: it is the cause
+    where = "the loss" if worst.kind == "loss" else f"{'parameter' if worst.kind == 'trainable' else 'statistic'} {worst.name}"
+    if name == "dropout on one side":
+        where = "the loss" if evidence.loss_step == first_step else "the forward pass"
+    structure = ("the loss already differs: the forward pass or the loss differs" if evidence.forward_differs else
+                 f"the loss agrees at step {first_step}: forward and backward agree, the update differs"
+                 if evidence.optimizer_differs else
+                 "losses and trainable parameters agree: a running statistic's update differs")
+    row.verdict = FAIL
+    row.reason = (f"diverges first at step {first_step}: {where} ({worst.ratio:.3g} x noise floor); {structure}"
+                  + (f"; named: {said}" if name else "; no known training bug matches")
+                  + (f"; {notes}" if notes else ""))
+    return PortTraining(row, figures, (name, said))

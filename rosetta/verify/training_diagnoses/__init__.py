@@ -1,0 +1,78 @@
+"""Training bugs of a port, named: a small registry beside verify/diagnoses/, one module per bug, each reading both
+sides' training setups (PyTorch: the optimiser's class and param_groups, the loss's class and settings, every
+BatchNorm's momentum, every Dropout's rate; Keras: the optimiser's class and get_config(), the loss's class and
+config, the same per layer) and where the per-step figures first diverge (`Evidence`), and saying what differs in
+plain words, or nothing.
+
+The per-step structure does most of the separating:
+- the loss differs at step 1 (the first batch, before any update): the forward pass or the loss differs (dropout
+  on one side, from_logits, the loss's reduction);
+- the loss agrees at step 1 but a trainable parameter differs after step 1 (or the loss at step 2): the forward
+  and backward passes agree, the optimiser's update does not (weight decay, Adam's epsilon);
+- losses and trainable parameters agree, a BatchNorm running statistic does not: the statistics' update
+  (BatchNorm momentum; it never changes the training-mode forward pass, so never the loss).
+A module is added as a file here and named in MODULES, with a test in tests/verify/test_port_training.py that
+builds the bug and expects its name."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+DIAGNOSES: list[tuple[str, Callable]] = []  # (name, function(evidence) -> str | None)
+MODULES = ("dropout", "from_logits", "loss_reduction", "weight_decay", "adam_epsilon", "batchnorm_momentum")
+
+
+@dataclass
+class Evidence:
+    torch: dict  # the PyTorch setup: optimizer {class, defaults, groups}, loss {class, ...}, batchnorm, dropout
+    keras: dict  # the Keras setup: optimizer {class, **get_config()}, loss {class, **config}, batchnorm, dropout
+    first_step: int | None  # the first step where anything diverges (1-based), None where nothing does
+    loss_step: int | None  # the first step whose loss diverges
+    trainable_step: int | None  # the first step after which a trainable parameter diverges
+    statistic_step: int | None  # ... a BatchNorm running statistic
+    first: list = field(default_factory=list)  # the diverging figures at first_step, worst first
+    losses: tuple = ()  # (PyTorch float64 losses, Keras losses), per step
+    batch: int = 0
+
+    @property
+    def forward_differs(self) -> bool:
+        """The loss diverges at the first diverging step: the forward pass (or the loss) differs."""
+        return self.loss_step is not None and self.loss_step == self.first_step
+
+    @property
+    def optimizer_differs(self) -> bool:
+        """The loss agrees where a trainable parameter first diverges: the optimiser's update differs."""
+        return (self.trainable_step is not None and self.trainable_step == self.first_step
+                and (self.loss_step is None or self.loss_step > self.trainable_step))
+
+
+def training_diagnosis(name: str):
+    def register(function: Callable) -> Callable:
+        DIAGNOSES.append((name, function))
+        return function
+    return register
+
+
+def diagnose_training(evidence: Evidence) -> tuple[str, str]:
+    """(name, what it says) of the first diagnosis, in MODULES' order, that recognises the evidence; ("", "")."""
+    for module in MODULES:
+        importlib.import_module(f"{__name__}.{module}")
+    rank = lambda entry: MODULES.index(entry[1].__module__.rsplit(".", 1)[-1])  # noqa: E731
+    for name, function in sorted(DIAGNOSES, key=rank):
+        said = function(evidence)
+        if said:
+            return name, said
+    return "", ""
+
+
+def optimizer_class(setup: dict) -> str:
+    return (setup.get("optimizer") or {}).get("class", "")
+
+
+def torch_hyper(setup: dict, key: str, default=None):
+    """A PyTorch optimiser hyper-parameter, from its first param group (its defaults where none)."""
+    optimizer = setup.get("optimizer") or {}
+    groups = optimizer.get("groups") or [optimizer.get("defaults") or {}]
+    return groups[0].get(key, (optimizer.get("defaults") or {}).get(key, default))
