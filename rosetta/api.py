@@ -157,6 +157,8 @@ class Report:
 def verdict_message(row: VerifyResult) -> str:
     """'FAIL: keras: output logits: max |err| 3.1e-02 > tolerance 4.0e-06 (10.5 x noise floor); diverges first at
     conv2 (introduced)': the row's verdict, its worst output's figures against its tolerance, where it diverges."""
+    if row.check == "training" and row.route == "port":  # a port's training: its first diverging step, named
+        return f"{row.verdict}: {row.target}: training: {row.reason}"
     failing = [o for o in row.outputs if not o.passed and math.isfinite(o.max_abs_error)]
     if not failing:
         text = f"{row.verdict}: {row.target}: {row.reason}"

@@ -69,6 +69,9 @@ for case in json.loads(sys.argv[1]):
     report = rosetta.verify(setup, port, inputs=["x:Nx6:float32"], labels="labels:N:int64:0:4",
                             train_steps=case["steps"])
     training = [row for row in report.rows if row.check == "training"]
+    assert str(report) and report.to_json()["results"]  # the table and --json take the training row
+    if training and training[0].verdict != "PASS":
+        assert "diverges first at step" in report.message(), report.message()
     print("CASE " + json.dumps({**case, "inference": [row.verdict for row in report.rows if row.check != "training"],
                                 "training": [{"verdict": row.verdict, "reason": row.reason,
                                               "first_step": row.training["first_step"],
