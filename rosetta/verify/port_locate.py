@@ -153,6 +153,11 @@ def _diagnosis(reference: Layer, port: Layer, context: dict) -> str:
 WEIGHTED = ("conv", "dense", "batchnorm", "layernorm", "gru", "lstm", "embedding")  # layers that hold weights
 
 
+def _once(names: list[str]) -> list[str]:
+    """A module called more than once (torchvision's one ReLU per block) named once, where it was last called."""
+    return list(reversed(dict.fromkeys(reversed(names))))
+
+
 def _holds_weights(layer: Layer) -> bool:
     return layer.kind in WEIGHTED or (layer.kind in ("other", "block") and bool(layer.params))
 
@@ -228,8 +233,8 @@ class Alignment:
         if not other.points[p_end].producers and segment_port:
             row.tensor = row.source_layer = other.layers[segment_port[-1]].name
         report = LocateReport(self.target, "located", row, rows=rows + [row], graph="layers", mechanism=mechanism,
-                              segment={"reference": list(dict.fromkeys(ref.layers[i].name for i in segment_ref)),
-                                       "port": list(dict.fromkeys(other.layers[i].name for i in segment_port)),
+                              segment={"reference": _once([ref.layers[i].name for i in segment_ref]),
+                                       "port": _once([other.layers[i].name for i in segment_port]),
                                        "confirmed": confirmed})
         if not confirmed:
             report.reason = ("where the segment ends could not be confirmed (the port's next layer, run on the "
