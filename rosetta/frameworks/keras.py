@@ -66,6 +66,9 @@ def load_keras_model(path: Path, trust_code: bool):
     """keras.saving.load_model, safe unless trusted, with one-line errors for code and for broken files."""
     _check_container(path)
     keras = import_keras()
+    from rosetta.sources.keras_classes import import_layer_modules, missing_class_error
+
+    import_layer_modules(path, trust_code)  # the modules of its custom layer classes, where trusted
     try:
         return keras.saving.load_model(str(path), compile=False, safe_mode=not trust_code)
     except Exception as error:
@@ -74,8 +77,7 @@ def load_keras_model(path: Path, trust_code: bool):
             raise UntrustedModel(f"{path.name} contains Python code (e.g. a Lambda layer) that loading it would run; "
                                f"{TRUST_HINT}") from None
         if "Unknown layer" in text or "Could not locate" in text:
-            raise RosettaError(f"{path.name} uses a custom layer Keras cannot find ({one_line(error)[:200]}); "
-                               "only built-in layers can be read") from None
+            raise missing_class_error(path, error, trust_code) from None
         legacy = load_keras2_h5(path, trust_code) if path.suffix.lower() == ".h5" else None
         if legacy is not None:
             return legacy
