@@ -139,7 +139,8 @@ def _kind(dtype: str) -> str:
 def paired_like(entry: dict, signature: list[dict], like: tuple) -> TensorSpec | None:
     """The input of the other model that `entry` pairs with, to size its free axes from: the one of its name and
     rank, else the only one of its rank and kind of dtype (integer, float, bool) that no input of this model
-    names; None where none or several fit (its size is then asked for)."""
+    names (or several, all of one shape); None where none or several of other shapes fit (its size is then asked
+    for)."""
     rank = len(entry["shape"])
     same = [spec for spec in like if spec.name == entry["name"] and len(spec.shape) == rank]
     if same:
@@ -147,4 +148,6 @@ def paired_like(entry: dict, signature: list[dict], like: tuple) -> TensorSpec |
     names = {other["name"] for other in signature}
     fitting = [spec for spec in like if spec.name not in names and len(spec.shape) == rank
                and _kind(spec.dtype) == _kind(entry["dtype"])]
-    return fitting[0] if len(fitting) == 1 else None
+    # several fit but all of one shape (token ids, segment ids and a mask, all (N, T)): whichever it pairs with,
+    # its free axes take the same sizes
+    return fitting[0] if fitting and all(tuple(spec.shape) == tuple(fitting[0].shape) for spec in fitting) else None

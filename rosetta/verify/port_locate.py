@@ -225,8 +225,10 @@ class Alignment:
                                    f"{ref.layers[k].name} (shapes differ even up to layout)")
         r_end, p_end, confirmed = end
         port_in = [p for p in other.inputs_of[j]]
-        segment_ref = ref.layers_between(starts, r_end)
-        segment_port = other.layers_between(port_in, p_end)
+        if not confirmed:  # only where it starts is known: its first layer on each side
+            r_end, p_end = ref.output_of[k], other.output_of[j]
+        segment_ref = ref.layers_between(starts, r_end) if confirmed else [k]
+        segment_port = other.layers_between(port_in, p_end) if confirmed else [j]
         row = _row(matcher, r_end, p_end)
         if not ref.points[r_end].producers and segment_ref:  # a tensor of code after its last layer
             row.node, row.op = ref.layers[segment_ref[-1]].name, ref.layers[segment_ref[-1]].op
@@ -236,13 +238,19 @@ class Alignment:
                               segment={"reference": _once([ref.layers[i].name for i in segment_ref]),
                                        "port": _once([other.layers[i].name for i in segment_port]),
                                        "confirmed": confirmed})
-        if not confirmed:
-            report.reason = ("where the segment ends could not be confirmed (the port's next layer, run on the "
-                             "reference's tensor, gives none of the reference's), so no cause is named")
-            return report
-        report.alone, report.origin, report.reason = self._alone(starts, port_in, segment_port, r_end, p_end, row)
         layers_ref = [ref.layers[i] for i in segment_ref]
         layers_port = [other.layers[i] for i in segment_port]
+        if not confirmed:
+            # the segment starts at these two layers (their inputs agree, nothing after them does); where it ends
+            # is not known, so only a cause read from the two layers' own weights and settings is named
+            report.reason = ("it starts here, but where it ends could not be confirmed (the port's layers after it, "
+                             "run on the reference's tensors, give none of the reference's)")
+            if _holds_weights(layers_ref[0]) and _holds_weights(layers_port[0]):
+                report.diagnosis = _diagnosis(layers_ref[0], layers_port[0], {
+                    "reference": ref.layers, "port": other.layers, "at": (k, j), "pairs": [],
+                    "segment": (layers_ref, layers_port)})
+            return report
+        report.alone, report.origin, report.reason = self._alone(starts, port_in, segment_port, r_end, p_end, row)
         first_ref, first_port = self._pair_for_diagnosis(layers_ref, layers_port)
         at = (next(i for i in segment_ref if ref.layers[i] is first_ref),  # by identity: Layers hold arrays
               next(j for j in segment_port if other.layers[j] is first_port))
