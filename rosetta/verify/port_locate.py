@@ -171,8 +171,9 @@ class Alignment:
     2. on the port, the first layer of the same kind of place: its inputs agree, its output and everything
        after it does not;
     3. the segment's end: a tensor of each side after the start, of shapes that map; confirmed where the port's
-       next layer, run alone on the reference's tensor, gives a tensor the reference computes later (or both
-       ends are the models' outputs). An end that cannot be confirmed is said, with no diagnosis;
+       next layers, run alone from the reference's tensor up to the first that holds weights, give a tensor the
+       reference computes later (or both ends are the models' outputs). Where no end is confirmed, only the
+       segment's first layer on each side is named, with a cause only from their own weights and settings;
     4. introduced or inherited: the port's segment run alone on the reference's tensors at its start."""
 
     CANDIDATES = 4  # the ends tried per port tensor, best agreement first
