@@ -66,7 +66,7 @@ def load_keras_model(path: Path, trust_code: bool):
     """keras.saving.load_model, safe unless trusted, with one-line errors for code and for broken files."""
     _check_container(path)
     keras = import_keras()
-    from rosetta.sources.keras_classes import import_layer_modules, missing_class_error
+    from rosetta.frameworks.keras_classes import import_layer_modules, missing_class_error
 
     import_layer_modules(path, trust_code)  # the modules of its custom layer classes, where trusted
     try:

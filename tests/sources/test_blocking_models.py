@@ -102,15 +102,19 @@ def test_a_blocking_reference_ends_at_the_timeout_with_one_line(nets, tmp_path, 
 
 
 def test_a_blocking_candidate_is_its_rows_error_at_the_timeout(nets, tmp_path):
-    """A candidate module is exported (its forward traced, in this process) to run it: that is bounded too."""
+    """A candidate module is exported (its forward traced, in this process) to run it: that is bounded too. The
+    timeout covers the whole export, whose tracing before the forward blocks took over 3 s on a loaded 2-core
+    machine (a fresh-clone run beside `make demo`: the timeout fired before the model blocked), so it is longer
+    here; the bound is still counted from the moment the model blocks."""
+    timeout = 15
     status, stdout, stderr, seconds = _run(tmp_path, ["-m", "rosetta.cli", "verify", f"{nets}:fine",
                                                       f"{nets}:blocks_running",
-                                              "--trust-code", "--input", "x:Nx4:float32", "--timeout", str(TIMEOUT_S),
+                                              "--trust-code", "--input", "x:Nx4:float32", "--timeout", str(timeout),
                                               "--no-progress"])
     assert status == 3 and "Traceback" not in stderr, stderr
     assert (f"ERROR {nets}:fine -> {nets}:blocks_running (onnx): reading failed: exporting {nets}:blocks_running "
-            f"timed out after {TIMEOUT_S} s (--timeout)") in stdout.replace("\n", "")
-    assert seconds < TIMEOUT_S + SLACK_S
+            f"timed out after {timeout} s (--timeout)") in stdout.replace("\n", "")
+    assert seconds < timeout + SLACK_S
 
 
 def test_a_blocking_module_given_to_the_api_raises_worker_timed_out(nets, tmp_path):

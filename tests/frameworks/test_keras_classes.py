@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from rosetta.errors import RosettaError, UntrustedModel
-from rosetta.sources import keras_classes
-from rosetta.sources.keras_classes import import_layer_modules, layer_classes, missing_class_error, model_folder
+from rosetta.frameworks import keras_classes
+from rosetta.frameworks.keras_classes import import_layer_modules, layer_classes, missing_class_error, model_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -225,7 +225,7 @@ import json, os, sys
 from pathlib import Path
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import keras
-from rosetta.sources.keras_classes import import_layer_modules, missing_class_error
+from rosetta.frameworks.keras_classes import import_layer_modules, missing_class_error
 path = Path(sys.argv[1]) / "model.keras"
 found = {"untrusted": import_layer_modules(path, False), "imported_untrusted": "unaligned_layers" in sys.modules}
 try:
