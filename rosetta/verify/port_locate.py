@@ -17,7 +17,6 @@ A `--layer-map` file pairs layers, blocks or sublayers by name instead."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -385,10 +384,6 @@ class Alignment:
                 if ref.kind == other.kind and ref.kind not in ("other", "block") and (ref.params or ref.config):
                     return ref, other
         return reference[-1], port[-1]
-
-
-def ratio_text(value: float) -> str:
-    return f"{value:.3g}x" if math.isfinite(value) else str(value)
 
 
 def side_of(label: str, folder: Path | None, module, feeds: dict, inputs: list[str], float64: bool,

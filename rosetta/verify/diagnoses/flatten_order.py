@@ -61,23 +61,3 @@ def flatten_order(reference, port, context):
         return (f"flatten order: the port flattens {here} before this Dense but kept the reference's {there} row "
                 "order of its weights; permute the weight rows (or flatten in the reference's order)")
     return None
-    i, j = context["at"]
-    ref_map, port_map = _feature_map(context["reference"], i), _feature_map(context["port"], j)
-    wr, wp = reference.params.get("weight"), port.params.get("weight")
-    if ref_map is None or port_map is None or wr is None or wp is None or np.shape(wr) != np.shape(wp):
-        return None
-    last, shape = ref_map
-    channels = shape[-1] if last else shape[1]
-    spatial = shape[1:-1] if last else shape[2:]
-    if channels * int(np.prod(spatial)) != np.shape(wr)[1]:
-        return None
-    first_order = np.arange(np.shape(wr)[1]).reshape(channels, *spatial)  # index of each (c, h, w) in C,H,W order
-    to_last = np.transpose(first_order, (*range(1, len(spatial) + 1), 0)).ravel()
-    if last == port_map[0] and close(wp, wr[:, np.argsort(to_last)] if last else wr[:, to_last]):
-        return "flatten order: the Dense weights are permuted for the other layout, though both flatten alike"
-    if last != port_map[0] and close(wp, wr):
-        here = "NHWC (H, W, C)" if port_map[0] else "NCHW (C, H, W)"
-        there = "NHWC" if last else "NCHW"
-        return (f"flatten order: the port flattens {here} before this Dense but kept the reference's {there} row "
-                "order of its weights; permute the weight rows (or flatten in the reference's order)")
-    return None
