@@ -12,7 +12,7 @@ import os
 import sys
 import types
 
-__version__ = "0.1.0"
+from rosetta.version import __version__
 
 # ONNX Runtime's own telemetry (on in its Linux wheels of late: 1.31 here) writes a session file, $TMPDIR/.ses,
 # and a device id at import, and would send events: rosetta runs offline and leaves no file behind, so it is off

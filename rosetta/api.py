@@ -663,7 +663,6 @@ def bench(workloads: str | Sequence[str] = "all", targets: str | Sequence[str] =
     BenchReport: its rows (bench.run.BenchResult), the --json payload, what the command prints, and with
     `plot_dir` one PNG chart per workload."""
     _check_parameters(bench, locals())
-    from rosetta import __version__
     from rosetta.bench.plan import bench_workloads
     from rosetta.report.plots import bench_chart
     from rosetta.report.tables import bench_lines, bench_table

@@ -10,7 +10,7 @@ import platform
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rosetta import __version__
+from rosetta.version import __version__
 from rosetta.atomic import atomic_write_json
 from rosetta.errors import RosettaError
 from rosetta.trust import contained

@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from rosetta import __version__
+from rosetta.version import __version__
 from rosetta.atomic import atomic_write_text, exchange
 from rosetta.errors import RosettaError
 from rosetta.processes import signals_deferred

@@ -11,9 +11,10 @@ from pathlib import Path
 # matching prefix) and why it sits there. A module may import from its own layer and the layers below.
 LAYERS = [
     ("foundation", ("rosetta", "rosetta.errors", "rosetta.registry", "rosetta.imports", "rosetta.processes",
-                    "rosetta.scratch", "rosetta.atomic", "rosetta.timing", "rosetta.progress", "rosetta.extras"),
+                    "rosetta.scratch", "rosetta.atomic", "rosetta.timing", "rosetta.progress", "rosetta.extras", "rosetta.version", "rosetta.settings"),
      "errors, registries, processes, scratch folders, atomically written files, the timing harness, progress "
-     "bars, which extra installs each framework: no model, no framework"),
+     "bars, which extra installs each framework, rosetta's version, the run settings and tolerance objects: no "
+     "model, no framework"),
     ("trust", ("rosetta.trust",), "what each model format may do without --trust-code: checks over files only"),
     ("execution", ("rosetta.execution",),
      "where a job runs (this process or a worker); jobs are named by entry, never imported"),
@@ -142,6 +143,42 @@ def test_no_import_circles():
     circles = strongly_connected(import_graph())
     assert not circles, "modules that import each other in a circle:\n" + "\n".join(
         f"{len(c)}: {', '.join(c)}" for c in sorted(circles, key=len, reverse=True))
+
+
+def climbs_to_the_public_face(name: str, path: Path, known: dict[str, Path]) -> list[str]:
+    """The imports in `name` that reach the package's public face: `import rosetta`, rosetta.api (or
+    rosetta.testing, which is built on it), or a name taken from rosetta/__init__.py that is not a module of its
+    own (`from rosetta import __version__`)."""
+    climbs = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            climbs += [alias.name for alias in node.names
+                       if alias.name == "rosetta" or alias.name.startswith(("rosetta.api", "rosetta.testing"))]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module.startswith(("rosetta.api", "rosetta.testing")):
+                climbs.append(node.module)
+            elif node.module == "rosetta":
+                climbs += [f"rosetta.{alias.name}" for alias in node.names if f"rosetta.{alias.name}" not in known
+                           or alias.name in ("api", "testing")]
+    return climbs
+
+
+def test_nothing_below_the_public_face_climbs_to_it():
+    """Only the API, rosetta.testing and cli/ may reach rosetta/__init__.py's names or rosetta.api: a layer below
+    that did would import the public face it serves (rosetta's version lives in rosetta.version for this)."""
+    known, api_layer = modules(), [name for name, _, _ in LAYERS].index("api")
+    climbs = sorted(f"{module} imports {target}" for module, path in known.items()
+                    if module != "rosetta" and layer_of(module) < api_layer
+                    for target in climbs_to_the_public_face(module, path, known))
+    assert not climbs, f"{len(climbs)} imports climb to the public face:\n" + "\n".join(climbs)
+
+
+def test_the_climb_check_sees_a_climb(tmp_path):
+    known = {"rosetta.errors": Path("errors.py"), "rosetta.version": Path("version.py")}
+    module = tmp_path / "m.py"
+    module.write_text("from rosetta import errors, version\nfrom rosetta.version import __version__\n"
+                      "def f():\n    from rosetta import __version__\n    import rosetta.api\n")
+    assert climbs_to_the_public_face("rosetta.m", module, known) == ["rosetta.__version__", "rosetta.api"]
 
 
 def test_the_checks_see_a_violation_and_a_circle():

@@ -17,11 +17,12 @@ import os
 import sys
 import traceback
 
-from rosetta import __version__, api
+from rosetta import api
 from rosetta.cli import bench, conformance, convert, env, models, verify
 from rosetta.cli.options import EPILOG_EXIT, EXIT_ERROR, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Parser
 from rosetta.errors import RosettaError, plain
 from rosetta.imports import entries_restored
+from rosetta.version import __version__
 
 __all__ = ["main", "build_parser", "EXIT_PASS", "EXIT_FAIL", "EXIT_USAGE"]
 

@@ -52,9 +52,9 @@ def get_conversion(source: str, target: str) -> ConversionPath:
 def chain_versions(chain) -> dict[str, str]:
     """rosetta's version and that of every package that makes a step of `chain` (formats, source first): what
     decides the artifact a chain makes, beside its options."""
-    from rosetta import __version__
+    from rosetta import version  # read at call time: a test sets rosetta.version.__version__
 
-    return {"rosetta": __version__,
+    return {"rosetta": version.__version__,
             **{k: v for a, b in zip(chain, chain[1:]) for k, v in get_conversion(a, b).versions().items()}}
 
 

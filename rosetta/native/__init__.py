@@ -60,7 +60,7 @@ def _installed(framework: str) -> dict[str, str]:
 def native_folder(root: Path, native: NativeModel, seed: int = 0) -> Path:
     """Where the native model is kept: named by the framework's version, rosetta's, and the code that builds it
     (code_digest), so that other code builds it again."""
-    from rosetta import __version__
+    from rosetta.version import __version__
 
     identity = json.dumps({"builder": native.builder, "seed": seed, "rosetta": __version__,
                            "code": code_digest("native", "models"), "framework": _installed(native.framework)},

@@ -115,7 +115,7 @@ class VerifyResult:
 
 def results_payload(results: list[VerifyResult], extra: dict | None = None) -> dict:
     """What --json writes (and rosetta.Report.to_json gives): the version, `extra`, every row."""
-    from rosetta import __version__
+    from rosetta.version import __version__
 
     return {"rosetta_version": __version__, **(extra or {}), "results": [r.to_json() for r in results]}
 

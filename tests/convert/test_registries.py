@@ -54,7 +54,7 @@ def test_an_artifact_made_by_another_converter_version_is_made_again(tmp_path, m
     assert store.folder_for(spec, 0, chain) != before
     assert store.folder_for(spec, 0, chain[:2]) == prefix  # the ONNX export it starts from is still good
     monkeypatch.undo()
-    monkeypatch.setattr("rosetta.__version__", "9.9.9")
+    monkeypatch.setattr("rosetta.version.__version__", "9.9.9")
     assert store.folder_for(spec, 0, chain) != before
 
 
