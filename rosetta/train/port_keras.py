@@ -75,6 +75,19 @@ def _layout(array: np.ndarray, shape) -> tuple[np.ndarray, str]:
                    "nor its channels-last form")
 
 
+def _called_training(model, name: str):
+    """The `training=` a functional model calls the layer `name` with (False: inference mode whatever the
+    fit), None where its calls do not say."""
+    for layer in (model.get_config() or {}).get("layers", []):
+        if layer.get("name") != name:
+            continue
+        for node in layer.get("inbound_nodes") or []:
+            kwargs = node.get("kwargs") if isinstance(node, dict) else None
+            if kwargs and "training" in kwargs:
+                return kwargs["training"]
+    return None
+
+
 def port_adam(keras):
     class PortAdam(keras.optimizers.Adam):
         """Adam as torch.optim.Adam computes it: w -= lr/c1 * m / (sqrt(v)/sqrt(c2) + eps), c = 1 - beta^t in
@@ -123,7 +136,8 @@ def train_port_job(argument: dict) -> dict:
     last = model.layers[-1] if model.layers else None
     activation = (last.get_config().get("activation") if last is not None else None) or "linear"
     setup = {"optimizer": optimizer_setup, "loss": loss_config,
-             "batchnorm": [{"name": layer.name, "momentum": float(layer.momentum), "epsilon": float(layer.epsilon)}
+             "batchnorm": [{"name": layer.name, "momentum": float(layer.momentum), "epsilon": float(layer.epsilon),
+                            "trainable": bool(layer.trainable), "training": _called_training(model, layer.name)}
                            for layer in batchnorms],
              "dropout": [{"name": layer.name, "rate": float(layer.rate)} for layer in dropouts],
              "output_activation": activation if isinstance(activation, str) else _plain(activation)}
@@ -140,6 +154,8 @@ def train_port_job(argument: dict) -> dict:
             raise BadInput("the Keras model's Adam has amsgrad=True: not modelled by this check yet")
         kept = {key: config[key] for key in ("learning_rate", "beta_1", "beta_2", "epsilon", "weight_decay",
                                               "clipnorm", "clipvalue", "global_clipnorm") if config.get(key) is not None}
+        if isinstance(getattr(optimizer, "_learning_rate", None), keras.optimizers.schedules.LearningRateSchedule):
+            kept["learning_rate"] = optimizer._learning_rate  # the schedule itself, not its config
         optimizer = port_adam(keras)(**kept)
         assumed.append(f"Keras {optimizer_setup['class']}'s epsilon placed after the bias correction, as PyTorch "
                        "places it (a convention of the frameworks, modelled)")
@@ -166,7 +182,12 @@ def train_port_job(argument: dict) -> dict:
         assumed.append("labels one-hot for CategoricalCrossentropy (class indices on the PyTorch side)")
     if "channels-last" in layouts:
         assumed.append("inputs channels-last on the Keras side (as its input shape says)")
+    owners = {}  # a weight's outermost layer's class: a GRU's or LSTM's weights pair through their gate layouts
+    for layer in layers:
+        for variable in layer.weights:
+            owners.setdefault(id(variable), type(layer).__name__)
     return {"setup": setup, "assumed": assumed, "dropout_off": bool(dropout_off and rates),
             "names": [v.path for v in model.weights], "trainable": [bool(v.trainable) for v in model.weights],
+            "classes": [owners.get(id(v), "") for v in model.weights],
             "initial": initial, "losses": np.asarray(losses, dtype=np.float64), "weights": weights,
             "version": f"{keras.__version__} ({keras.backend.backend()} backend)"}

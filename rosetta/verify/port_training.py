@@ -53,6 +53,7 @@ FLOAT32_EPS = 2.0 ** -23
 ROLES = {"kernel": "weight", "gamma": "weight", "embeddings": "weight", "beta": "bias",
          "moving_mean": "running_mean", "moving_variance": "running_var"}
 STATISTICS = ("running_mean", "running_var")
+CLIPPING = ("clip_grad_norm", "clip_grad_value")  # optimizer attributes: what the user's loop clips (see train_torch)
 
 
 def is_training_setup(value) -> bool:
@@ -71,6 +72,9 @@ def _loss_setup(loss_fn) -> dict:
     for key in ("reduction", "label_smoothing", "ignore_index"):
         if hasattr(loss_fn, key):
             setup[key] = getattr(loss_fn, key)
+    weight = getattr(loss_fn, "weight", None)  # CrossEntropyLoss(weight=...): class weights
+    if weight is not None:
+        setup["class_weights"] = [float(w) for w in weight.detach().reshape(-1)]
     return setup
 
 
@@ -92,9 +96,40 @@ def torch_setup(module, optimizer, loss_fn) -> dict:
                   for name, layer in module.named_modules() if isinstance(layer, torch.nn.modules.batchnorm._BatchNorm)]
     dropouts = [{"name": name, "rate": float(layer.p)} for name, layer in module.named_modules()
                 if isinstance(layer, torch.nn.modules.dropout._DropoutNd)]
+    kept = module.training  # see train_torch: a module in training mode keeps its submodules' modes
+    for layer in batchnorms:
+        layer["training"] = bool(module.get_submodule(layer["name"]).training) if kept else True
+    clipping = {key: float(getattr(optimizer, key)) for key in CLIPPING if getattr(optimizer, key, None) is not None}
     return {"optimizer": {"class": type(optimizer).__name__,
-                          "defaults": {k: _plain(v) for k, v in optimizer.defaults.items()}, "groups": groups},
-            "loss": _loss_setup(loss_fn), "batchnorm": batchnorms, "dropout": dropouts}
+                          "defaults": {k: _plain(v) for k, v in optimizer.defaults.items()}, "groups": groups,
+                          **clipping},
+            "loss": _loss_setup(loss_fn), "batchnorm": batchnorms, "dropout": dropouts,
+            "frozen": [name for name, p in module.named_parameters() if not p.requires_grad]}
+
+
+def recurrent_layers(module) -> list[tuple[str, str]]:
+    """(name, "GRU" or "LSTM") of every one-layer, one-direction torch RNN with biases: their two bias vectors
+    pair with Keras' one (see fused_biases)."""
+    import torch
+
+    return [(name, type(layer).__name__) for name, layer in module.named_modules()
+            if isinstance(layer, (torch.nn.GRU, torch.nn.LSTM)) and layer.num_layers == 1
+            and not layer.bidirectional and layer.bias]
+
+
+def fused_biases(tensors: dict, recurrent: list) -> dict:
+    """`tensors` with each torch RNN's two bias vectors also as the one tensor Keras holds for them: a GRU's
+    (reset_after=True) stacked (2, 3h) as Keras' GRU bias, an LSTM's summed (4h) as Keras' LSTM bias (only their
+    sum acts)."""
+    for name, kind in recurrent:
+        ih, hh = (tensors.get(f"{name}.bias_{part}_l0") for part in ("ih", "hh"))
+        if ih is None or hh is None:
+            continue
+        if kind == "GRU":
+            tensors[f"{name}.bias_ih_l0|bias_hh_l0"] = np.stack([ih, hh])
+        else:
+            tensors[f"{name}.bias_ih_l0+bias_hh_l0"] = ih + hh
+    return tensors
 
 
 def _copied_optimizer(optimizer, module, copied):
@@ -115,6 +150,21 @@ def _copied_optimizer(optimizer, module, copied):
         return type(optimizer)(groups)
 
 
+def clip_global_norm(parameters, max_norm: float) -> None:
+    """torch.nn.utils.clip_grad_norm_ as Keras' global_clipnorm computes it: gradients x max_norm / max(norm,
+    max_norm); PyTorch's adds 1e-6 to the norm (max_norm / (norm + 1e-6)), a relative 1e-6 / norm that reached
+    10 x the noise floor at step 1 on the test pair: a convention, modelled."""
+    import torch
+
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return
+    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    scale = max_norm * torch.minimum(1.0 / norm, torch.tensor(1.0 / max_norm, dtype=norm.dtype))
+    for g in grads:
+        g.mul_(scale)
+
+
 def train_torch(module, optimizer, loss_fn, batches: list, precision: str, dropout_off: bool) -> dict:
     """The PyTorch side trained on `batches` in `precision` (a copy: the caller's module and optimiser untouched):
     the loss of every step and, after every step, every parameter and BatchNorm statistic by name (running
@@ -122,7 +172,11 @@ def train_torch(module, optimizer, loss_fn, batches: list, precision: str, dropo
     import torch
 
     dtype = torch.float64 if precision == "float64" else torch.float32
-    model = copy.deepcopy(module).to(dtype).train()
+    model = copy.deepcopy(module).to(dtype)
+    if not module.training:  # left in eval mode after inference: trained as a whole; else as the user set it
+        model.train()
+    clip_norm, clip_value = (getattr(optimizer, key, None) for key in CLIPPING)
+    recurrent = recurrent_layers(model)
     loss = copy.deepcopy(loss_fn).to(dtype) if isinstance(loss_fn, torch.nn.Module) else loss_fn
     if dropout_off:
         for layer in model.modules():
@@ -137,6 +191,8 @@ def train_torch(module, optimizer, loss_fn, batches: list, precision: str, dropo
             modelled[name] = layer.running_var.detach().clone()
 
             def biased(layer, args, name=name):
+                if not layer.training:  # in eval mode (left on by the user): its statistics do not move
+                    return
                 x = args[0].detach()
                 values = x.transpose(0, 1).reshape(x.shape[1], -1)
                 batch_var = values.var(dim=1, unbiased=False)
@@ -158,6 +214,10 @@ def train_torch(module, optimizer, loss_fn, batches: list, precision: str, dropo
                 output = output[0]
             value = loss(output, target)
             value.backward()
+            if clip_value is not None:  # torch.nn.utils.clip_grad_value_(parameters, clip_value) in the user's loop
+                torch.nn.utils.clip_grad_value_(model.parameters(), float(clip_value))
+            if clip_norm is not None:  # torch.nn.utils.clip_grad_norm_(parameters, max_norm): the global norm
+                clip_global_norm(model.parameters(), float(clip_norm))
             opt.step()
             losses.append(float(value.detach()))
             state = {name: p.detach().double().numpy().copy() for name, p in model.named_parameters()}
@@ -167,7 +227,7 @@ def train_torch(module, optimizer, loss_fn, batches: list, precision: str, dropo
                     state[name] = modelled[layer].double().numpy().copy()
                 elif part in STATISTICS:
                     state[name] = buffer.detach().double().numpy().copy()
-            states.append(state)
+            states.append(fused_biases(state, recurrent))
     for hook in hooks:
         hook.remove()
     return {"losses": np.asarray(losses), "states": states}
@@ -177,7 +237,7 @@ def initial_tensors(module) -> dict:
     tensors = {name: p.detach().double().numpy() for name, p in module.named_parameters()}
     tensors.update({name: b.detach().double().numpy() for name, b in module.named_buffers()
                     if name.rpartition(".")[2] in STATISTICS})
-    return tensors
+    return fused_biases(tensors, recurrent_layers(module))
 
 
 # ---- pairing ---------------------------------------------------------------------------------------------------
@@ -186,24 +246,46 @@ def _role(label: str) -> str:
     return ROLES.get(last, last)
 
 
-def pair_weights(keras_names: list[str], keras_initial: list, torch_initial: dict) -> tuple[list, list]:
+def canonical(label: str, owner: str, value) -> np.ndarray:
+    """A Keras weight in PyTorch's form: a GRU's kernels and biases with their gate blocks in PyTorch's order
+    (z, r, h -> r, z, n), an LSTM's kernels transposed (the gate order i, f, c, o is PyTorch's), everything else
+    as the inference pairing reads it (rosetta.verify.diagnoses.matching.from_keras)."""
+    from rosetta.frameworks.layers import GATES_KERAS_GRU_TO_TORCH, gate_blocks
+    from rosetta.verify.diagnoses.matching import from_keras
+
+    value = np.asarray(value, np.float64)
+    last = label.split("/")[-1]
+    if owner == "GRU" and last in ("kernel", "recurrent_kernel"):
+        return gate_blocks(value.T, GATES_KERAS_GRU_TO_TORCH)
+    if owner == "GRU" and last == "bias":
+        return gate_blocks(value, GATES_KERAS_GRU_TO_TORCH, axis=value.ndim - 1)
+    if owner == "LSTM" and last in ("kernel", "recurrent_kernel"):
+        return value.T
+    return from_keras(label, value)
+
+
+def pair_weights(keras_names: list[str], keras_initial: list, torch_initial: dict,
+                 owners: list | None = None) -> tuple[list, list]:
     """([(Keras index, PyTorch name)], [Keras names paired with none]): each Keras weight, in PyTorch's form,
     with the unpaired PyTorch tensor of its shape it equals, of its role where one is (see the module docstring)."""
     from rosetta.verify.diagnoses import close
-    from rosetta.verify.diagnoses.matching import from_keras
 
     free = list(torch_initial)
+    owners = owners or [""] * len(keras_names)
     pairs, unpaired = [], []
     for index, (label, value) in enumerate(zip(keras_names, keras_initial)):
-        canonical = from_keras(label, value)
-        equal = [name for name in free if torch_initial[name].shape == canonical.shape
-                 and close(torch_initial[name], canonical)]
+        canonical_value = canonical(label, owners[index], value)
+        equal = [name for name in free if torch_initial[name].shape == canonical_value.shape
+                 and close(torch_initial[name], canonical_value)]
         same_role = [name for name in equal if _role(name) == _role(label)]
         chosen = (same_role or equal or [None])[0]
         if chosen is None:
             unpaired.append(label)
             continue
         free.remove(chosen)
+        if "|" in chosen or "+" in chosen:  # an RNN's two biases as one: neither pairs on its own
+            layer = chosen.rpartition(".")[0]
+            free = [n for n in free if n not in (f"{layer}.bias_ih_l0", f"{layer}.bias_hh_l0")]
         pairs.append((index, chosen))
     return pairs, unpaired
 
@@ -230,15 +312,14 @@ def _floor(value32, value64) -> float:
 
 def step_figures(keras: dict, torch32: dict, torch64: dict, pairs: list) -> list[list[StepFigure]]:
     """Per step, the figure of the loss and of every pair (Keras error against PyTorch float64, and the floor)."""
-    from rosetta.verify.diagnoses.matching import from_keras
-
     figures = []
+    owners = keras.get("classes") or [""] * len(keras["names"])
     for index in range(len(keras["losses"])):
         row = [StepFigure(index + 1, "loss", "loss", abs(keras["losses"][index] - torch64["losses"][index]),
                           _floor(torch32["losses"][index], torch64["losses"][index]))]
         for keras_index, torch_name in pairs:
             label = keras["names"][keras_index]
-            value = from_keras(label, keras["weights"][index][keras_index])
+            value = canonical(label, owners[keras_index], keras["weights"][index][keras_index])
             reference = torch64["states"][index][torch_name]
             error = float(np.max(np.abs(value - reference), initial=0.0)) if value.shape == reference.shape else math.inf
             kind = "statistic" if _role(torch_name) in STATISTICS else "trainable"
@@ -275,16 +356,66 @@ class PortTraining:
     diagnosis: tuple = ("", "")
 
 
+def _torch_layout(module, feeds: list) -> str:
+    """"" where the PyTorch module takes the feeds as generated, "channels-first" where it takes its images moved
+    channels-first (a Keras reference's specs are channels-last); tried on a copy in eval mode."""
+    import torch
+
+    probe = copy.deepcopy(module).eval()
+    tried = ("", "channels-first") if any(np.asarray(a).ndim >= 3 for a in feeds) else ("",)
+    for layout in tried:
+        arguments = [torch.from_numpy(np.ascontiguousarray(_moved(np.asarray(a), layout))) for a in feeds]
+        arguments = [a.float() if a.is_floating_point() else a for a in arguments]
+        try:
+            with torch.no_grad():
+                probe(*arguments)
+            return layout
+        except Exception:  # noqa: BLE001: the next layout, or the first error said below
+            continue
+    raise BadInput("the PyTorch module takes neither the inputs as given nor their channels-first form")
+
+
+def _moved(array: np.ndarray, layout: str) -> np.ndarray:
+    return np.moveaxis(array, -1, 1) if layout == "channels-first" and array.ndim >= 3 else array
+
+
+def _idle_statistics(initial: dict, after: dict, names: list) -> list[str]:
+    """The running statistics among `names` that step 1 left as they were (a BatchNorm in inference mode)."""
+    return [name for name in names if name in initial and name in after
+            and np.array_equal(np.asarray(initial[name]), np.asarray(after[name]))]
+
+
+def _mismatched_trainability(pairs: list, keras: dict, frozen: list) -> list[tuple]:
+    """(pair name, trainable in Keras, trainable in PyTorch) of every paired parameter trainable on one side only."""
+    found = []
+    for keras_index, torch_name in pairs:
+        if _role(torch_name) in STATISTICS:
+            continue
+        layer, _, part = torch_name.rpartition(".")
+        parts = [f"{layer}.{p}" for p in re.split(r"[|+]", part)] if ("|" in part or "+" in part) else [torch_name]
+        torch_trainable = any(p not in frozen for p in parts)
+        keras_trainable = bool(keras["trainable"][keras_index])
+        if torch_trainable != keras_trainable:
+            found.append((f"{keras['names'][keras_index]} ~ {torch_name}", keras_trainable, torch_trainable))
+    return found
+
+
 def verify_port_training(setup: tuple, keras_path: str, specs: list, labels, steps: int, batch: int = 8,
-                         seed: int = 0, multiple: float | None = None, label: str = "") -> PortTraining:
+                         seed: int = 0, multiple: float | None = None, label: str = "",
+                         reference: str = "torch") -> PortTraining:
     """Train the PyTorch setup and the compiled Keras model saved at `keras_path` `steps` steps on the same batches
     and compare after every step; the row says PASS, or FAIL at the first diverging step with its figure and the
-    training bug named where a diagnosis recognises it."""
+    training bug named where a diagnosis recognises it. `reference`: "torch" (the PyTorch setup is the reference,
+    the Keras model the port) or "keras" (the Keras model is the reference, `specs` in its layout; the PyTorch
+    setup the port). The comparison is the same either way; the floor is the PyTorch side's float32 against
+    float64 in both (rosetta trains PyTorch in float64, see the module docstring)."""
     from rosetta.execution import Job, execute
     from rosetta.frameworks import isolation
     from rosetta.models.inputs import generate_inputs
     from rosetta.verify.training_diagnoses import Evidence, diagnose_training
 
+    if reference not in ("torch", "keras"):
+        raise BadInput(f"reference={reference!r}: 'torch' or 'keras'")
     module, optimizer, loss_fn = setup
     multiple = PORT_TRAINING_MULTIPLE if multiple is None else multiple
     if labels is None:
@@ -301,15 +432,24 @@ def verify_port_training(setup: tuple, keras_path: str, specs: list, labels, ste
                         {"path": str(keras_path), "batches": batches,
                          "torch_dropout_rates": [d["rate"] for d in mine["dropout"]]},
                         isolation("keras"), "keras port training")).result
-    torch32, torch64 = (train_torch(module, optimizer, loss_fn, batches, precision, keras["dropout_off"])
+    layout = _torch_layout(module, batches[0][0]) if batches and reference == "keras" else ""
+    torch_batches = [([_moved(np.asarray(a), layout) for a in feeds], target) for feeds, target in batches]
+    torch32, torch64 = (train_torch(module, optimizer, loss_fn, torch_batches, precision, keras["dropout_off"])
                         for precision in ("float32", "float64"))
-    pairs, unpaired = pair_weights(list(keras["names"]), list(keras["initial"]), initial_tensors(module))
+    initial = initial_tensors(module)
+    pairs, unpaired = pair_weights(list(keras["names"]), list(keras["initial"]), initial, keras.get("classes"))
     figures = step_figures(keras, torch32, torch64, pairs)
-    row = VerifyResult(model=label or type(module).__name__, route="port", target="keras", verdict=PASS, reason="",
+    other = "keras" if reference == "torch" else "torch"
+    row = VerifyResult(model=label or type(module).__name__, route="port", target=other, verdict=PASS, reason="",
                        seed=seed, batch=batch, check="training", framework_version=str(keras["version"]),
                        tolerance={"multiple": multiple, "noise_floor": "PyTorch float32 vs float64, per step"})
     row.seconds["train"] = time.perf_counter() - start
     assumed = list(keras["assumed"])
+    if mine["optimizer"].get("clip_grad_norm") is not None:
+        assumed.append("PyTorch's global-norm clipping computed as Keras' global_clipnorm (without PyTorch's 1e-6 "
+                       "added to the norm: a convention, modelled)")
+    if layout:
+        assumed.append("inputs channels-first on the PyTorch side (the Keras reference's are channels-last)")
     if any(layer["momentum"] is not None for layer in mine["batchnorm"]):
         assumed.append("running variances compared in Keras' convention (biased batch variance), modelled on the "
                        "PyTorch side")
@@ -317,10 +457,18 @@ def verify_port_training(setup: tuple, keras_path: str, specs: list, labels, ste
         assumed.append(f"{len(unpaired)} Keras weight(s) equal no PyTorch tensor before training, not compared: "
                        + ", ".join(unpaired[:4]))
     first_step = _first(figures, multiple)
+    statistics = [(k, t) for k, t in pairs if _role(t) in STATISTICS]
+    idle = {}
+    if steps:
+        keras_initial = {keras["names"][k]: keras["initial"][k] for k, _ in statistics}
+        keras_after = {keras["names"][k]: keras["weights"][0][k] for k, _ in statistics}
+        idle = {"keras": _idle_statistics(keras_initial, keras_after, list(keras_initial)),
+                "torch": _idle_statistics(initial, torch64["states"][0], [t for _, t in statistics])}
     evidence = Evidence(mine, keras["setup"], first_step, _first(figures, multiple, "loss"),
                         _first(figures, multiple, "trainable"), _first(figures, multiple, "statistic"),
                         sorted((f for f in figures[first_step - 1] if f.ratio > multiple), key=lambda f: -f.ratio)
-                        if first_step else [], (torch64["losses"], keras["losses"]), batch)
+                        if first_step else [], (torch64["losses"], keras["losses"]), batch,
+                        _mismatched_trainability(pairs, keras, mine["frozen"]), idle, reference)
     name, said = diagnose_training(evidence) if first_step else ("", "")
     row.outputs = [_comparison(f"loss[{steps} steps]", [r[0] for r in figures], multiple)]
     by_pair = {f.name: [] for f in figures[0][1:]} if figures else {}
@@ -328,8 +476,8 @@ def verify_port_training(setup: tuple, keras_path: str, specs: list, labels, ste
         for f in r[1:]:
             by_pair[f.name].append(f)
     row.outputs += [_comparison(pair, values, multiple) for pair, values in by_pair.items()]
-    row.training = {"steps": steps, "precision": "float32", "torch": mine, "keras": keras["setup"],
-                    "assumed": assumed, "paired": len(pairs), "unpaired": unpaired,
+    row.training = {"steps": steps, "precision": "float32", "reference": reference, "torch": mine,
+                    "keras": keras["setup"], "assumed": assumed, "paired": len(pairs), "unpaired": unpaired,
                     "first_step": first_step, "diagnosis": {"name": name, "says": said}}
     notes = "; ".join(assumed)
     if first_step is None:
@@ -341,12 +489,8 @@ def verify_port_training(setup: tuple, keras_path: str, specs: list, labels, ste
     where = "the loss" if worst.kind == "loss" else f"{'parameter' if worst.kind == 'trainable' else 'statistic'} {worst.name}"
     if name == "dropout on one side":
         where = "the loss" if evidence.loss_step == first_step else "the forward pass"
-    structure = ("the loss already differs: the forward pass or the loss differs" if evidence.forward_differs else
-                 f"the loss agrees at step {first_step}: forward and backward agree, the update differs"
-                 if evidence.optimizer_differs else
-                 "losses and trainable parameters agree: a running statistic's update differs")
     row.verdict = FAIL
-    row.reason = (f"diverges first at step {first_step}: {where} ({worst.ratio:.3g} x noise floor); {structure}"
-                  + (f"; named: {said}" if name else "; no known training bug matches")
+    row.reason = (f"diverges first at step {first_step}: {where} ({worst.ratio:.3g} x noise floor); "
+                  f"{evidence.structure()}" + (f"; named: {said}" if name else "; no known training bug matches")
                   + (f"; {notes}" if notes else ""))
     return PortTraining(row, figures, (name, said))

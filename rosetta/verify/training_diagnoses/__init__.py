@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 DIAGNOSES: list[tuple[str, Callable]] = []  # (name, function(evidence) -> str | None)
-MODULES = ("dropout", "from_logits", "loss_reduction", "weight_decay", "adam_epsilon", "batchnorm_momentum")
+MODULES = ("dropout", "batchnorm_inference", "from_logits", "label_smoothing", "class_weights", "loss_reduction",
+           "frozen_layers", "gradient_clipping", "learning_rate", "nesterov", "sgd_momentum", "weight_decay",
+           "adam_epsilon", "batchnorm_momentum")
 
 
 @dataclass
@@ -35,11 +37,26 @@ class Evidence:
     first: list = field(default_factory=list)  # the diverging figures at first_step, worst first
     losses: tuple = ()  # (PyTorch float64 losses, Keras losses), per step
     batch: int = 0
+    trainability: list = field(default_factory=list)  # (pair, trainable in Keras, in PyTorch): one side only
+    idle: dict = field(default_factory=dict)  # side -> running statistics step 1 left as they were
+    reference: str = "torch"  # which side is the reference: "torch" or "keras"
 
     @property
     def forward_differs(self) -> bool:
         """The loss diverges at the first diverging step: the forward pass (or the loss) differs."""
         return self.loss_step is not None and self.loss_step == self.first_step
+
+    def structure(self) -> str:
+        """What the per-step structure says, and what it rules out."""
+        if self.forward_differs:
+            before = " before any update" if self.first_step == 1 else ""
+            return (f"the loss already differs at step {self.first_step}{before}: the forward pass or the loss "
+                    "differs")
+        if self.optimizer_differs:
+            return (f"the loss agrees at step {self.first_step}: forward and backward agree, the update differs "
+                    "(ruled out: the model's function, the loss and the labels)")
+        return ("losses and trainable parameters agree: a running statistic's update differs (ruled out: the "
+                "forward pass, the loss and the optimiser)")
 
     @property
     def optimizer_differs(self) -> bool:
