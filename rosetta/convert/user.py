@@ -7,12 +7,14 @@ is written when the command fails as a whole."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rosetta.convert.targets import Target, get_target, list_targets
 from rosetta.errors import RosettaError, environment_cause, is_fault, one_line
 from rosetta.output import OutputFolder
 from rosetta.progress import progress_bar
+from rosetta.settings import listed
 
 # `--to onnx`: the ONNX file itself, verified in ONNX Runtime (the onnxruntime target's artifact).
 FORMAT_ALIASES = {"onnx": "onnxruntime"}
@@ -27,7 +29,9 @@ class Converted:
     folder: str = ""  # the artifact folder; empty when `failure` says why there is none
     failure: str = ""
     failed_stage: str = "conversion"  # where `failure` happened ("reading": the file itself could not be read)
-    crashed: bool = False  # a fault (crash, hang, out of memory, disk full: verdict ERROR), not the converter giving up (CANNOT)
+    # verdict ERROR: a fault (crash, hang, out of memory, disk full) or a bug in rosetta (convert.runs.internal_error),
+    # not the converter giving up (CANNOT)
+    crashed: bool = False
     route: str = "onnx"
     threads: int = 0
     trust_code: bool = False
@@ -38,10 +42,10 @@ class Converted:
     device: str = "cpu"  # where it runs when verified ("cuda": on the GPU, or a CANNOT row; never the CPU)
 
 
-def parse_user_targets(text: str, route: str = "onnx") -> list[tuple[str, Target]]:
+def parse_user_targets(text: str | Sequence[str], route: str = "onnx") -> list[tuple[str, Target]]:
     """`--to` for a user's model: target names of the route, `onnx`, or `all`; (row name, target) pairs."""
-    names = ["onnx"] + [n for n in list_targets(route) if n != "onnxruntime"] if text.strip() == "all" else \
-        [n.strip() for n in text.split(",") if n.strip()]
+    names = ["onnx"] + [n for n in list_targets(route) if n != "onnxruntime"] if listed(text) == ["all"] else \
+        listed(text)
     if not names:
         raise RosettaError("no target given; pass --to FORMAT[,FORMAT...] or --to all")
     choices = ", ".join(["onnx"] + list_targets(route))
@@ -57,7 +61,7 @@ def convert_user_model(model, targets: list[tuple[str, Target]], store, options:
                        threads: int = 0, progress: bool = True) -> list[Converted]:
     """One Converted per target: its converted folder in `store`, run once on `feeds`, or the reason it could not
     be made or does not run."""
-    from rosetta.convert.runs import run_converted
+    from rosetta.convert.runs import internal_error, run_converted
 
     if model.trust_code:
         options = {**options, "trust_code": True}
@@ -74,12 +78,13 @@ def convert_user_model(model, targets: list[tuple[str, Target]], store, options:
                 cells.append(Converted(model.label, name, str(folder), route=target.route, threads=threads,
                                           trust_code=trusted))
             except Exception as error:  # a conversion that fails is a CANNOT/ERROR row, never a missing one
-                reason = environment_cause(error) or (str(error) if isinstance(error, RosettaError)
-                                                      else one_line(error))
+                bug = internal_error(error)  # raised in rosetta's own code: an ERROR naming it, not a refusal
+                reason = environment_cause(error) or (f"rosetta bug: {bug}" if bug else str(error)
+                                                      if isinstance(error, RosettaError) else one_line(error))
                 if not reason.startswith("conversion"):
                     reason = f"conversion failed: {reason}"
                 cells.append(Converted(model.label, name, failure=reason, route=target.route,
-                                       crashed=is_fault(error)))
+                                       crashed=is_fault(error) or bool(bug)))
         advance(None)
     return cells
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rosetta.convert.runs import internal_error
 from rosetta.convert.store import ArtifactStore
 from rosetta.convert.targets import get_target
 from rosetta.errors import one_line
@@ -97,7 +98,7 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
         result.seconds["convert"] = time.perf_counter() - start
         result.artifact = str(folder)
     except Exception as error:  # a failing path is a CANNOT/ERROR row, never a crash or a missing row
-        return failed_at(result, stage, error)
+        return conversion_failed(result, stage, error)
     load = lambda: load_runner(target.runner, folder, threads=cell.threads, device=cell.device,  # noqa: E731
                                **dict(target.verify_options))
     result.reference = {"check": reference.check} if reference.check else {}
@@ -113,6 +114,16 @@ def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = N
     result.tolerance = policy.to_json()
     return check_artifact(result, folder, load, reference.feeds, reference.float32, reference.float64, policy,
                           second=reference.second, device=cell.device)
+
+
+def conversion_failed(result: VerifyResult, stage: str, error: BaseException) -> VerifyResult:
+    """failed_at, where an exception raised inside rosetta's own code while converting is an ERROR naming its type
+    and rosetta's frame (convert.runs.internal_error): a bug, never a converter's CANNOT."""
+    failed_at(result, stage, error)
+    bug = internal_error(error) if stage == "conversion" else ""
+    if bug:
+        result.verdict, result.reason = ERROR, f"{stage} failed: rosetta bug: {bug}"
+    return result
 
 
 def check_artifact(result: VerifyResult, folder: Path, load, feeds: dict, reference32: dict, reference64: dict,

@@ -8,7 +8,8 @@ is the batch's. A graph with another free axis is left as it is.
 - `constant_reshape_targets`: a Reshape whose target is computed at run time (tf2onnx's Einsum and Tensordot:
   Shape -> Gather -> ReduceProd / Max -> Concat) and whose output shape is fixed but for the batch's axis gets
   that shape as a constant target, -1 on the batch's axis (Reshape infers it from the element count, so every
-  batch size gives what the original gives). ONNX Runtime's symbolic shape inference cannot follow such
+  batch size gives what the original gives); one whose output shape does not change with the batch, that shape
+  as it is. ONNX Runtime's symbolic shape inference cannot follow such
   targets (ReduceProd of a Gather of a Shape), so rewrites.symbolic_reshape_shapes cannot either.
 - `batch_independent_constants`: a tensor computed from the inputs' shapes alone (Shape, Size, and anything
   computed from them and constants only: Range, Equal, Where, Log, Min, ...) whose value is the same at both
@@ -54,14 +55,17 @@ def constant_reshape_targets(model):
 
 def _fixed_shape(first: np.ndarray, second: np.ndarray) -> np.ndarray | None:
     """The constant Reshape target of an output whose shape was measured at two batch sizes, or None where the
-    shape is not fixed but for one axis (or has an empty axis, which -1 cannot stand beside)."""
+    shape is not fixed but for one axis (or has an empty axis, which -1 cannot stand beside). An output whose
+    shape does not change with the batch at all (a table of position biases reshaped to a size read from a
+    non-batch axis, or a target behind an Identity, Swin-V2's) gets its measured shape as it is."""
     if first.shape != second.shape or first.ndim != 1 or np.any(first <= 0) or np.any(second <= 0):
         return None
     differing = np.flatnonzero(first != second)
     if len(differing) > 1:
         return None
     target = first.astype(np.int64)
-    target[differing[0]] = -1
+    if len(differing):
+        target[differing[0]] = -1
     return target
 
 
