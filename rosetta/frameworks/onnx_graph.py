@@ -125,7 +125,8 @@ def copy_onnx(source: Path, target: Path) -> list[str]:
 
 def training_mode_nodes(model, base_dir: str = "") -> list[str]:
     """Nodes that compute differently in training mode, marked to do so in an inference graph: Dropout whose
-    training_mode input is a true constant, BatchNormalization with training_mode=1. They mean the model was
+    training_mode input is a true constant, BatchNormalization with training_mode=1 on activations (not on a
+    weight: a weight-standardised convolution's). They mean the model was
     exported in training mode (DLF lesson: dropout must be off at inference)."""
     from onnx import numpy_helper
 
@@ -135,13 +136,21 @@ def training_mode_nodes(model, base_dir: str = "") -> list[str]:
     for node in model.graph.node:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
             constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    # what depends on the graph's inputs: a training-mode BatchNormalization of a parameter (timm's StdConv2d,
+    # NF-ResNet's ScaledStdConv2d standardise their weight with batch_norm(weight, training=True)) computes the
+    # same in every mode; only one that normalises activations would use the batch's statistics
+    initialized = {init.name for init in model.graph.initializer}
+    activations = {value.name for value in model.graph.input if value.name not in initialized}
+    for node in model.graph.node:
+        if any(name in activations for name in node.input):
+            activations.update(node.output)
     found = []
     for node in model.graph.node:
         if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2]:
             flag = constants.get(node.input[2])
             if flag is None or bool(flag):  # unknown at export time counts: it may be true at run time
                 found.append(f"Dropout {node.name or node.output[0]!r} with training_mode=true")
-        if node.op_type == "BatchNormalization":
+        if node.op_type == "BatchNormalization" and node.input[0] in activations:  # not a weight standardised
             if any(a.name == "training_mode" and a.i for a in node.attribute):
                 found.append(f"BatchNormalization {node.name or node.output[0]!r} with training_mode=1")
     return found
