@@ -157,6 +157,13 @@ def _once(names: list[str]) -> list[str]:
     return list(reversed(dict.fromkeys(reversed(names))))
 
 
+def _with_sublayers(layers: list[Layer], segment: list[Layer]) -> list[Layer]:
+    """The segment's layers with every layer a block of it holds, in execution order, each once."""
+    held = [layer for layer in layers if any(Flow.contains(block.name, layer.name) for block in segment)]
+    seen = {id(layer) for layer in segment}
+    return segment + [layer for layer in held if id(layer) not in seen and not seen.add(id(layer))]
+
+
 def _holds_weights(layer: Layer) -> bool:
     return layer.kind in WEIGHTED or (layer.kind in ("other", "block") and bool(layer.params))
 
@@ -188,6 +195,11 @@ class Alignment:
         found = flow.points[point]
         return point in anchored or found.is_input or not found.floating
 
+    def _table(self, value: np.ndarray) -> bool:
+        """A tensor the same for every sample: one row (broadcast over a batch of several) or equal rows."""
+        batch = max((np.shape(a)[0] for a in self.reference.fed if np.ndim(a)), default=1)
+        return value.ndim > 0 and batch > 1 and (value.shape[0] == 1 or bool(np.all(value == value[:1])))
+
     def _diverges(self, flow, anchored: dict, k: int) -> bool:
         out = flow.output_of[k]
         point = flow.points[out]
@@ -204,7 +216,12 @@ class Alignment:
                 and ref.points[ref.output_of[k]].producers[0] == k]
         mechanism = (f"{len(matcher.anchors)} of {len(ref.points)} tensors of the reference agree with one of "
                      f"{self.port.label}'s {len(other.points)} (value up to layout), read as dataflow")
-        k = next((k for k in range(len(ref.layers)) if self._diverges(ref, matcher.anchors, k)), None)
+        diverging = [k for k in range(len(ref.layers)) if self._diverges(ref, matcher.anchors, k)]
+        # a table of positions (Llama's rotary cos/sin, computed once by the model) has no twin where the port
+        # computes it inside each block: its output is the same for every sample, so a difference that depends
+        # on the data starts at a layer after it, where there is one
+        k = next((k for k in diverging if not self._table(ref.points[ref.output_of[k]].value)),
+                 diverging[0] if diverging else None)
         if k is None:
             return LocateReport(self.target, "not reproduced", rows=rows, graph="layers", mechanism=mechanism,
                                 reason="every tensor of the reference that the port can be compared on agrees, or "
@@ -251,9 +268,12 @@ class Alignment:
                     "segment": (layers_ref, layers_port)})
             return report
         report.alone, report.origin, report.reason = self._alone(starts, port_in, segment_port, r_end, p_end, row)
+        # a block named alone (a transformer layer whose inner tensors agree crosswise: query and key swapped)
+        # holds its weights in its modules: the diagnoses read them too
+        layers_ref, layers_port = _with_sublayers(ref.layers, layers_ref), _with_sublayers(other.layers, layers_port)
         first_ref, first_port = self._pair_for_diagnosis(layers_ref, layers_port)
-        at = (next(i for i in segment_ref if ref.layers[i] is first_ref),  # by identity: Layers hold arrays
-              next(j for j in segment_port if other.layers[j] is first_port))
+        at = (next(i for i, layer in enumerate(ref.layers) if layer is first_ref),  # by identity: Layers hold arrays
+              next(j for j, layer in enumerate(other.layers) if layer is first_port))
         context = {"reference": ref.layers, "port": other.layers, "at": at,
                    "pairs": [], "segment": (layers_ref, layers_port)}
         report.diagnosis = _diagnosis(first_ref, first_port, context)

@@ -52,6 +52,9 @@ BERT_EMBEDDINGS = {"embeddings", "embeddings.word_embeddings", "embeddings.posit
                    "embeddings.token_type_embeddings", "embeddings.LayerNorm", "token_embedding",
                    "position_embedding", "segment_embedding", "embeddings_add", "embeddings_layer_norm"}
 GPT2_EMBEDDINGS = {"wte", "wpe", "drop", "token_embedding", "position_embedding", "embeddings_add"}
+LLAMA_EMBEDDINGS = {"embed_tokens", "rotary_emb", "token_embedding"}
+VIT_EMBEDDINGS = {"vit.embeddings", "vit.embeddings.patch_embeddings", "vit.embeddings.patch_embeddings.projection",
+                  "vit_patching_and_embedding", "vit_patching_and_embedding/patch_embedding"}
 # (reference factory, its inputs and the pairing with the port's, {port: (verdict, reference modules of which one
 #  must be in segment["reference"], port layers of which one must be in segment["port"], a phrase of the
 #  diagnosis, correct modules and layers that neither side of the segment may hold)})
@@ -94,6 +97,46 @@ HUB = {
              "transformer_layer_0/self_attention/query"}, "transposed",
             GPT2_EMBEDDINGS | {"h.1", "h.1.ln_1", "h.1.attn.c_attn", "transformer_layer_1",
                                "transformer_layer_1/self_attention/query"})}),
+    "llama": ("hub_nets.py:llama",
+              tokens("input_ids:Nx16:int64:0:64", "attention_mask:Nx16:int64:0:2")
+              + pairs("input_ids=token_ids", "attention_mask=padding_mask"), {
+        # Llama3Backbone as keras-hub converts and saves it (rotary embeddings computed inside each attention
+        # layer, against transformers' one rotary_emb module for the whole model; RMSNorm, SwiGLU, 4 query heads
+        # sharing 2 key/value heads)
+        "llama-port.keras": PASS,
+        # the RMSNorm epsilon 1e-3 in every block (the checkpoint's 1e-6): at block 0's first norm, never at the
+        # rotary table (the same for every sample, computed once by the reference and per block by the port)
+        "llama-port-epsilon.keras": (
+            "FAIL", {"layers.0.input_layernorm"},
+            {"transformer_layer_0", "transformer_layer_0/self_attention_layernorm"}, "epsilon",
+            LLAMA_EMBEDDINGS | {"layers.1", "layers.1.input_layernorm", "layers.0.post_attention_layernorm",
+                                "transformer_layer_1", "transformer_layer_0/feedforward_layernorm"}),
+        # block 0's query kernel transposed
+        "llama-port-query.keras": (
+            "FAIL", {"layers.0.self_attn.q_proj"},
+            {"transformer_layer_0", "transformer_layer_0/self_attention",
+             "transformer_layer_0/self_attention/query"}, "transposed",
+            LLAMA_EMBEDDINGS | {"layers.0.input_layernorm", "layers.1", "layers.1.self_attn.q_proj",
+                                "transformer_layer_1", "transformer_layer_1/self_attention/query"})}),
+    # ViT: NCHW pixels against keras-hub's NHWC images (the pairing's permutation); keras-hub's blocks are nested
+    # two deep (vit_encoder/transformer_block_1, numbered from 1, against transformers' vit.layers.0)
+    "vit": ("hub_nets.py:vit", ["--input", "pixel_values:Nx3x32x32:float32", "--pair",
+                                "pixel_values=images:0,2,3,1"], {
+        # as keras-hub converts it: its ViTBackbone keeps LayerNorm epsilon 1e-6 where the checkpoint says 1e-12
+        # (convert_vit.py does not read layer_norm_eps), a real converter bug: at block 0's first LayerNorm
+        "vit-port.keras": (
+            "FAIL", {"vit.layers.0.layernorm_before"},
+            {"vit_encoder/transformer_block_1", "vit_encoder/transformer_block_1/ln_1"}, "epsilon 1e-06 here, 1e-12",
+            VIT_EMBEDDINGS | {"vit.layers.1", "vit_encoder/transformer_block_2"}),
+        # the same conversion given the checkpoint's epsilon
+        "vit-port-fixed.keras": PASS,
+        # ... with block 1's query and key projections swapped (kernels and biases)
+        "vit-port-swapped.keras": (
+            "FAIL", {"vit.layers.1", "vit.layers.1.attention.q_proj", "vit.layers.1.attention.k_proj"},
+            {"vit_encoder/transformer_block_2", "vit_encoder/transformer_block_2/mha",
+             "vit_encoder/transformer_block_2/mha/query"}, "query and key projections swapped",
+            VIT_EMBEDDINGS | {"vit.layers.0", "vit.layers.0.layernorm_before", "vit.layers.0.attention.q_proj",
+                              "vit_encoder/transformer_block_1", "vit_encoder/transformer_block_1/ln_1"})}),
 }
 
 
