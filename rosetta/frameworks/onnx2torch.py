@@ -8,10 +8,11 @@ extension points:
    torchvision::nms does not exist"). While onnx2torch imports, a stand-in `torchvision` whose `ops`
    functions raise a clear error is put in sys.modules, then removed: only a model with NMS/RoiAlign is
    affected, and it gets that error.
-2. rosetta's converters (frameworks.onnx2torch_converters: GRU, LSTM, GlobalMaxPool, GroupNormalization,
-   Trilu, the opset-18 reductions, Split and Pad, and replacements of converters onnx2torch gets wrong),
-   registered with onnx2torch's `add_converter`. onnx2torch has no way to replace a converter:
-   `replace_converter` is the one place that writes its registry dict.
+2. rosetta's converters (convert.onnx.to_torch: GRU, LSTM, GlobalMaxPool, GroupNormalization, Trilu, the
+   opset-18 reductions, Split and Pad, opset-7 Dropout, and replacements of converters onnx2torch gets wrong),
+   registered in onnx2torch's registry by their `install`, which `import_onnx2torch` calls before onnx2torch
+   converts anything, by its registered name (INSTALL): they live in convert/, above this layer, and a torch
+   artifact loaded here is rebuilt by onnx2torch with them.
 3. Later opsets: onnx2torch looks a converter up by the opset at which the op's schema last changed, and
    registers none for the newest (Conv at 22 only widened its types). `register_later_opsets` registers each
    converter again for every later schema version whose inputs, outputs and attributes (with their defaults)
@@ -26,28 +27,60 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 from pathlib import Path
 
-from rosetta.errors import RosettaError, one_line
+from rosetta.errors import RosettaError, Unsupported, one_line
 from rosetta.frameworks.onnx_graph import external_data_files
+from rosetta.imports import stand_in_modules
+from rosetta.registry import load_entry
 
 GRAPH = "model.onnx"  # the files of a converted `torch` artifact (a folder)
 WEIGHTS = "state_dict.pt"
 
-_LOADED = None
+# the torch bridge's converters, installed into onnx2torch's registry before it converts (2.): named, not imported,
+# as the execution layer names its jobs, since they live in convert/, above this layer
+INSTALL = "rosetta.convert.onnx.to_torch:install"
+
+
+def _torchvision_stand_in() -> dict:
+    import types
+
+    def unavailable(*_args, **_kwargs):
+        raise Unsupported("this model uses NMS/RoiAlign, whose onnx2torch converters need torchvision; "
+                          "install a torchvision that matches your torch")
+
+    package = types.ModuleType("torchvision")
+    ops = types.ModuleType("torchvision.ops")
+    for name in ("nms", "batched_nms", "box_convert", "roi_align"):
+        setattr(ops, name, unavailable)
+    package.ops = ops
+    return {"torchvision": package, "torchvision.ops": ops}
+
+
+def import_bare_onnx2torch():
+    """onnx2torch alone, imported with the torchvision stand-in where torchvision does not import (1.)."""
+    if sys.modules.get("onnx2torch") is not None:
+        return sys.modules["onnx2torch"]
+    try:
+        importlib.import_module("torchvision")
+        stand_in = {}
+    except Exception:  # absent, or a build that does not match torch
+        stand_in = _torchvision_stand_in()
+    with stand_in_modules(stand_in):
+        return importlib.import_module("onnx2torch")
 
 
 def import_onnx2torch():
-    """onnx2torch, imported once, with rosetta's converters and the later opsets registered."""
-    global _LOADED
-    if _LOADED is not None:
-        return _LOADED
-    from rosetta.frameworks import onnx2torch_converters  # imports onnx2torch with the torchvision stand-in
+    """onnx2torch with rosetta's converters and the later opsets registered (once per process)."""
+    onnx2torch = import_bare_onnx2torch()
+    from onnx2torch.node_converters import registry
 
-    onnx2torch_converters.register()
-    register_later_opsets()
-    _LOADED = importlib.import_module("onnx2torch")
-    return _LOADED
+    if not getattr(registry, "_rosetta_installed", False):
+        load_entry(INSTALL)()
+        register_later_opsets()
+        registry._rosetta_installed = True
+    return onnx2torch
 
 
 _ALIASES: dict[tuple[str, int], int] = {}  # (op, schema version) -> the version whose converter it reuses
@@ -115,14 +148,6 @@ def opset_aliases(model) -> dict[str, int]:
         if (node.op_type, version) in _ALIASES:
             found[f"{node.op_type}-{version}"] = _ALIASES[(node.op_type, version)]
     return dict(sorted(found.items()))
-
-
-def rosetta_converters() -> dict[str, str]:
-    """{op: the importable path of rosetta's module or converter for it}, for a manifest."""
-    import_onnx2torch()
-    from rosetta.frameworks.onnx2torch_converters import CONVERTERS
-
-    return {op: f"{value.__module__}.{value.__qualname__}" for op, value in CONVERTERS.items()}
 
 
 def exact_batchnorm_momentum(module) -> None:

@@ -1,0 +1,142 @@
+"""The torch bridge's registry drives its tests: every converter registered (op, since_version) has a case, a
+one-node model of an opset whose schema of that op starts at that version, converted by onnx2torch with rosetta's
+converters installed and compared with ONNX Runtime (timm's tests over list_models(), to_keras's over its
+registry)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import helper, numpy_helper
+
+from rosetta.errors import RosettaError
+from rosetta.frameworks.onnx2torch import build_module
+
+RNG = np.random.default_rng(0)
+
+
+def _f(*shape, positive: bool = False) -> np.ndarray:
+    values = RNG.normal(size=shape).astype(np.float32)
+    return np.abs(values) + 0.1 if positive else values
+
+
+def _i(*values) -> np.ndarray:
+    return np.asarray(values, np.int64)
+
+
+def _recurrent(op: str, gates: int, opset: int):
+    hidden, size = 4, 3
+    weights = {"W": _f(1, gates * hidden, size), "R": _f(1, gates * hidden, hidden), "B": _f(1, 2 * gates * hidden)}
+    extra = {"linear_before_reset": 1} if op == "GRU" else {}
+    outputs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+    return opset, [helper.make_node(op, ["X", "W", "R", "B"], outputs, hidden_size=hidden, **extra)], \
+        {"X": _f(5, 2, size)}, weights, outputs
+
+
+def _one(op: str, opset: int, inputs: dict, initializers: dict | None = None, outputs: int = 1, **attributes):
+    """A case of one `op` node: the graph inputs, then the initializers, in that order as its inputs."""
+    names = [f"y{i}" for i in range(outputs)]
+    node = helper.make_node(op, list(inputs) + list(initializers or {}), names, **attributes)
+    return opset, [node], inputs, initializers or {}, names
+
+
+_REDUCTIONS_18 = ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
+                  "ReduceProd", "ReduceSumSquare")
+# equal values, which ONNX orders lowest index first
+_TIES = np.asarray([[1.0, 3.0, 3.0, 2.0, 3.0], [0.5, 0.5, 0.1, 0.5, 0.9]], np.float32)
+_ONE_AND_A_HALF = numpy_helper.from_array(np.asarray([1.5], np.float32))
+
+# (op, since_version) -> a function giving (opset, nodes, graph inputs, initializers, outputs)
+CASES = {
+    ("ConstantOfShape", 9): lambda: (11, [helper.make_node("Shape", ["x"], ["s"]),
+                                          helper.make_node("ConstantOfShape", ["s"], ["y0"], value=_ONE_AND_A_HALF)],
+                                     {"x": _f(2, 3)}, {}, ["y0"]),
+    ("ConvTranspose", 1): lambda: _one("ConvTranspose", 7, {"x": _f(1, 2, 4, 4)}, {"w": _f(2, 3, 3, 3)},
+                                       pads=[1, 0, 1, 0], strides=[2, 2]),
+    ("ConvTranspose", 11): lambda: _one("ConvTranspose", 11, {"x": _f(1, 2, 4, 4)}, {"w": _f(2, 3, 3, 3), "b": _f(3)},
+                                        pads=[1, 0, 1, 0], strides=[2, 1]),
+    ("CumSum", 11): lambda: _one("CumSum", 11, {"x": _f(2, 5)}, {"axis": _i(1).reshape(())}, exclusive=1),
+    ("CumSum", 14): lambda: _one("CumSum", 14, {"x": _f(2, 5)}, {"axis": _i(1).reshape(())}),
+    ("Dropout", 7): lambda: _one("Dropout", 7, {"x": _f(2, 5)}, ratio=0.3),
+    ("Dropout", 12): lambda: _one("Dropout", 12, {"x": _f(2, 5)}, {"ratio": np.asarray(0.2, np.float32)}),
+    ("Dropout", 13): lambda: _one("Dropout", 13, {"x": _f(2, 5)}, {"ratio": np.asarray(0.2, np.float32)}),
+    ("GRU", 7): lambda: _recurrent("GRU", 3, 7),
+    ("GRU", 14): lambda: _recurrent("GRU", 3, 14),
+    ("LSTM", 7): lambda: _recurrent("LSTM", 4, 7),
+    ("LSTM", 14): lambda: _recurrent("LSTM", 4, 14),
+    ("Gather", 1): lambda: _one("Gather", 7, {"x": _f(3, 4)}, {"i": _i(2).reshape(())}, axis=1),
+    ("Gather", 11): lambda: _one("Gather", 11, {"x": _f(3, 4)}, {"i": _i(-1).reshape(())}, axis=1),
+    ("Gather", 13): lambda: _one("Gather", 13, {"x": _f(3, 4)}, {"i": _i(1).reshape(())}),
+    ("GlobalMaxPool", 1): lambda: _one("GlobalMaxPool", 7, {"x": _f(2, 3, 4, 5)}),
+    ("GroupNormalization", 18): lambda: _one("GroupNormalization", 18, {"x": _f(2, 4, 3, 3)},
+                                             {"scale": _f(2), "bias": _f(2)}, num_groups=2),
+    ("GroupNormalization", 21): lambda: _one("GroupNormalization", 21, {"x": _f(2, 4, 3, 3)},
+                                             {"scale": _f(4), "bias": _f(4)}, num_groups=2),
+    ("IsInf", 10): lambda: _one("IsInf", 10, {"x": np.asarray([1.0, np.inf, -np.inf, np.nan], np.float32)},
+                                detect_negative=0),
+    ("LayerNormalization", 17): lambda: _one("LayerNormalization", 17, {"x": _f(2, 3, 4)},
+                                             {"scale": _f(4), "bias": _f(4)}),
+    ("NonZero", 13): lambda: _one("NonZero", 13, {"x": np.asarray([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]], np.float32)}),
+    ("Pad", 2): lambda: _one("Pad", 7, {"x": _f(2, 3)}, pads=[0, 1, 1, 2], value=1.5),
+    ("Pad", 18): lambda: _one("Pad", 18, {"x": _f(2, 3)},
+                              {"pads": _i(0, 1, 1, 2), "value": np.asarray(1.5, np.float32)}),
+    **{(op, 18): (lambda op=op: _one(op, 18, {"x": _f(2, 3, 4, positive=True)}, {"axes": _i(1)}, keepdims=0))
+       for op in _REDUCTIONS_18},
+    ("Split", 18): lambda: _one("Split", 18, {"x": _f(2, 7)}, outputs=3, axis=1, num_outputs=3),
+    ("Squeeze", 13): lambda: _one("Squeeze", 13, {"x": _f(2, 1, 3)}, {"axes": _i(1)}),
+    ("Squeeze", 21): lambda: _one("Squeeze", 21, {"x": _f(2, 1, 3)}, {"axes": _i(1)}),
+    ("TopK", 1): lambda: _one("TopK", 7, {"x": _TIES}, outputs=2, k=3),
+    ("TopK", 10): lambda: _one("TopK", 10, {"x": _TIES}, {"k": _i(3)}, outputs=2),
+    ("TopK", 11): lambda: _one("TopK", 11, {"x": _TIES}, {"k": _i(2)}, outputs=2, largest=0),
+    ("Trilu", 14): lambda: _one("Trilu", 14, {"x": _f(3, 4)}, {"k": _i(1).reshape(())}, upper=0),
+}
+
+
+def _save(case, path) -> tuple[str, dict]:
+    opset, nodes, inputs, initializers, outputs = case
+    graph = helper.make_graph(
+        nodes, "case", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                        for n, v in inputs.items()],
+        [helper.make_empty_tensor_value_info(n) for n in outputs],
+        [numpy_helper.from_array(v, n) for n, v in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    onnx.save(model, str(path))
+    return str(path), inputs
+
+
+def test_every_registered_converter_has_a_case():
+    from rosetta.convert.onnx.to_torch import converters
+
+    assert {(c.op_type, c.since_version) for c in converters()} == set(CASES)
+
+
+@pytest.mark.parametrize("key", sorted(CASES), ids=lambda key: f"{key[0]}-{key[1]}")
+def test_each_registered_converter_computes_what_onnxruntime_computes(key, tmp_path):
+    import onnxruntime as ort
+
+    op, since = key
+    case = CASES[key]()
+    assert onnx.defs.get_schema(op, case[0]).since_version == since, "the case does not reach this registration"
+    path, inputs = _save(case, tmp_path / "case.onnx")
+    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, inputs)
+    with torch.no_grad():
+        got = build_module(path).eval()(*(torch.from_numpy(v) for v in inputs.values()))
+    got = list(got) if isinstance(got, (list, tuple)) else [got]
+    assert len(got) == len(expected)
+    for value, wanted in zip(got, expected):
+        np.testing.assert_allclose(value.numpy(), wanted, rtol=1e-5, atol=1e-6)
+
+
+def test_opset_7_dropout_is_the_identity_at_inference_and_a_read_mask_is_refused(tmp_path):
+    """Issue 45: Caffe2-era models (opset 7-9) hold Dropout of opset 7, for which onnx2torch has no converter."""
+    path, inputs = _save(_one("Dropout", 9, {"x": _f(2, 5)}, ratio=0.4), tmp_path / "dropout.onnx")
+    module = build_module(path)
+    assert [type(m).__name__ for m in module.modules()].count("Dropout") == 1
+    assert next(m for m in module.modules() if isinstance(m, torch.nn.Dropout)).p == pytest.approx(0.4)
+    with torch.no_grad():
+        np.testing.assert_array_equal(module.eval()(torch.from_numpy(inputs["x"])).numpy(), inputs["x"])
+    path, _ = _save(_one("Dropout", 7, {"x": _f(2, 5)}, outputs=2), tmp_path / "mask.onnx")
+    with pytest.raises(RosettaError, match="mask output"):
+        build_module(path)
