@@ -248,3 +248,109 @@ def test_a_tensor_that_matches_none_is_named_with_the_nearest():
     # a correct fold is held: nothing unmatched
     reference, folded, port = _folded_setup()
     assert _diagnose(reference, port(*folded(*reference[:2], 1e-5))) == ""
+
+
+# -- attention without parameters: rotary pairing, the causal mask's diagonal ------------------------------------
+
+def _angles(size: int, dim: int) -> np.ndarray:
+    inverse = 10000.0 ** (-np.arange(0, dim, 2) / dim)
+    return np.arange(size)[:, None] * inverse  # (positions, dim / 2)
+
+
+def _rope(x: np.ndarray, interleaved: bool) -> np.ndarray:
+    """Rotary embeddings on (batch, positions, heads, dim): Meta's pairs of neighbours or Hugging Face's
+    rotate_half, written out as each codebase does."""
+    angles = _angles(x.shape[1], x.shape[-1])[None, :, None, :]
+    if interleaved:
+        even, odd = x[..., 0::2], x[..., 1::2]
+        out = np.empty_like(x)
+        out[..., 0::2] = even * np.cos(angles) - odd * np.sin(angles)
+        out[..., 1::2] = even * np.sin(angles) + odd * np.cos(angles)
+        return out
+    cos, sin = np.cos(np.concatenate([angles] * 2, -1)), np.sin(np.concatenate([angles] * 2, -1))
+    first, second = np.split(x, 2, axis=-1)
+    return x * cos + np.concatenate([-second, first], -1) * sin
+
+
+def _rotary_models(port_interleaved: bool, reference_rotates: bool = False, reference_interleaved: bool = False):
+    """(reference layers, port layers): a Hugging Face Llama attention (its query Linear, its rotary_emb table of
+    cos, computed once; or, `reference_rotates`, a module that rotates) against a keras-hub decoder block whose
+    rotary layer rotates the query."""
+    rng = np.random.default_rng(1)
+    hidden, query = rng.standard_normal((2, 6, 16)), rng.standard_normal((2, 6, 2, 8))
+    if reference_rotates:
+        rotary = Layer("layers.0.self_attn.rope", "other", "RotaryEmbedding", _rope(query, reference_interleaved),
+                       inputs=[query])
+    else:
+        angles = _angles(6, 8)
+        table = np.cos(np.repeat(angles, 2, -1) if reference_interleaved else np.concatenate([angles] * 2, -1))
+        rotary = Layer("rotary_emb", "other", "LlamaRotaryEmbedding", table[None], inputs=[hidden])
+    references = [rotary, Layer("layers.0.self_attn.q_proj", "dense", "Linear", query.reshape(2, 6, 16),
+                                inputs=[hidden])]
+    ports = [Layer("transformer_layer_0", "block", "LlamaTransformerDecoder", hidden, inputs=[hidden]),
+             Layer("transformer_layer_0/self_attention/query", "other", "EinsumDense", query, inputs=[hidden]),
+             Layer("transformer_layer_0/self_attention/rotary_embedding", "other", "RotaryEmbedding",
+                   _rope(query, port_interleaved), inputs=[query])]
+    return references, ports
+
+
+def _diagnose_segment(references, ports, segment) -> str:
+    context = {"reference": references, "port": ports, "pairs": [], "at": (len(references) - 1, len(ports) - 1),
+               "segment": segment}
+    return diagnose(segment[0][-1], segment[1][-1], context)
+
+
+def test_rotary_embeddings_interleaved_against_half_split_are_named():
+    """Both directions, from a table of cos on one side or a rotating layer on both; a correct port not given it."""
+    references, ports = _rotary_models(port_interleaved=True)
+    found = _diagnose_segment(references, ports, ([references[1]], ports[1:]))
+    assert found.startswith("rotary embeddings paired in another order: interleaved (dimension 2i turns with 2i + 1) "
+                            "here (transformer_layer_0/self_attention/rotary_embedding), half-split"), found
+    references, ports = _rotary_models(port_interleaved=False, reference_rotates=True, reference_interleaved=True)
+    found = _diagnose_segment(references, ports, (references, ports[1:]))
+    assert found.startswith("rotary embeddings paired in another order: half-split (dimension i turns with i + d/2: "
+                            "rotate_half) here"), found
+    assert "interleaved (dimension 2i turns with 2i + 1) in the reference (layers.0.self_attn.rope)" in found
+    for interleaved, rotates in ((False, False), (False, True), (True, True)):
+        references, ports = _rotary_models(interleaved, rotates, interleaved)
+        assert "rotary" not in _diagnose_segment(references, ports, (references, ports[1:]))
+
+
+def _probabilities(offset: int | None, padded_key: int | None = 4) -> np.ndarray:
+    """Attention probabilities (batch, heads, 6, 6) of random scores, keys k > q + offset removed (None: no causal
+    mask), and one key of the second sample removed as padding."""
+    scores = np.random.default_rng(2).standard_normal((2, 2, 6, 6))
+    q, k = np.indices((6, 6))
+    removed = np.zeros((2, 2, 6, 6), bool)
+    if offset is not None:
+        removed |= (k > q + offset)[None, None]
+    if padded_key is not None:
+        removed[1, :, :, padded_key] = True
+    scores = np.where(removed, -1e9, scores)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    return (weights / weights.sum(-1, keepdims=True)).astype(np.float32)
+
+
+def _attention(offset, reference_softmax: bool):
+    hidden = np.zeros((2, 6, 16))
+    references = [Layer("h.0.attn.c_attn", "dense", "Conv1D", hidden)]
+    if reference_softmax:
+        references.append(Layer("h.0.attn.softmax", "other", "Softmax", _probabilities(0)))
+    ports = [Layer("transformer_layer_0/self_attention/query", "other", "EinsumDense", hidden),
+             Layer("transformer_layer_0/self_attention/attention_softmax", "other", "Softmax",
+                   _probabilities(offset))]
+    return references, ports
+
+
+def test_a_causal_mask_shifted_by_one_is_named_from_the_attention_probabilities():
+    references, ports = _attention(1, reference_softmax=False)
+    found = _diagnose_segment(references, ports, (references, ports))
+    assert found.startswith("causal mask shifted by one: query q attends to keys up to q + 1 (it sees the next "
+                            "token) here (transformer_layer_0/self_attention/attention_softmax)"), found
+    references, ports = _attention(-1, reference_softmax=True)
+    found = _diagnose_segment(references, ports, (references, ports))
+    assert found.startswith("causal mask shifted by one: query q attends to keys up to q - 1 (its own key masked)"), found
+    assert found.endswith("query q attends to keys up to q in the reference (h.0.attn.softmax)"), found
+    for offset in (0, None):  # the causal diagonal, and a bidirectional encoder's: not given it
+        references, ports = _attention(offset, reference_softmax=True)
+        assert "causal" not in _diagnose_segment(references, ports, (references, ports))
