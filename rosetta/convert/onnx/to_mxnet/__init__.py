@@ -25,8 +25,9 @@ from pathlib import Path
 from rosetta.convert.onnx import rewrites as rw
 from rosetta.convert.onnx.to_mxnet import arithmetic, conv, pooling, recurrent, tensors  # noqa: F401 - registers
 from rosetta.convert.onnx.to_mxnet.refusals import refuse_known_wrong, refuse_omitted_inputs
-from rosetta.convert.onnx.to_mxnet.registry import CONVERTERS, install
+from rosetta.convert.onnx.to_mxnet.registry import install
 from rosetta.errors import RosettaError
+from rosetta.frameworks.onnx_graph import default_opset
 from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "model"
@@ -60,9 +61,9 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
 
     mx = import_mxnet()
     install_onnx_mapping()
-    install()
     previous = Manifest.read(source)
     model = onnx.load(str(previous.artifact_path(source)))
+    converters = install(default_opset(model))
     weights = {i.name for i in model.graph.initializer if i.data_type in FLOAT_TYPES}
     refuse_known_wrong(model)
     model = rewrite_for_mxnet(model)
@@ -92,7 +93,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
         artifact=ARTIFACT, format="mxnet", source=previous.source,
         converter={"name": "mxnet.contrib.onnx.import_model", "version": mx.__version__, "framework_version": mx.__version__,
                    "options": {"rewrites": rw.names(REWRITES),
-                               "converters": {op: f"{f.__module__}.{f.__qualname__}" for op, f in CONVERTERS.items()}},
+                               "converters": {op: f"{f.__module__}.{f.__qualname__}" for op, f in converters.items()}},
                    "constant_parameters": constants},
         inputs=previous.inputs, outputs=previous.outputs, sha256=sha256_of(artifact), opset=previous.opset,
     )

@@ -12,11 +12,11 @@ padding inside Pooling instead of an edge-mode Pad before it: 1.07x.
 from __future__ import annotations
 
 from rosetta.convert.onnx.to_mxnet.recurrent import OMITTED
-from rosetta.convert.onnx.to_mxnet.registry import mxnet_converter, mxnet_own, symbols
+from rosetta.convert.onnx.to_mxnet.registry import add_converter, mxnet_own, symbols
 from rosetta.errors import RosettaError
 
 
-@mxnet_converter("Mod")
+@add_converter("Mod", 10)
 def mod(attrs, inputs, importer):
     """ONNX Mod: fmod=0 (integers) takes the divisor's sign, as MXNet's broadcast_mod; fmod=1 is C's fmod,
     the remainder of the magnitudes with the dividend's sign, and NaN for a zero divisor (MXNet's mod gives 0;
@@ -30,13 +30,13 @@ def mod(attrs, inputs, importer):
     return sym.broadcast_add(signed, sym.zeros_like(b) / b), attrs, inputs
 
 
-@mxnet_converter("Erf")
+@add_converter("Erf", 9)
 def erf(attrs, inputs, importer):
     """ONNX Erf (the exact GELU's) -> mx.sym.erf: MXNet has the operator, its importer no entry for it."""
     return symbols().erf(inputs[0]), attrs, inputs
 
 
-@mxnet_converter("MatMul")
+@add_converter("MatMul", 1)
 def matmul(attrs, inputs, importer):
     """ONNX MatMul by a 2-D weight -> mx.sym.dot, which contracts the last axis of any rank (nn.Linear on
     (N, tokens, C)); MXNet's own entry, linalg_gemm2, needs equal ranks. Other MatMuls go to it."""
@@ -46,14 +46,14 @@ def matmul(attrs, inputs, importer):
     return mxnet_own("MatMul")(attrs, inputs, importer)
 
 
-@mxnet_converter("Relu")
+@add_converter("Relu", 1)
 def relu(attrs, inputs, importer):
     """ONNX Relu -> Activation(relu), which MXNet runs with oneDNN; the importer's own entry, the plain `relu`
     operator, is not: on ResNet-50 features (batch 32, this CPU) 1.4 s of 5.5 s per batch."""
     return symbols().Activation(inputs[0], act_type="relu"), attrs, inputs
 
 
-@mxnet_converter("RosettaSameShapeAdd")
+@add_converter("RosettaSameShapeAdd", 1)
 def same_shape_add(attrs, inputs, importer):
     """RosettaSameShapeAdd (same_shape_adds) -> elemwise_add, which MXNet runs with oneDNN; the importer writes
     every Add as broadcast_add, which is not (ResNet-50's 16 residual adds: 1.2 s of 5.5 s per batch)."""
@@ -81,7 +81,7 @@ def same_shape_adds(model):
     return model
 
 
-@mxnet_converter("RosettaIntegerDiv")
+@add_converter("RosettaIntegerDiv", 1)
 def integer_div(attrs, inputs, importer):
     """ONNX Div of integers (integer_divisions) -> the quotient truncated toward zero, as ONNX's integer Div
     computes it: MXNet carries integers as float32, where broadcast_div alone keeps the fraction."""
@@ -101,7 +101,7 @@ def integer_divisions(model):
     return model
 
 
-@mxnet_converter("PRelu")
+@add_converter("PRelu", 1)
 def prelu(attrs, inputs, importer):
     """ONNX PRelu, its slope broadcast numpy-style: max(x, 0) + min(x, 0) * slope. A constant 1-D slope is one
     per channel (axis 1) as torch's older exporter writes it, and as the importer's LeakyReLU takes it."""
@@ -150,10 +150,10 @@ def _reduction(op_type: str):
 
 
 for _op in (*_REDUCTIONS, "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"):
-    mxnet_converter(_op)(_reduction(_op))
+    add_converter(_op, 1)(_reduction(_op))
 
 
-@mxnet_converter("LpNormalization")
+@add_converter("LpNormalization", 1)
 def lp_normalization(attrs, inputs, importer):
     """ONNX LpNormalization: x over its L1 or L2 norm along `axis` (the importer's drops the axis it keeps)."""
     sym = symbols()
@@ -172,26 +172,26 @@ def _softplus(x):
     return sym.relu(x) + sym.log1p(sym.exp(-sym.abs(x)))
 
 
-@mxnet_converter("Softplus")
+@add_converter("Softplus", 1)
 def softplus(attrs, inputs, importer):
     """ONNX Softplus, computed without the importer's loss of small values (_softplus)."""
     return _softplus(inputs[0]), attrs, inputs
 
 
-@mxnet_converter("Mish")
+@add_converter("Mish", 18)
 def mish(attrs, inputs, importer):
     """ONNX Mish (opset 18; the importer has none): x * tanh(softplus(x))."""
     return inputs[0] * symbols().tanh(_softplus(inputs[0])), attrs, inputs
 
 
-@mxnet_converter("LRN")
+@add_converter("LRN", 1)
 def lrn(attrs, inputs, importer):
     """ONNX LRN -> MXNet's, its `bias` passed as MXNet's `knorm` (whose default is 2; ONNX's bias defaults to 1)."""
     return symbols().LRN(inputs[0], alpha=float(attrs.get("alpha", 1e-4)), beta=float(attrs.get("beta", 0.75)),
                          knorm=float(attrs.get("bias", 1.0)), nsize=int(attrs["size"])), attrs, inputs
 
 
-@mxnet_converter("Clip")
+@add_converter("Clip", 1)
 def clip(attrs, inputs, importer):
     """ONNX Clip as min(max(x, min), max), which gives max where min > max, as ONNX says (MXNet's clip gives
     min); its bounds are attributes before opset 11, constant inputs from it (an omitted one named OMITTED)."""
@@ -207,13 +207,13 @@ def clip(attrs, inputs, importer):
     return x, attrs, inputs[:1]
 
 
-@mxnet_converter("BatchNormalization")
+@add_converter("BatchNormalization", 1)
 def batch_normalization(attrs, inputs, importer):
     """The importer's BatchNorm with ONNX's default epsilon written out: without it MXNet uses its own, 1e-3."""
     return mxnet_own("BatchNormalization")({"epsilon": 1e-5, **attrs}, inputs, importer)
 
 
-@mxnet_converter("HardSwish")
+@add_converter("HardSwish", 14)
 def hard_swish(attrs, inputs, importer):
     """ONNX HardSwish (the importer has none): x * clip(x + 3, 0, 6) / 6, ONNX's x * HardSigmoid(1/6, 0.5)(x)."""
     sym = symbols()

@@ -5,11 +5,11 @@ output_shape and auto_pad are refused by name: Deconvolution pads both ends alik
 
 from __future__ import annotations
 
-from rosetta.convert.onnx.to_mxnet.registry import mxnet_converter, symbols, text
+from rosetta.convert.onnx.to_mxnet.registry import add_converter, symbols, text
 from rosetta.errors import RosettaError
 
 
-@mxnet_converter("ConvTranspose")
+@add_converter("ConvTranspose", 1)
 def conv_transpose(attrs, inputs, importer):
     weight = importer._params.get(inputs[1].name)
     if weight is None:

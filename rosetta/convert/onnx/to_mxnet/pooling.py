@@ -5,18 +5,18 @@ refused before the import (refusals.py)."""
 
 from __future__ import annotations
 
-from rosetta.convert.onnx.to_mxnet.registry import mxnet_converter, mxnet_own, symbols
+from rosetta.convert.onnx.to_mxnet.registry import add_converter, mxnet_own, symbols
 from rosetta.errors import RosettaError
 
 
-@mxnet_converter("GlobalMaxPool")
+@add_converter("GlobalMaxPool", 1)
 def global_max_pool(attrs, inputs, importer):
     """ONNX GlobalMaxPool of any rank: the max over every axis but N and C, kept. MXNet's own converter
     writes a 2-D Pooling, which fails on (N, C, L) (tf2onnx's GlobalMaxPooling1D)."""
     return symbols().max(inputs[0], axis=(0, 1), exclude=True, keepdims=True), attrs, inputs
 
 
-@mxnet_converter("GlobalAveragePool")
+@add_converter("GlobalAveragePool", 1)
 def global_average_pool(attrs, inputs, importer):
     """ONNX GlobalAveragePool of any rank: the mean over every axis but N and C, kept. MXNet's own converter
     writes a 2-D Pooling, which fails on a video's (N, C, T, H, W) ("dimensions are invalid")."""
@@ -39,7 +39,7 @@ def _symmetric(attrs) -> bool:
     return pads[:len(pads) // 2] == pads[len(pads) // 2:]
 
 
-@mxnet_converter("MaxPool")
+@add_converter("MaxPool", 1)
 def max_pool(attrs, inputs, importer):
     """ONNX MaxPool with the same padding at both ends of each axis -> one Pooling with `pad`, whose padded
     positions never win the max, as ONNX's do not; the importer writes an edge-mode Pad before every padded
@@ -50,7 +50,7 @@ def max_pool(attrs, inputs, importer):
     return mxnet_own("MaxPool")(attrs, inputs, importer)
 
 
-@mxnet_converter("AveragePool")
+@add_converter("AveragePool", 1)
 def average_pool(attrs, inputs, importer):
     """ONNX AveragePool -> Pooling with ONNX's count_include_pad (default 0; MXNet's default counts the pads,
     which the importer left in place: a silently smaller average at the borders). Pads that differ at the two

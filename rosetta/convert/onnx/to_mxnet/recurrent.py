@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rosetta.convert.onnx.to_mxnet.registry import mxnet_converter
+from rosetta.convert.onnx.to_mxnet.registry import add_converter
 from rosetta.errors import RosettaError
 
 OMITTED = "rosetta_omitted_input"  # the name an omitted optional input is given (name_omitted_inputs)
@@ -19,7 +19,7 @@ def _reorder(gates: np.ndarray) -> np.ndarray:
     return np.concatenate([r, z, h], axis=0)
 
 
-@mxnet_converter("GRU")
+@add_converter("GRU", 1)
 def gru(attrs, inputs, importer):
     """ONNX GRU -> mx.sym.RNN(mode='gru'), forward or bidirectional; returns the Group (Y, Y_h) the importer
     indexes by output. The parameter vector is every direction's W and R, then every direction's input and
@@ -73,7 +73,7 @@ def _zero_state(data, directions: int, hidden: int):
     return mx.sym.broadcast_axis(mx.sym.zeros_like(column), axis=(0, 2), size=(directions, hidden))
 
 
-@mxnet_converter("LSTM")
+@add_converter("LSTM", 1)
 def lstm(attrs, inputs, importer):
     """ONNX LSTM -> mx.sym.RNN(mode='lstm'), forward or bidirectional; returns the Group (Y, Y_h, Y_c).
     The parameter vector is every direction's W and R, then every direction's input and recurrent biases."""

@@ -26,12 +26,12 @@ import numpy as np
 
 from rosetta.convert.onnx import rewrites as rw
 from rosetta.convert.onnx.to_mxnet.recurrent import OMITTED
-from rosetta.convert.onnx.to_mxnet.registry import mxnet_converter, mxnet_own, symbols
+from rosetta.convert.onnx.to_mxnet.registry import add_converter, mxnet_own, symbols
 from rosetta.errors import RosettaError
 from rosetta.frameworks.onnx_graph import constant_values, default_opset, node_attributes, shape_tracer, static_shapes
 
 
-@mxnet_converter("Cast")
+@add_converter("Cast", 1)
 def cast(attrs, inputs, importer):
     """ONNX Cast in MXNet's float32 world (module docstring): to an integer type, truncation toward zero in
     the input's dtype; to bool, x != 0; to float32, the input itself; to another float type, that type."""
@@ -49,7 +49,7 @@ def cast(attrs, inputs, importer):
     return mxnet_own("Cast")(attrs, inputs, importer)
 
 
-@mxnet_converter("RosettaExpand")
+@add_converter("RosettaExpand", 1)
 def expand_to_references(attrs, inputs, importer):
     """RosettaExpand(x, tensors...) (shapes_as_references): x * ones of the traced shape, whose axis k is
     sizes[k], or where that is -1 the size of axis axes[k] of tensors[references[k]]."""
@@ -68,7 +68,7 @@ def expand_to_references(attrs, inputs, importer):
     return sym.broadcast_mul(x, ones), attrs, inputs
 
 
-@mxnet_converter("Slice")
+@add_converter("Slice", 1)
 def slice_(attrs, inputs, importer):
     """ONNX Slice (opset 10+, constant parameters within int32, as rw.bounded_slices leaves them) ->
     sym.slice, in place of MXNet's own converter, which no opset-10+ Slice passes (module docstring)."""
@@ -142,14 +142,14 @@ def scalar_gather_indices(model):
     return model
 
 
-@mxnet_converter("Gather")
+@add_converter("Gather", 1)
 def gather(attrs, inputs, importer):
     """ONNX Gather -> `take` in wrap mode, which reads a negative index from the end as ONNX does (an index out of
     range is an error in ONNX, so wrapping changes nothing else); the importer's uses clip mode (-1 as 0)."""
     return symbols().take(inputs[0], inputs[1], axis=int(attrs.get("axis", 0)), mode="wrap"), attrs, inputs
 
 
-@mxnet_converter("Where")
+@add_converter("Where", 9)
 def where(attrs, inputs, importer):
     """ONNX Where (the importer has none): MXNet's `where` takes operands of one shape, so each is broadcast to
     the shape of all three first (adding zeros of the others' shapes: x + 0 is x)."""
@@ -160,7 +160,7 @@ def where(attrs, inputs, importer):
     return sym.where(*broadcast), attrs, inputs
 
 
-@mxnet_converter("Tile")
+@add_converter("Tile", 1)
 def tile(attrs, inputs, importer):
     """ONNX Tile (the importer has none) by constant repeats -> `tile`."""
     if inputs[1].name not in importer._params:
@@ -169,7 +169,7 @@ def tile(attrs, inputs, importer):
     return symbols().tile(inputs[0], reps=repeats), attrs, inputs[:1]
 
 
-@mxnet_converter("Split")
+@add_converter("Split", 1)
 def split(attrs, inputs, importer):
     """ONNX Split by the sizes `split_sizes_as_attribute` writes: one slice_axis per output (MXNet's `split`
     takes equal parts only)."""
@@ -212,7 +212,7 @@ def split_sizes_as_attribute(model):
     return rw.remove_dead_nodes(model)
 
 
-@mxnet_converter("Pad")
+@add_converter("Pad", 1)
 def pad(attrs, inputs, importer):
     """ONNX Pad, its pads and value attributes (before opset 11) or constant inputs (the value omitted: 0), ->
     `pad`, which pads only the spatial axes of 4-D and 5-D tensors and knows constant, edge and reflect: a 3-D
