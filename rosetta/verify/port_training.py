@@ -278,7 +278,8 @@ def pair_weights(keras_names: list[str], keras_initial: list, torch_initial: dic
         equal = [name for name in free if torch_initial[name].shape == canonical_value.shape
                  and close(torch_initial[name], canonical_value)]
         same_role = [name for name in equal if _role(name) == _role(label)]
-        chosen = (same_role or equal or [None])[0]
+        fused = [name for name in equal if "|" in name or "+" in name]  # an RNN's bias: the two PyTorch biases as one
+        chosen = ((fused if owners[index] in ("GRU", "LSTM") else []) or same_role or equal or [None])[0]
         if chosen is None:
             unpaired.append(label)
             continue

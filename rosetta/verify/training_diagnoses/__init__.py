@@ -22,7 +22,7 @@ from typing import Callable
 
 DIAGNOSES: list[tuple[str, Callable]] = []  # (name, function(evidence) -> str | None)
 MODULES = ("dropout", "batchnorm_inference", "from_logits", "label_smoothing", "class_weights", "loss_reduction",
-           "frozen_layers", "gradient_clipping", "learning_rate", "nesterov", "sgd_momentum", "weight_decay",
+           "frozen_layers", "rnn_biases", "gradient_clipping", "learning_rate", "nesterov", "sgd_momentum", "weight_decay",
            "adam_epsilon", "batchnorm_momentum")
 
 
