@@ -354,3 +354,23 @@ def test_a_causal_mask_shifted_by_one_is_named_from_the_attention_probabilities(
     for offset in (0, None):  # the causal diagonal, and a bidirectional encoder's: not given it
         references, ports = _attention(offset, reference_softmax=True)
         assert "causal" not in _diagnose_segment(references, ports, (references, ports))
+
+
+def test_a_fused_query_key_value_projection_is_read_in_thirds():
+    """GPT-2's c_attn (a Conv1D (in, 3 x hidden)) against a port's three projections: the transposed query named
+    against the query third; the correct port, and a PyTorch in_proj (3 x hidden, in), given nothing."""
+    reference = _torch_block()
+    q, k, v = (layer.params["weight"] for layer in reference[:3])
+    bias = np.concatenate([layer.params["bias"] for layer in reference[:3]])
+    fused = [Layer("h.0.attn.c_attn", "other", "Conv1D", NOWHERE,
+                   params={"weight": np.concatenate([q, k, v]).T, "bias": bias}), reference[3]]
+    assert _diagnose(fused, _keras_block(reference)) == ""
+    found = _diagnose(fused, _keras_block(reference, {"query": q.T}))
+    assert found.startswith("block_0/attention/query/kernel transposed: it holds the reference's "
+                            "h.0.attn.c_attn/weight (the query third of the fused projection) transposed"), found
+    found = _diagnose(fused, _keras_block(reference, {"query": k, "key": q}))
+    assert found.startswith("query and key projections swapped"), found
+    in_proj = [Layer("attn", "other", "MultiheadAttention", NOWHERE,
+                     params={"in_proj_weight": np.concatenate([q, k, v]), "in_proj_bias": bias}), reference[3]]
+    assert _diagnose(in_proj, _keras_block(reference)) == ""
+    assert "transposed" in _diagnose(in_proj, _keras_block(reference, {"query": q.T}))

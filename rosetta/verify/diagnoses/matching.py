@@ -4,7 +4,8 @@ LayerNormalization) names its weights by variable path and keeps them in Keras's
 brought to PyTorch's form first (Dense kernels (in, out) -> (out, in); MultiHeadAttention's query/key/value kernels
 (hidden, heads, head_dim) -> (heads * head_dim, hidden), its output kernel (heads, head_dim, hidden) -> (hidden,
 heads * head_dim)), then found among the reference's tensors as it is, or as a known porting bug makes it:
-transposed, its rows in another head order, scaled."""
+transposed, its rows in another head order, scaled. A fused query/key/value projection (GPT-2's c_attn) is also
+read as its three thirds, so three separate projections on the other side are matched against them."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class Tensor:
     part: str = ""  # weight, bias, ...
     layer: str = ""  # the layer that holds it
     covers: tuple = ()  # a conv's tensor with a BatchNorm folded in: (the conv, the BatchNorm) it stands for
+    third_of: str = ""  # a third of a fused query/key/value projection: the fused tensor's label
     _sorted: np.ndarray | None = field(default=None, repr=False)
 
     def sorted_values(self) -> np.ndarray:
@@ -99,6 +101,8 @@ def tensors(layers, fold: bool = False) -> list[Tensor]:
                 continue
             canonical = from_keras(label, value) if layer.kind in CONTAINERS else np.asarray(value, np.float64)
             found[label] = Tensor(label, canonical, role_of(label), _part(label), layer.name)
+            for third in fused_thirds(found[label]):
+                found[third.label] = third
     if fold:
         from rosetta.verify.diagnoses.folded_batchnorm import (
             _conv_then_batchnorm,
@@ -111,6 +115,27 @@ def tensors(layers, fold: bool = False) -> list[Tensor]:
                 label = f"{conv.name}.{part} with {bn.name} folded in"
                 found[label] = Tensor(label, value, "", part, conv.name, (conv.name, bn.name))
     return list(found.values())
+
+
+FUSED = ("c_attn", "qkv", "in_proj", "query_key_value", "wqkv", "qkv_proj")  # how a fused projection is named
+
+
+def fused_thirds(tensor: Tensor) -> list[Tensor]:
+    """A projection holding query, key and value in one tensor (GPT-2's c_attn, PyTorch's in_proj_weight, a qkv
+    Linear) as three tensors of those roles, so that a port that keeps three projections is matched against it:
+    (3E, E) as a Linear keeps it (out, in), (E, 3E) as Hugging Face's Conv1D keeps it (in, out), a bias (3E,)."""
+    label = tensor.label.lower()
+    if tensor.role or not any(name in label for name in FUSED):
+        return []
+    value = tensor.value
+    if value.ndim == 2 and value.shape[1] == 3 * value.shape[0]:
+        value = value.T
+    if not (value.ndim in (1, 2) and value.shape[0] % 3 == 0 and (value.ndim == 1 or value.shape[0] == 3 *
+                                                                   value.shape[1])):
+        return []
+    return [Tensor(f"{tensor.label} (the {role} third of the fused projection)", part, role, tensor.part,
+                   tensor.layer, third_of=tensor.label) for role, part in zip(("query", "key", "value"),
+                                                                           np.split(value, 3))]
 
 
 def head_count(layers) -> int | None:

@@ -38,8 +38,15 @@ def _not_held(theirs, held: set) -> str | None:
     """The reference's first tensor that no port tensor equals (a bias left out); a conv and BatchNorm whose fold
     the port holds count as held, and so does a tensor equal to a held one (two zero biases)."""
     covered = {layer for tensor in theirs if id(tensor) in held for layer in tensor.covers}
+    # a fused query/key/value projection is held as one tensor or as its three thirds (diagnoses.matching)
+    held_labels = {tensor.label for tensor in theirs if id(tensor) in held}
+    thirds = {}
+    for tensor in theirs:
+        if tensor.third_of:
+            thirds.setdefault(tensor.third_of, []).append(tensor.label in held_labels)
     for tensor in theirs:
         if id(tensor) in held or tensor.covers or tensor.layer in covered or \
+                tensor.third_of in held_labels or (tensor.label in thirds and all(thirds[tensor.label])) or \
                 any(id(other) in held and relation(tensor, other) == ("equal",) for other in theirs):
             continue
         return (f"no known porting bug recognised; the reference's {tensor.label} matches no tensor of the port "
