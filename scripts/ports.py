@@ -2,16 +2,18 @@
 --locate`, one direction per process, as a user runs it. Three tables: ports whose layers line up one to one
 (tests/verify/test_ports.py: PyTorch -> Keras, PyTorch -> Gluon, Keras -> PyTorch; each correct, and with one
 classic porting bug) and ports whose layers do not (tests/verify/test_unaligned_ports.py: split padding, fused
-activations, folded BatchNorm, a transformer block as one Keras layer, ResNet v1 against v1.5); and a port written
-by a model library (tests/verify/test_library_ports.py: keras.applications' ResNet50 with rosetta's ResNet-50
-weights copied in, against the v1 network and against rosetta's v1.5 model).
+activations, folded BatchNorm, a transformer block as one Keras layer, ResNet v1 against v1.5); and ports written
+by model libraries (tests/verify/test_library_ports.py: keras.applications' ResNet50 with rosetta's ResNet-50
+weights copied in, against the v1 network and against rosetta's v1.5 model; tests/verify/test_hub_ports.py:
+keras-hub's BERT, GPT-2, Llama and ViT converted from tiny seeded Hugging Face checkpoints, each correct and with
+bugs seeded inside blocks).
 
 Prints, per port: the verdict, the located segment on each side (the reference modules and the port layers
 between two matched tensors; where locate gives no segment, the one pair of layers it names), whether the bug was
 introduced there, the cause named, and the direction's wall time; writes it all as JSON. Exits 0 whatever the
 verdicts: it measures; the two test modules hold the expected ones.
 
-    python scripts/ports.py --json ports.json [--work-dir ports-work]
+    python scripts/ports.py --json ports.json [--work-dir ports-work] [--tables hub library ...]
 """
 
 from __future__ import annotations
@@ -30,14 +32,16 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.verify.ports, from a checkout
 
 from rosetta.atomic import atomic_write_text  # noqa: E402
+from tests.verify.test_hub_ports import HUB  # noqa: E402
+from tests.verify.test_hub_ports import _build as _build_hub  # noqa: E402
 from tests.verify.test_library_ports import LIBRARY  # noqa: E402
 from tests.verify.test_library_ports import _build as _build_library  # noqa: E402
 from tests.verify.test_ports import DIRECTIONS, _build  # noqa: E402
 from tests.verify.test_unaligned_ports import UNALIGNED  # noqa: E402
 from tests.verify.test_unaligned_ports import _build as _build_unaligned  # noqa: E402
 
-TABLES = (("hand", DIRECTIONS, _build), ("unaligned", UNALIGNED, _build_unaligned),
-          ("library", LIBRARY, _build_library))
+TABLES = {"hand": (DIRECTIONS, _build), "unaligned": (UNALIGNED, _build_unaligned),
+          "library": (LIBRARY, _build_library), "hub": (HUB, _build_hub)}
 
 
 def segment_of(located: dict) -> tuple[list[str], list[str]]:
@@ -76,12 +80,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work-dir", type=Path, help="keep the ports here")
     parser.add_argument("--json", type=Path, default=Path("ports.json"))
+    parser.add_argument("--tables", nargs="+", choices=list(TABLES), default=list(TABLES),
+                        help="which tables to run (default: all)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.work_dir or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
         rows, build_seconds = [], {}
-        for table, directions, build in TABLES:
+        for table in args.tables:
+            directions, build = TABLES[table]
             built = folder / table
             built.mkdir(exist_ok=True)
             started = time.perf_counter()
