@@ -11,7 +11,7 @@ serving signature named after the ONNX inputs and outputs: that skips onnx2tf's 
 GRU graph after the SavedModel is already written. Any remaining layout difference is detected from the shapes
 (or, where a shape fits two layouts, by running the model once beside ONNX Runtime: onnx2tf_layouts) and recorded
 in the manifest for the runner. onnx2tf reads the graph after REWRITES, semantics-preserving rewrites
-(rewrites.py) of what it fails on or computes otherwise; what none makes right is refused by name
+(the rewrites package) of what it fails on or computes otherwise; what none makes right is refused by name
 (onnx2tf_refusals). onnx2tf fetches sample images from GitHub for some models; synthetic ones stand in
 (offline_sample_images).
 """

@@ -10,7 +10,7 @@ time followed at conversion time (`symbolic.py`); the exporters' multi-node patt
 (`patterns.py`). Any op without a converter, or an attribute a converter cannot honour exactly, is an error
 naming the op.
 
-Before mapping, the graph goes through REWRITES (rewrites.py: a Reshape to a shape computed from its own
+Before mapping, the graph goes through REWRITES (the rewrites package: a Reshape to a shape computed from its own
 input's gets it as a constant, zero initial states of recurrent layers omitted, auto_pad as explicit pads,
 DepthToSpace/SpaceToDepth as their reshapes), its nodes whose inputs are all
 constants are evaluated (ONNX's reference evaluator), and patterns.FUSIONS are applied; the manifest records

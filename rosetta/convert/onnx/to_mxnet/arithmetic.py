@@ -11,6 +11,7 @@ padding inside Pooling instead of an edge-mode Pad before it: 1.07x.
 
 from __future__ import annotations
 
+from rosetta.convert.onnx.rewrites import rewrite
 from rosetta.convert.onnx.to_mxnet.recurrent import OMITTED
 from rosetta.convert.onnx.to_mxnet.registry import add_converter, mxnet_own, symbols
 from rosetta.errors import RosettaError
@@ -60,6 +61,7 @@ def same_shape_add(attrs, inputs, importer):
     return symbols().elemwise_add(*inputs), attrs, inputs
 
 
+@rewrite
 def same_shape_adds(model):
     """Add nodes whose operands have the same shape, axis by axis (equal sizes, or the same symbolic size such
     as the batch), become RosettaSameShapeAdd: nothing to broadcast. Operands of unknown or different shape stay
@@ -89,6 +91,7 @@ def integer_div(attrs, inputs, importer):
     return sym.trunc(sym.broadcast_div(*inputs)), attrs, inputs
 
 
+@rewrite
 def integer_divisions(model):
     """MXNet: Div whose operands are integers becomes RosettaIntegerDiv (`integer_div` reads it)."""
     from rosetta.frameworks.onnx_graph import element_types

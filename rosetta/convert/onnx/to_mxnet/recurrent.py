@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rosetta.convert.onnx.rewrites import rewrite
 from rosetta.convert.onnx.to_mxnet.registry import add_converter
 from rosetta.errors import RosettaError
 
@@ -117,6 +118,7 @@ def lstm(attrs, inputs, importer):
     return mx.sym.Group([y, rnn[1], rnn[2]]), attrs, inputs
 
 
+@rewrite
 def name_omitted_inputs(model):
     """The omitted optional inputs ("") of GRU, LSTM, Clip and Pad, whose converters read them, named OMITTED,
     an initializer no converter uses (module docstring)."""

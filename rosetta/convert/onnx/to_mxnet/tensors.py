@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.convert.onnx import rewrites as rw
+from rosetta.convert.onnx.rewrites import rewrite
 from rosetta.convert.onnx.to_mxnet.recurrent import OMITTED
 from rosetta.convert.onnx.to_mxnet.registry import add_converter, mxnet_own, symbols
 from rosetta.errors import RosettaError
@@ -86,6 +87,7 @@ def slice_(attrs, inputs, importer):
     return sym.slice(inputs[0], begin=tuple(begin), end=tuple(end), step=tuple(step)), attrs, inputs
 
 
+@rewrite
 def shapes_as_references(model):
     """Expand and ConstantOfShape whose shape is traced (onnx_graph.shape_tracer) to constants and axes of graph
     tensors become RosettaExpand(x, tensors...) with attributes sizes (-1 for a traced axis), references and
@@ -117,6 +119,7 @@ def shapes_as_references(model):
     return rw.remove_dead_nodes(model)
 
 
+@rewrite
 def scalar_gather_indices(model):
     """A Gather by a constant scalar index becomes a Gather by [index] and a Squeeze of that axis: MXNet's
     importer loads a scalar initializer as shape (1,), so `take` kept the gathered axis (torch's h_n[-1])."""
@@ -183,6 +186,7 @@ def split(attrs, inputs, importer):
     return sym.Group(parts), attrs, inputs[:1]
 
 
+@rewrite
 def split_sizes_as_attribute(model):
     """MXNet: every Split gets its parts' sizes as the `split` attribute (opset-2 style) and loses its `split`
     input and `num_outputs` attribute: from the constant input, or the axis' static size divided in

@@ -1,0 +1,211 @@
+"""Elementwise ops, activations and masks importers lack or compute otherwise: Clip's bounds, shifts, unsigned
+and integer division and fmod, CastLike, Gelu, Trilu."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rosetta.convert.onnx.rewrites.graph import FLOAT_TYPES, remove_dead_nodes, replace_nodes
+from rosetta.convert.onnx.rewrites.registry import rewrite
+from rosetta.frameworks.onnx_graph import (constant_values, default_opset, element_types, node_attributes,
+                                           static_shapes, text)
+
+
+@rewrite
+def trilu_as_where(model):
+    """MXNet (no Trilu), onnx2torch (none), onnx2tf (wrong for a k below the last row): Trilu of a tensor whose
+    last two axes have static sizes, with a constant k, as Where(mask, x, 0): the constant mask of the kept
+    triangle (j - i >= k for upper, <= k for lower), so every kept element is x's own and the rest are 0."""
+    from onnx import helper, numpy_helper
+
+    shapes, constants, types = static_shapes(model), constant_values(model), element_types(model)
+
+    def replace(node):
+        shape = shapes.get(node.input[0]) if node.op_type == "Trilu" else None
+        k_name = node.input[1] if len(node.input) > 1 else ""
+        if shape is None or len(shape) < 2 or None in shape[-2:] or (k_name and k_name not in constants) \
+                or node.input[0] not in types:
+            return None
+        k = int(np.ravel(constants[k_name])[0]) if k_name else 0
+        rows, columns = np.meshgrid(np.arange(shape[-2]), np.arange(shape[-1]), indexing="ij")
+        upper = node_attributes(node).get("upper", 1)
+        mask = (columns - rows >= k) if upper else (columns - rows <= k)
+        name = node.output[0]
+        zero = np.zeros((), helper.tensor_dtype_to_np_dtype(types[node.input[0]]))
+        model.graph.initializer.extend([numpy_helper.from_array(mask, f"{name}_mask"),
+                                        numpy_helper.from_array(zero, f"{name}_zero")])
+        return [helper.make_node("Where", [f"{name}_mask", node.input[0], f"{name}_zero"], [name])]
+
+    replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+@rewrite
+def clip_bounds_as_max_min(model):
+    """onnx2tf: Clip (opset 11+) whose bounds are computed at run time, omitted before a given one, or constants
+    with min > max, as Min(Max(x, min), max), which is ONNX's definition (max wherever min > max). onnx2tf reads
+    such bounds by guesses (a bound of unknown shape taken as none: test_clip's FAIL by 1.55) and clips to min
+    where min > max. Clips with constant bounds in order (ReLU6) are left to onnx2tf, which recognises them."""
+    from onnx import helper
+
+    constants = constant_values(model)
+
+    def replace(node):
+        bounds = list(node.input[1:3])
+        if node.op_type != "Clip" or len(node.input) < 2:
+            return None
+        given = [name for name in bounds if name]
+        if not given:  # both omitted: no bound
+            return [helper.make_node("Identity", [node.input[0]], [node.output[0]], name=node.name)]
+        if all(name in constants for name in given) and bounds[-1] and (len(given) < 2 or np.all(
+                constants[bounds[0]] <= constants[bounds[1]])):
+            return None
+        nodes, current = [], node.input[0]
+        for index, (name, op_type) in enumerate(zip(bounds, ("Max", "Min"))):
+            if not name:
+                continue
+            last = index == len(bounds) - 1 or not bounds[index + 1]
+            output = node.output[0] if last else f"{node.output[0]}_{op_type.lower()}"
+            nodes.append(helper.make_node(op_type, [current, name], [output], name=f"{node.name or output}_{op_type}"))
+            current = output
+        return nodes
+
+    replace_nodes(model, replace)
+    return model
+
+
+@rewrite
+def shifts_out_of_range_as_where(model):
+    """onnx2tf (TensorFlow's shifts, like C's, mask or wrap a shift amount): BitShift with ONNX's result where the
+    amount is negative or at least the width, 0, or for a right shift of a negative signed value -1, and the
+    shift itself by an amount brought in range elsewhere: Where(out of range, fill, BitShift(x, amount or 0))."""
+    from onnx import helper, numpy_helper
+
+    types = element_types(model)
+
+    def replace(node):
+        if node.op_type != "BitShift" or node.input[0] not in types or node.input[1] not in types:
+            return None
+        x, amount, name = node.input[0], node.input[1], node.output[0]
+        x_dtype = helper.tensor_dtype_to_np_dtype(types[x])
+        amount_dtype = helper.tensor_dtype_to_np_dtype(types[amount])
+        for suffix, value, dtype in (("zero", 0, amount_dtype), ("width", 8 * x_dtype.itemsize, amount_dtype),
+                                     ("x_zero", 0, x_dtype), ("x_minus_one", -1 if x_dtype.kind == "i" else 0, x_dtype)):
+            model.graph.initializer.append(numpy_helper.from_array(np.array(value, dtype), f"{name}_{suffix}"))
+        right_signed = text(node_attributes(node).get("direction", "")) == "RIGHT" and x_dtype.kind == "i"
+        fill = [helper.make_node("Less", [x, f"{name}_x_zero"], [f"{name}_negative"]),
+                helper.make_node("Where", [f"{name}_negative", f"{name}_x_minus_one", f"{name}_x_zero"],
+                                 [f"{name}_fill"])] if right_signed else \
+            [helper.make_node("Identity", [f"{name}_x_zero"], [f"{name}_fill"])]
+        shift = helper.make_node("BitShift", [x, f"{name}_amount"], [f"{name}_shifted"], name=node.name)
+        shift.attribute.extend(node.attribute)
+        return [helper.make_node("Less", [amount, f"{name}_zero"], [f"{name}_below"]),
+                helper.make_node("Less", [amount, f"{name}_width"], [f"{name}_within"]),
+                helper.make_node("Not", [f"{name}_within"], [f"{name}_above"]),
+                helper.make_node("Or", [f"{name}_below", f"{name}_above"], [f"{name}_out"]),
+                helper.make_node("Where", [f"{name}_out", f"{name}_zero", amount], [f"{name}_amount"]),
+                shift, *fill,
+                helper.make_node("Where", [f"{name}_out", f"{name}_fill", f"{name}_shifted"], [name])]
+
+    replace_nodes(model, replace)
+    return model
+
+
+@rewrite
+def unsigned_divisions_as_int64(model):
+    """onnx2tf (which divides unsigned integers as floats and returns the quotient as floats: test_div_uint8
+    FAILed by 0.93): Div of uint8, uint16 or uint32 computed in int64, which holds every such value, and cast
+    back; the quotient of non-negative integers truncates either way."""
+    from onnx import TensorProto, helper
+
+    types = element_types(model)
+
+    def replace(node):
+        kind = types.get(node.input[0]) if node.op_type == "Div" else None
+        if kind not in (TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32):
+            return None
+        name = node.output[0]
+        return [helper.make_node("Cast", [node.input[0]], [f"{name}_a64"], to=TensorProto.INT64),
+                helper.make_node("Cast", [node.input[1]], [f"{name}_b64"], to=TensorProto.INT64),
+                helper.make_node("Div", [f"{name}_a64", f"{name}_b64"], [f"{name}_q64"], name=node.name),
+                helper.make_node("Cast", [f"{name}_q64"], [name], to=kind)]
+
+    replace_nodes(model, replace)
+    return model
+
+
+@rewrite
+def integer_fmod_as_magnitudes(model):
+    """onnx2tf (which computes every Mod as Python's remainder, with the divisor's sign, and ignores fmod): an
+    integer Mod with fmod=1 (C's, with the dividend's sign) as Sign(a) x Mod(|a|, |b|), its fmod=0 remainder of
+    the magnitudes, equal to fmod's there. Floats with fmod=1 are refused (onnx2tf_refusals)."""
+    from onnx import helper
+
+    types = element_types(model)
+
+    def replace(node):
+        if node.op_type != "Mod" or not node_attributes(node).get("fmod", 0) or types.get(node.input[0]) in FLOAT_TYPES \
+                or node.input[0] not in types:
+            return None
+        a, b, name = node.input[0], node.input[1], node.output[0]
+        return [helper.make_node("Abs", [a], [f"{name}_abs_a"]), helper.make_node("Abs", [b], [f"{name}_abs_b"]),
+                helper.make_node("Mod", [f"{name}_abs_a", f"{name}_abs_b"], [f"{name}_magnitude"], fmod=0),
+                helper.make_node("Sign", [a], [f"{name}_sign"]),
+                helper.make_node("Mul", [f"{name}_sign", f"{name}_magnitude"], [name])]
+
+    replace_nodes(model, replace)
+    return model
+
+
+@rewrite
+def cast_like_as_cast(model):
+    """MXNet and onnx2torch (no CastLike): CastLike as the Cast to its second input's element type, where shape
+    inference knows it."""
+    from onnx import helper
+
+    types = element_types(model)
+
+    def replace(node):
+        if node.op_type != "CastLike" or node.input[1] not in types:
+            return None
+        saturate = node_attributes(node).get("saturate")
+        extra = {"saturate": saturate} if saturate is not None and default_opset(model) >= 19 else {}
+        return [helper.make_node("Cast", [node.input[0]], list(node.output), to=types[node.input[1]], **extra)]
+
+    replace_nodes(model, replace)
+    return model
+
+
+@rewrite
+def gelu_as_primitives(model):
+    """MXNet and onnx2torch (no Gelu): Gelu (opset 20) as the function ONNX defines it by: exact,
+    x * 0.5 * (1 + erf(x / sqrt(2))), or approximate='tanh', x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715
+    x^3)))."""
+    from onnx import helper, numpy_helper
+
+    types = element_types(model)
+
+    def replace(node):
+        dtype = FLOAT_TYPES.get(types.get(node.input[0] if node.input else ""))
+        if node.op_type != "Gelu" or dtype is None:
+            return None
+        name, x = node.output[0], node.input[0]
+        constants = {"half": 0.5, "one": 1.0, "scale": 1 / np.sqrt(2), "cube": 0.044715, "tanh_scale": np.sqrt(2 / np.pi)}
+        model.graph.initializer.extend(numpy_helper.from_array(np.array(v, dtype), f"{name}_{k}") for k, v in constants.items())
+        nodes = [helper.make_node("Mul", [x, f"{name}_half"], [f"{name}_halved"])]
+        if text(node_attributes(node).get("approximate", "none")) == "tanh":
+            nodes += [helper.make_node("Mul", [x, x], [f"{name}_square"]),
+                      helper.make_node("Mul", [f"{name}_square", x], [f"{name}_cubed"]),
+                      helper.make_node("Mul", [f"{name}_cubed", f"{name}_cube"], [f"{name}_cubic"]),
+                      helper.make_node("Add", [x, f"{name}_cubic"], [f"{name}_inner"]),
+                      helper.make_node("Mul", [f"{name}_inner", f"{name}_tanh_scale"], [f"{name}_scaled"]),
+                      helper.make_node("Tanh", [f"{name}_scaled"], [f"{name}_curve"])]
+        else:
+            nodes += [helper.make_node("Mul", [x, f"{name}_scale"], [f"{name}_scaled"]),
+                      helper.make_node("Erf", [f"{name}_scaled"], [f"{name}_curve"])]
+        nodes += [helper.make_node("Add", [f"{name}_curve", f"{name}_one"], [f"{name}_gate"]),
+                  helper.make_node("Mul", [f"{name}_halved", f"{name}_gate"], [name])]
+        return nodes
+
+    replace_nodes(model, replace)
+    return remove_dead_nodes(model)

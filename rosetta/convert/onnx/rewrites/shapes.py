@@ -1,0 +1,215 @@
+"""Shapes: Reshape targets computed from shapes made constant or symbolic, Shape's bounds, Flatten and
+DepthToSpace/SpaceToDepth as reshapes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rosetta.convert.onnx.rewrites.graph import remove_dead_nodes, replace_nodes
+from rosetta.convert.onnx.rewrites.registry import rewrite
+from rosetta.frameworks.onnx_graph import constant_values, node_attributes, shape_tracer, static_shapes, text
+
+
+@rewrite
+def constant_reshape_shapes(model):
+    """MXNet and the Keras mapper: a Reshape whose target shape is computed at run time from the shape of its
+    own input (how tf2onnx writes Keras' Flatten: Shape -> Gather -> Slice -> Concat -> Reshape) gets that
+    shape as a constant, with 0 where it keeps an input axis of unknown size (ONNX Reshape copies the input's
+    size for 0). Only rewritten when every element is a known size or provably that same input axis."""
+    from onnx import numpy_helper
+
+    constants = constant_values(model)
+    elements, dim = shape_tracer(model, follow_equal_sizes=True)
+    for node in model.graph.node:
+        allowzero = node_attributes(node).get("allowzero", 0)
+        if node.op_type != "Reshape" or node.input[1] in constants or allowzero:
+            continue
+        shape = elements(node.input[1])
+        if shape is None:
+            continue
+        fixed = []
+        for axis, element in enumerate(shape):
+            if isinstance(element, int):
+                fixed.append(element)
+            elif element == dim(node.input[0], axis):
+                fixed.append(0)
+            else:
+                break
+        if len(fixed) != len(shape):
+            continue
+        name = f"{node.output[0]}_constant_shape"
+        model.graph.initializer.append(numpy_helper.from_array(np.array(fixed, dtype=np.int64), name))
+        node.input[1] = name
+    return remove_dead_nodes(model)
+
+
+def _symbolic_shapes(model) -> dict[str, list] | None:
+    """Each tensor's shape from ONNX Runtime's symbolic shape inference (sympy: it follows Mul, Div, Cast of
+    sizes, which ONNX's own inference drops), None for an axis of unknown or symbolic size; None when that
+    inference fails on the graph."""
+    import contextlib
+    import copy
+    import tempfile
+
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    # where inference stops short, ONNX Runtime saves the graph to sym_shape_infer_temp.onnx (+ data files) in
+    # the current folder: a folder of our own, removed after
+    with tempfile.TemporaryDirectory(prefix="rosetta-shapes-") as scratch, contextlib.chdir(scratch):
+        try:
+            inferred = SymbolicShapeInference.infer_shapes(copy.deepcopy(model), auto_merge=False,
+                                                           guess_output_rank=False)
+        except Exception:
+            return None
+    if inferred is None:  # it declines graphs below opset 7 (returning None, with a message on stdout)
+        return None
+    values = list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input)
+    return {value.name: [d.dim_value if d.HasField("dim_value") else None for d in value.type.tensor_type.shape.dim]
+            for value in values if value.type.tensor_type.HasField("shape")}
+
+
+@rewrite
+def static_shape_parts(model):
+    """onnx2tf: Shape -> Gather/Slice with constant indices that pick only axes of static size become that
+    constant (attention's head size: Shape -> Slice[-1:] -> Cast -> Sqrt), as onnxsim would fold them.
+    onnx2tf otherwise broadcasts the size vector it builds at run time onto the wrong axis."""
+    from onnx import numpy_helper
+
+    shapes, constants = _symbolic_shapes(model), constant_values(model)
+    if shapes is None:
+        return model
+    outputs = {value.name for value in model.graph.output}  # kept computed: onnx2tf's model outputs tensors only
+    producers = {output: node for node in model.graph.node for output in node.output}
+    kept = []
+    for node in model.graph.node:
+        source = producers.get(node.input[0]) if node.input else None
+        value = None
+        if (source is not None and source.op_type == "Shape" and not source.attribute
+                and shapes.get(source.input[0]) is not None):
+            dims = np.array([-1 if d is None else d for d in shapes[source.input[0]]], np.int64)
+            if node.op_type == "Gather" and node.input[1] in constants:
+                value = dims[constants[node.input[1]].astype(np.int64)]
+            elif node.op_type == "Slice" and all(name in constants for name in node.input[1:] if name) \
+                    and (len(node.input) < 4 or not node.input[3] or int(constants[node.input[3]].ravel()[0]) in (0, -1)):
+                starts, ends = (int(constants[name].ravel()[0]) for name in node.input[1:3])
+                steps = int(constants[node.input[4]].ravel()[0]) if len(node.input) > 4 and node.input[4] else 1
+                value = dims[starts:ends:steps]
+        if value is None or np.any(value < 0) or node.output[0] in outputs:
+            kept.append(node)
+            continue
+        model.graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    return remove_dead_nodes(model)
+
+
+@rewrite
+def symbolic_reshape_shapes(model):
+    """onnx2tf: a Reshape whose output shape symbolic inference knows up to at most one axis gets that shape
+    as a constant, -1 on the unknown axis (ONNX infers it from the element count, so every input the original
+    accepts gives the same result). onnx2tf otherwise computes the shape at run time and its TF tensor loses
+    static sizes, which its LSTM (input_size), LayerNormalization (parameter shape) and attention reshapes
+    cannot take. Reshapes to an empty axis (0) are left as they are."""
+    from onnx import numpy_helper
+
+    shapes = _symbolic_shapes(model)
+    if shapes is None:
+        return model
+    for node in model.graph.node:
+        output = shapes.get(node.output[0]) if node.op_type == "Reshape" else None
+        if output is None or sum(d is None for d in output) > 1 or 0 in output:
+            continue
+        name = f"{node.output[0]}_static_shape"
+        model.graph.initializer.append(numpy_helper.from_array(np.array([-1 if d is None else d for d in output], np.int64), name))
+        node.input[1] = name
+    return remove_dead_nodes(model)
+
+
+@rewrite
+def depth_to_space_as_reshapes(model):
+    """DepthToSpace (DCR and CRD) and SpaceToDepth of an (N, C, H, W) tensor of static C, H, W as the
+    Reshape -> Transpose -> Reshape their spec defines them by (the batch copied, Reshape's 0): MXNet's importer
+    and onnx2torch get CRD or the opset-13 forms wrong or lack them, onnx2tf misorders SpaceToDepth's channels."""
+    from onnx import helper, numpy_helper
+
+    shapes = static_shapes(model)
+
+    def replace(node):
+        shape = shapes.get(node.input[0]) if node.op_type in ("DepthToSpace", "SpaceToDepth") else None
+        if shape is None or len(shape) != 4 or None in shape[1:]:
+            return None
+        _, c, h, w = shape
+        b, name = node_attributes(node)["blocksize"], node.output[0]
+        mode = text(node_attributes(node).get("mode", "DCR"))
+        if node.op_type == "SpaceToDepth":  # its channels ordered (row, column, channel), or in CRD mode (opset 24)
+            if h % b or w % b:  # (channel, row, column)
+                return None
+            perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+            first, last = [0, c, h // b, b, w // b, b], [0, c * b * b, h // b, w // b]
+        elif c % (b * b):
+            return None
+        elif mode == "DCR":
+            first, perm, last = [0, b, b, c // (b * b), h, w], [0, 3, 4, 1, 5, 2], [0, c // (b * b), h * b, w * b]
+        else:
+            first, perm, last = [0, c // (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3], [0, c // (b * b), h * b, w * b]
+        model.graph.initializer.extend([numpy_helper.from_array(np.array(first, np.int64), f"{name}_blocks"),
+                                        numpy_helper.from_array(np.array(last, np.int64), f"{name}_shape")])
+        return [helper.make_node("Reshape", [node.input[0], f"{name}_blocks"], [f"{name}_split"]),
+                helper.make_node("Transpose", [f"{name}_split"], [f"{name}_moved"], perm=perm),
+                helper.make_node("Reshape", [f"{name}_moved", f"{name}_shape"], [name])]
+
+    replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+@rewrite
+def shape_bounds_as_slice(model):
+    """MXNet and onnx2tf: Shape with `start` or `end` (opset 15), which both ignore (all the sizes: a silently
+    longer shape), as Shape then a Slice of those bounds."""
+    from onnx import helper, numpy_helper
+
+    shapes = static_shapes(model)
+    nodes = []
+    for node in model.graph.node:
+        attributes = node_attributes(node)
+        if node.op_type != "Shape" or not ({"start", "end"} & set(attributes)):
+            nodes.append(node)
+            continue
+        name = node.output[0]
+        start, end = attributes.get("start", 0), attributes.get("end", 2 ** 62)
+        if shapes.get(node.input[0]) is not None:  # bounds within the rank, as Shape-15 clamps them (onnx2tf
+            rank = len(shapes[node.input[0]])  # read a negative end as none)
+            start, end = (min(max(bound + rank if bound < 0 else bound, 0), rank) for bound in (start, end))
+        model.graph.initializer.extend([
+            numpy_helper.from_array(np.array([start], np.int64), f"{name}_start"),
+            numpy_helper.from_array(np.array([end], np.int64), f"{name}_end")])
+        nodes += [helper.make_node("Shape", [node.input[0]], [f"{name}_all"]),
+                  helper.make_node("Slice", [f"{name}_all", f"{name}_start", f"{name}_end"], [name])]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return model
+
+
+@rewrite
+def flatten_as_reshape(model):
+    """MXNet (its Flatten flattens at axis 1 only): Flatten at another axis of a tensor of known rank as a
+    Reshape to the two products, the one holding the sizes unknown when converting as -1."""
+    from onnx import helper, numpy_helper
+
+    shapes = static_shapes(model)
+
+    def replace(node):
+        shape = shapes.get(node.input[0]) if node.op_type == "Flatten" else None
+        axis = node_attributes(node).get("axis", 1) if shape is not None else 1
+        axis = axis + len(shape) if shape is not None and axis < 0 else axis
+        if shape is None or axis == 1:
+            return None
+        before, after = shape[:axis], shape[axis:]
+        if None in before and None in after:
+            return None
+        target = [-1 if None in before else int(np.prod(before)), -1 if None in after else int(np.prod(after))]
+        model.graph.initializer.append(numpy_helper.from_array(np.array(target, np.int64), f"{node.output[0]}_shape"))
+        return [helper.make_node("Reshape", [node.input[0], f"{node.output[0]}_shape"], list(node.output))]
+
+    replace_nodes(model, replace)
+    return model
