@@ -1,6 +1,14 @@
 """Does a port train alike? A PyTorch training setup (module, torch.optim optimiser, loss callable) against a compiled
 Keras model (its optimiser and loss from model.compile), each as its author wrote it, trained N steps on the same
-seeded batches, compared after every step (issue 44, its first slice: the API, PyTorch against Keras).
+seeded batches, compared after every step (issue 44). Either side may be the reference (`reference="torch"`: the
+Keras model is the port; `"keras"`: the PyTorch setup is; the specs are then in the Keras model's layout and the
+PyTorch side gets images channels-first where it takes them so); verify_port_training_files does the same from a
+factory file `setup.py:fn` and a saved .keras file, for the command line.
+
+The PyTorch setup as users' loops train it: a module left in eval mode (after inference) is trained in train mode
+as a whole; one in train mode keeps its submodules' modes (a BatchNorm left in .eval() stays so, and is found);
+`optimizer.clip_grad_norm = max_norm` (or `clip_grad_value`) says that the loop calls
+torch.nn.utils.clip_grad_norm_ (clip_grad_value_) before each step; parameters with requires_grad=False are frozen.
 
 Batches: inputs generated once per step from the input specs (seed * 1000 + step), labels from the labels spec
 ("labels:N:int64:0:4": class indices 0..3), fed to both sides: PyTorch as generated, Keras channels-last where its
@@ -10,8 +18,10 @@ Pairing: every Keras weight is paired BEFORE training with the PyTorch tensor it
 first (rosetta.verify.diagnoses.matching.from_keras: Dense kernels transposed, conv kernels HWIO -> OIHW), by
 value, with the role of each name breaking ties between tensors of equal values (a fresh BatchNorm's gamma and
 moving variance are all ones: gamma pairs with `weight`, moving_variance with `running_var`); tensors equal
-to several are taken in order. Every pair is compared after every step, and the loss at every step (the loss of
-step k is computed on step k's batch before its update, as both frameworks report it).
+to several are taken in order. Recurrent layers pair through their layouts: a Keras GRU's kernels and biases with
+the gate blocks in PyTorch's order (z, r, h -> r, z, n) and its (2, 3h) bias against PyTorch's two biases stacked;
+a Keras LSTM's one bias against the sum of PyTorch's two. Every pair is compared after every step, and the loss
+at every step (the loss of step k is computed on step k's batch before its update, as both frameworks report it).
 
 Modelled conventions (of the frameworks, not the port; said in the row): Adam's epsilon placement (Keras adds it
 before the bias correction: its Adam runs with PyTorch's placement, rosetta.train.port_keras); the running
@@ -44,6 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rosetta.errors import BadInput
+from rosetta.sources.training_setup import is_training_setup  # noqa: F401: rosetta.api asks it here
 from rosetta.verify.results import FAIL, PASS, OutputComparison, VerifyResult
 
 PORT_TRAINING_MULTIPLE = 20.0  # x the noise floor: measured, see the module docstring
@@ -54,15 +65,6 @@ ROLES = {"kernel": "weight", "gamma": "weight", "embeddings": "weight", "beta": 
          "moving_mean": "running_mean", "moving_variance": "running_var"}
 STATISTICS = ("running_mean", "running_var")
 CLIPPING = ("clip_grad_norm", "clip_grad_value")  # optimizer attributes: what the user's loop clips (see train_torch)
-
-
-def is_training_setup(value) -> bool:
-    """(torch.nn.Module, torch.optim.Optimizer, callable loss): a PyTorch side that brings how it trains."""
-    if not isinstance(value, tuple) or len(value) != 3:
-        return False
-    names = [{(c.__module__, c.__name__) for c in type(v).__mro__} for v in value[:2]]
-    return (("torch.nn.modules.module", "Module") in names[0] and ("torch.optim.optimizer", "Optimizer") in names[1]
-            and callable(value[2]))
 
 
 # ---- the PyTorch side ------------------------------------------------------------------------------------------
@@ -495,3 +497,52 @@ def verify_port_training(setup: tuple, keras_path: str, specs: list, labels, ste
                   f"{evidence.structure()}" + (f"; named: {said}" if name else "; no known training bug matches")
                   + (f"; {notes}" if notes else ""))
     return PortTraining(row, figures, (name, said))
+
+
+@dataclass(frozen=True)
+class TrainingOptions:
+    """What verify_port_training_files takes beside the models and batches: the tolerance multiple (None: the
+    calibrated PORT_TRAINING_MULTIPLE), whether factory code may run, and the row's model label."""
+
+    multiple: float | None = None
+    trust_code: bool = False
+    label: str = ""
+
+
+def verify_port_training_files(reference, port, inputs: list, labels, steps: int, batch: int = 8, seed: int = 0,
+                               options: TrainingOptions = TrainingOptions()) -> VerifyResult:
+    """The training row of `rosetta verify REFERENCE PORT --train-steps N` between two model files: one of them a
+    PyTorch factory `setup.py:fn` returning (module, optimizer, loss_fn) (run only with options.trust_code), the
+    other a saved .keras file with its compile config, in either order (the first is the reference). `inputs`:
+    the --input texts ("x:Nx6:float32") or TensorSpecs, in the reference's layout; `labels`: the --labels text
+    ("labels:N:int64:0:4") or a TensorSpec."""
+    from rosetta.sources.signature import parse_input_option
+    from rosetta.sources.training_setup import (
+        SETUP_HELP,
+        check_compiled_keras,
+        is_setup_text,
+        load_torch_setup,
+    )
+
+    if not inputs:
+        raise BadInput("--input: --train-steps between two models needs the inputs' specs, e.g. --input "
+                       "x:Nx6:float32")
+    if labels is None:
+        raise BadInput("--labels: --train-steps between two models needs the labels' spec, e.g. --labels "
+                       "labels:N:int64:0:4 (class indices 0..3)")
+    if steps < 1:
+        raise BadInput(f"--train-steps {steps}: give 1 or more")
+    specs = [parse_input_option(s) if isinstance(s, str) else s for s in inputs]
+    label_spec = parse_input_option(labels) if isinstance(labels, str) else labels
+    if is_setup_text(reference) and not is_setup_text(port):
+        setup_text, keras_path, side = reference, port, "torch"
+    elif is_setup_text(port) and not is_setup_text(reference):
+        setup_text, keras_path, side = port, reference, "keras"
+    else:
+        raise BadInput(f"--train-steps between two models takes {SETUP_HELP} and a compiled .keras file, one of "
+                       f"each; got {reference} and {port}")
+    keras_file = check_compiled_keras(keras_path)  # before any code runs
+    setup = load_torch_setup(str(setup_text), options.trust_code)
+    label = options.label or (str(setup_text) if side == "torch" else keras_file.name)
+    return verify_port_training(setup, str(keras_file), specs, label_spec, steps, batch, seed, options.multiple,
+                                label, side).row

@@ -2,8 +2,8 @@
 the same weights, correct or with one seeded training bug; run as a script in a process of its own (Keras with
 TensorFlow never shares a process with the tests):
 
-    python tests/verify/port_training_pairs.py '[{"model": "cnn", "direction": "keras->torch", "bug": "nesterov",
-                                                 "optimizer": "sgd", "steps": 8}]'
+    python tests/verify/port_training_pairs.py \
+        '[{"model": "cnn", "direction": "keras->torch", "bug": "nesterov", "optimizer": "sgd", "steps": 8}]'
 
 prints one line "CASE {json}" per case: the inference verdicts of the pair, and the training row's verdict, first
 diverging step, named bug, reason, worst figure and seconds. Training runs through rosetta.verify.port_training.verify_port_training

@@ -1,18 +1,25 @@
 """Training bugs of a port, named: a small registry beside verify/diagnoses/, one module per bug, each reading both
-sides' training setups (PyTorch: the optimiser's class and param_groups, the loss's class and settings, every
-BatchNorm's momentum, every Dropout's rate; Keras: the optimiser's class and get_config(), the loss's class and
-config, the same per layer) and where the per-step figures first diverge (`Evidence`), and saying what differs in
-plain words, or nothing.
+sides' training setups (PyTorch: the optimiser's class, param_groups and clipping, the loss's class and settings
+(class weights, label smoothing), every BatchNorm's momentum and mode, every Dropout's rate, the frozen
+parameters; Keras: the optimiser's class and get_config(), the loss's class and config, the same per layer) and
+where the per-step figures first diverge (`Evidence`: which paired parameters are trainable on one side only, which
+running statistics step 1 left unmoved), and saying what differs in plain words, or nothing.
 
-The per-step structure does most of the separating:
+The per-step structure does most of the separating, and says what it rules out:
 - the loss differs at step 1 (the first batch, before any update): the forward pass or the loss differs (dropout
-  on one side, from_logits, the loss's reduction);
-- the loss agrees at step 1 but a trainable parameter differs after step 1 (or the loss at step 2): the forward
-  and backward passes agree, the optimiser's update does not (weight decay, Adam's epsilon);
+  on one side, a BatchNorm in inference mode, from_logits, label smoothing, class weights, the loss's reduction);
+- the loss agrees at step k but a trainable parameter differs after step k (the loss at step k + 1 then): the
+  forward and backward passes agree, the update does not (frozen layers, an LSTM's two biases, gradient
+  clipping, Nesterov, weight decay, Adam's epsilon at step 1; SGD's momentum form and a learning-rate schedule
+  at step 2, since both first steps are lr x g);
 - losses and trainable parameters agree, a BatchNorm running statistic does not: the statistics' update
   (BatchNorm momentum; it never changes the training-mode forward pass, so never the loss).
-A module is added as a file here and named in MODULES, with a test in tests/verify/test_port_training.py that
-builds the bug and expects its name."""
+What the setups cannot express is not diagnosed: a PyTorch scheduler (stepped by the user's loop, not part of
+(module, optimizer, loss_fn)), so "per batch against per epoch" is named only as a Keras schedule against a constant
+PyTorch rate; Keras' class_weight (a fit() argument, not compiled).
+A module is added as a file here and named in MODULES (checked in that order: causes before their consequences),
+with a test in tests/verify/test_port_training.py or test_port_training_pairs.py that builds the bug and expects
+its name."""
 
 from __future__ import annotations
 
@@ -22,8 +29,8 @@ from typing import Callable
 
 DIAGNOSES: list[tuple[str, Callable]] = []  # (name, function(evidence) -> str | None)
 MODULES = ("dropout", "batchnorm_inference", "from_logits", "label_smoothing", "class_weights", "loss_reduction",
-           "frozen_layers", "rnn_biases", "gradient_clipping", "learning_rate", "nesterov", "sgd_momentum", "weight_decay",
-           "adam_epsilon", "batchnorm_momentum")
+           "frozen_layers", "rnn_biases", "gradient_clipping", "learning_rate", "nesterov", "sgd_momentum",
+           "weight_decay", "adam_epsilon", "batchnorm_momentum")
 
 
 @dataclass

@@ -1,0 +1,135 @@
+"""The command line's side of training equivalence (issue 44), as a library function: a PyTorch factory file
+`setup.py:fn` returning (module, optimizer, loss_fn), run only with --trust-code, against a saved .keras file that
+keeps its compile config, in either order (rosetta.verify.port_training.verify_port_training_files; loading in
+rosetta.sources.training_setup). Keras runs in a process of its own for the files and the end-to-end runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from rosetta.errors import BadInput
+from rosetta.sources.training_setup import check_compiled_keras, is_training_setup, load_torch_setup
+
+ROOT = Path(__file__).resolve().parents[2]
+FACTORY = f'''
+import sys
+sys.path.insert(0, {str(ROOT / "tests" / "verify")!r})
+from port_training_pairs import build
+
+
+def fn():
+    return build("mlp", BUG)[0]
+'''
+PLAIN = '''
+import torch
+
+
+def fn():
+    net = torch.nn.Sequential(torch.nn.Linear(6, 4))
+    return net, torch.optim.SGD(net.parameters(), lr=0.1), torch.nn.CrossEntropyLoss()
+
+
+def module_only():
+    return torch.nn.Sequential(torch.nn.Linear(6, 4))
+'''
+SCRIPT = r'''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from port_training_pairs import build
+from rosetta.errors import BadInput
+from rosetta.verify.port_training import TrainingOptions, verify_port_training_files
+
+folder = sys.argv[2]
+(net, opt, loss), port = build("mlp")
+port.save(f"{folder}/port.keras")
+import keras
+keras.Model(port.inputs, port.outputs).save(f"{folder}/uncompiled.keras")
+out = {}
+for key, (reference, candidate) in {"torch->keras": (f"{folder}/setup.py:fn", f"{folder}/port.keras"),
+                                    "keras->torch": (f"{folder}/port.keras", f"{folder}/setup.py:fn"),
+                                    "nesterov": (f"{folder}/nesterov.py:fn", f"{folder}/port.keras")}.items():
+    row = verify_port_training_files(reference, candidate, ["x:Nx6:float32"], "labels:N:int64:0:4", 6,
+                                     options=TrainingOptions(trust_code=True))
+    out[key] = {"verdict": row.verdict, "target": row.target, "model": row.model, "reason": row.reason,
+                "named": row.training["diagnosis"]["name"], "reference": row.training["reference"]}
+for key, call in {"untrusted": lambda: verify_port_training_files(f"{folder}/setup.py:fn", f"{folder}/port.keras",
+                                                                  ["x:Nx6:float32"], "labels:N:int64:0:4", 2),
+                  "uncompiled": lambda: verify_port_training_files(f"{folder}/setup.py:fn",
+                                                                   f"{folder}/uncompiled.keras", ["x:Nx6:float32"],
+                                                                   "labels:N:int64:0:4", 2,
+                                                                   options=TrainingOptions(trust_code=True)),
+                  "two keras": lambda: verify_port_training_files(f"{folder}/port.keras", f"{folder}/port.keras",
+                                                                  ["x:Nx6:float32"], "labels:N:int64:0:4", 2)}.items():
+    try:
+        call()
+        out[key] = "not refused"
+    except BadInput as error:
+        out[key] = str(error)
+print("RESULT " + json.dumps(out))
+'''
+
+
+def _factory(folder: Path, name: str, bug: str | None = None) -> str:
+    """A factory file: the port pairs' MLP setup (it builds the Keras port too: only in the subprocess), or a plain
+    torch one (bug None) for this process."""
+    (folder / f"{name}.py").write_text(PLAIN if bug is None else FACTORY.replace("BUG", repr(bug)))
+    return f"{folder / name}.py:fn"
+
+
+def test_a_factory_runs_only_with_trust_code(tmp_path):
+    text = _factory(tmp_path, "setup")
+    with pytest.raises(BadInput, match="it needs --trust-code"):
+        load_torch_setup(text, trust_code=False)
+
+
+def test_a_factory_returns_a_training_setup(tmp_path):
+    text = _factory(tmp_path, "setup")
+    setup = load_torch_setup(text, trust_code=True)
+    assert is_training_setup(setup)
+    with pytest.raises(BadInput, match=r"returned Sequential; --train-steps between two models needs \(torch"):
+        load_torch_setup(text.replace(":fn", ":module_only"), trust_code=True)
+
+
+def test_a_keras_file_without_its_compile_config_is_refused(tmp_path):
+    uncompiled = tmp_path / "model.keras"
+    with zipfile.ZipFile(uncompiled, "w") as archive:  # what Keras writes for a model never compiled
+        archive.writestr("config.json", json.dumps({"class_name": "Sequential", "compile_config": {}}))
+    with pytest.raises(BadInput, match="saved without a compile config"):
+        check_compiled_keras(uncompiled)
+    with pytest.raises(BadInput, match="takes a saved .keras file"):
+        check_compiled_keras(tmp_path / "model.h5")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("training-setup")
+    _factory(folder, "setup", "")
+    _factory(folder, "nesterov", "nesterov")
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(ROOT / "tests" / "verify"), str(folder)],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    return json.loads(line[7:])
+
+
+@pytest.mark.parametrize("direction", ["torch->keras", "keras->torch"])
+def test_a_factory_and_a_keras_file_train_alike_in_either_order(files, direction):
+    row = files[direction]
+    assert row["verdict"] == "PASS", row["reason"]
+    assert row["reference"] == direction.partition("->")[0] and row["target"] == direction.partition("->")[2]
+
+
+def test_a_training_bug_in_the_factory_is_named(files):
+    assert files["nesterov"]["verdict"] == "FAIL" and files["nesterov"]["named"] == "Nesterov", files["nesterov"]
+
+
+def test_what_cannot_train_is_refused_in_one_line(files):
+    assert "it needs --trust-code" in files["untrusted"], files["untrusted"]
+    assert "saved without a compile config" in files["uncompiled"], files["uncompiled"]
+    assert "one of each" in files["two keras"], files["two keras"]
