@@ -8,12 +8,14 @@ for feature extraction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from rosetta.registry import Registry
+from rosetta.settings import listed
 
 
 @dataclass(frozen=True)
@@ -126,11 +128,11 @@ def workload_dataset(workload: Workload, data: str | Path):
     except RosettaError:
         raise
     except Exception as error:  # noqa: BLE001 - whatever a damaged file makes the readers raise: one line
-        raise RosettaError(f"--data {data}: the {workload.dataset} files cannot be read ({one_line(error)}); give "
+        raise RosettaError(f"data={data}: the {workload.dataset} files cannot be read ({one_line(error)}); give "
                            "the original files") from None
     return None
 
 
-def parse_workloads(text: str) -> list[Workload]:
-    names = WORKLOADS.keys() if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
+def parse_workloads(text: str | Sequence[str]) -> list[Workload]:
+    names = WORKLOADS.keys() if listed(text) == ["all"] else listed(text)
     return [WORKLOADS.get(name) for name in names]

@@ -4,11 +4,13 @@ framework runner that loads the last artifact of the chain."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rosetta.errors import RosettaError
 from rosetta.registry import Registry
+from rosetta.settings import listed
 
 # The export settings every target starts from (the torch.onnx exporter's), overridden by a target's own
 # defaults and then by the user's: the artifact store keys an artifact by these effective settings, so
@@ -70,10 +72,10 @@ def get_target(name: str, route: str = "onnx") -> Target:
     return TARGETS.get((route, name), label=f"{name!r} for route {route!r}", choices=list_targets(route) + ["all"])
 
 
-def parse_target_list(text: str, route: str = "onnx") -> list[Target]:
-    names = list_targets(route) if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
+def parse_target_list(text: str | Sequence[str], route: str = "onnx") -> list[Target]:
+    names = list_targets(route) if listed(text) == ["all"] else listed(text)
     if not names:
-        raise RosettaError("no target given; pass --targets NAME[,NAME...] or --targets all")
+        raise RosettaError("no target given; pass targets=NAME[,NAME...] or targets=all")
     return [get_target(n, route) for n in names]
 
 
@@ -106,11 +108,11 @@ for _name, _fmt, _runner, _what in (
                            (("trust_code", True),) if _runner == "torch-code" else ()))
 
 
-def parse_routes(text: str) -> list[str]:
+def parse_routes(text: str | Sequence[str]) -> list[str]:
     """`--via onnx,mmdnn`: routes side by side, in the order given."""
-    routes = [r.strip() for r in text.split(",") if r.strip()]
+    routes = listed(text)
     if not routes:
-        raise RosettaError(f"no route given; pass --via ROUTE[,ROUTE...] with routes from: {', '.join(list_routes())}")
+        raise RosettaError(f"no route given; pass via=ROUTE[,ROUTE...] with routes from: {', '.join(list_routes())}")
     for route in routes:
         if route not in list_routes():
             raise RosettaError(f"unknown route {route!r}; choose from: {', '.join(list_routes())}")

@@ -47,7 +47,7 @@ def parse_user_targets(text: str | Sequence[str], route: str = "onnx") -> list[t
     names = ["onnx"] + [n for n in list_targets(route) if n != "onnxruntime"] if listed(text) == ["all"] else \
         listed(text)
     if not names:
-        raise RosettaError("no target given; pass --to FORMAT[,FORMAT...] or --to all")
+        raise RosettaError("no target given; pass to=FORMAT[,FORMAT...] or to=all")
     choices = ", ".join(["onnx"] + list_targets(route))
     pairs = []
     for name in dict.fromkeys(names):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from rosetta.errors import RosettaError
 from rosetta.registry import Registry
+from rosetta.settings import listed
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,9 @@ def get_model(name: str) -> ModelSpec:
     return _registered().get(name)
 
 
-def parse_model_list(text: str) -> list[ModelSpec]:
-    """'cnn,gru' or 'all' -> specs, with a clear error for an unknown name."""
-    names = list_models() if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
+def parse_model_list(text: str | Sequence[str]) -> list[ModelSpec]:
+    """'cnn,gru', ['cnn', 'gru'] or 'all' -> specs, with a clear error for an unknown name."""
+    names = list_models() if listed(text) == ["all"] else listed(text)
     if not names:
-        raise RosettaError("no model given; pass --model NAME[,NAME...] or --model all")
+        raise RosettaError("no model given; pass models=NAME[,NAME...] or models=all")
     return [get_model(n) for n in names]
