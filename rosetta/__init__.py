@@ -20,7 +20,8 @@ from rosetta.version import __version__
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 __all__ = ["verify", "convert", "bench", "conformance", "models", "environment", "Report", "Row", "Conversion",
-           "BenchReport", "ConformanceRun", "Listing", "list_models", "list_targets", "list_workloads", "parse_input",
+           "BenchReport", "ConformanceRun", "Listing", "RunSettings", "Tolerance", "list_models", "list_targets",
+           "list_workloads", "parse_input",
            "RosettaError", "BadInput", "UntrustedModel", "Unsupported", "CannotConvert", "FrameworkMissing",
            "WorkerDied", "WorkerCrashed", "WorkerTimedOut", "VerificationFailed", "EnvironmentFailed", "__version__"]
 _ERRORS = {"RosettaError", "BadInput", "UntrustedModel", "Unsupported", "CannotConvert", "FrameworkMissing",

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import numbers
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,21 +27,32 @@ from typing import Any
 from rosetta.convert.targets import EXPORT_DEFAULTS
 from rosetta.errors import BadInput, CannotConvert, RosettaError, VerificationFailed, WorkerDied
 from rosetta.execution import DEFAULT_TIMEOUT_S
+from rosetta.settings import (FLAG as _FLAG, PATH as _PATH, RUN_TAKES, TEXT as _TEXT, RunSettings, Tolerance, flag,
+                              listed, path_like, positive, shown, text, whole)
 from rosetta.sources.files import FORMATS_HELP as MODEL_FORMATS
 from rosetta.verify.results import CANNOT, ERROR, FAIL, INCONCLUSIVE, PASS, VerifyResult
 from rosetta.verify.tolerance import DEFAULT_MULTIPLE
 
 __all__ = ["verify", "convert", "bench", "models", "environment", "Report", "Row", "Conversion", "BenchReport",
            "Listing", "ConformanceRun", "conformance", "list_models", "list_targets", "list_workloads",
-           "parse_input"]
+           "parse_input", "RunSettings", "Tolerance"]
 
 LOG = logging.getLogger("rosetta")
 Row = VerifyResult  # one (model, route, target, check) row: every figure the table shows, and its reason
-# what verify's and convert's **options take (their docstrings say each)
-_VERIFY_OPTIONS = ("pair", "layer_map", "save_inputs", "save_outputs", "load_outputs", "inputs_file", "max_memory",
-                   "work_dir", "opset", "exporter", "training", "precision", "train_batch", "seeds", "address",
-                   "results_file", "labels")
-_CONVERT_OPTIONS = ("max_memory", "opset", "exporter", "training", "results_file", "address")
+# what each function takes as keywords besides its named parameters: options of its own, the RunSettings fields
+# it reads (the same fields of `settings=`, given one by one), and atol/rtol (the Tolerance's bounds)
+_RUN_FIELDS = tuple(RUN_TAKES)
+_OPTIONS = {
+    "verify": ("pair", "layer_map", "save_inputs", "save_outputs", "load_outputs", "inputs_file", "opset", "exporter",
+               "training", "precision", "train_batch", "seeds", "labels", "atol", "rtol", *_RUN_FIELDS),
+    "convert": ("force", "opset", "exporter", "training", "atol", "rtol",
+                *(f for f in _RUN_FIELDS if f not in ("device", "work_dir"))),
+    "bench": ("data", "overhead", "precision", "channels_last", "compile", "eager", "cuda_graphs", "resident_data",
+              "plot_dir", *(f for f in _RUN_FIELDS if f not in ("seed", "max_memory", "trust_code"))),
+    "conformance": ("write_expectations", "command",
+                    *(f for f in _RUN_FIELDS if f not in ("batch", "seed", "threads", "device", "max_memory",
+                                                          "trust_code"))),
+}
 # how bad a verdict is, for a report's overall verdict: the worst row's
 _SEVERITY = {FAIL: 5, ERROR: 4, INCONCLUSIVE: 3, CANNOT: 2, PASS: 1, "converted": 1}
 
@@ -237,96 +247,78 @@ class BenchReport:
 
 
 # ---- what the functions take ------------------------------------------------------------------------------------
-def _whole(minimum: int) -> Callable[[Any], bool]:
-    return lambda value: isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum
-
-
-def _positive(value) -> bool:
-    return (isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-            and value > 0)
-
-
-def _flag(value) -> bool:
-    return isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"))
-
-
-def _text(value) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+# the checks of rosetta.settings, by the short names this module has always used
+_whole, _positive, _flag, _text, _path_like, _shown = whole, positive, flag, text, path_like, shown
 
 
 def _names(value) -> bool:
     return _text(value) or (isinstance(value, (list, tuple)) and bool(value) and all(_text(v) for v in value))
 
 
-def _path_like(value) -> bool:
-    return isinstance(value, os.PathLike) or _text(value)
-
-
-# every parameter of the public functions (and of verify's and convert's **options) with a kind of its own: what
-# it takes, as a check and as the words of the BadInput that refuses anything else. inputs, tolerance, atol, rtol
-# and pair are read by their own readers (_inputs, _tolerance, _pair_texts), which refuse in the same words.
+# every parameter and option of the public functions with a kind of its own: what it takes, as a check and as
+# the words of the BadInput that refuses anything else (the RunSettings fields' are settings.RUN_TAKES). inputs,
+# tolerance, atol, rtol and pair are read by their own readers (_inputs, Tolerance.given, _pair_texts), which
+# refuse in the same words.
 _WHOLE_1, _WHOLE_0 = (_whole(1), "a whole number, 1 or more"), (_whole(0), "a whole number, 0 or more")
-_FLAG = (_flag, "True or False")
-_TEXT = (_text, "a non-empty string")
 
 
 def _names_of(what: str) -> tuple[Callable[[Any], bool], str]:
     return _names, f"{what} names: one, several comma-separated ('a,b'), 'all', or a list of them"
 
 
-_PATH = (_path_like, "a path (a string or os.PathLike)")
 _TAKES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    **dict.fromkeys(("batch", "steps", "epochs", "rounds", "workers", "train_batch", "opset"), _WHOLE_1),
-    "jobs": (_whole(1), "a whole number of jobs at a time, 1 or more"),
-    "seed": (_whole(0), "a whole number, 0 or more (the inputs' and weights' random seed)"),
+    **RUN_TAKES,
+    **dict.fromkeys(("steps", "epochs", "rounds", "workers", "train_batch", "opset"), _WHOLE_1),
     "seeds": (lambda v: isinstance(v, (list, tuple)) and bool(v) and all(_whole(0)(s) for s in v),
               "a list of whole numbers, 0 or more"),
     "train_steps": _WHOLE_0,
-    "threads": (_whole(0), "a whole number of threads, 0 or more (0: each framework's default)"),
-    "timeout": (_positive, "a positive number of seconds"),
-    "max_memory": (_positive, "a positive number of GiB"),
-    **dict.fromkeys(("locate", "trust_code", "progress", "verbose", "verify", "force", "overhead", "channels_last",
-                     "compile", "eager", "cuda_graphs", "resident_data", "resume"), _FLAG),
-    **dict.fromkeys(("via", "executor", "baseline", "precision", "address", "command", "suite", "route", "text"),
-                    _TEXT),
-    "device": (lambda v: v in ("cpu", "cuda"), "'cpu' or 'cuda'"),
+    **dict.fromkeys(("locate", "verify", "force", "overhead", "channels_last", "compile", "eager", "cuda_graphs",
+                     "resident_data", "resume"), _FLAG),
+    **dict.fromkeys(("via", "baseline", "precision", "command", "suite", "route", "text"), _TEXT),
     "exporter": (lambda v: v in ("torchscript", "dynamo"), "'torchscript' or 'dynamo' (torch.onnx's exporters)"),
     "training": (lambda v: v in ("eval", "preserve", "train"), "the export mode, 'eval', 'preserve' or 'train'"),
     **dict.fromkeys(("to", "targets"), _names_of("target")), "workloads": _names_of("workload"),
     "modes": _names_of("mode"), "ops": _names_of("ONNX operator"), "cases": _names_of("test case"),
-    **dict.fromkeys(("output_dir", "data", "work_dir", "plot_dir", "results_file", "report_dir", "write_expectations",
-                     "save_inputs", "save_outputs", "load_outputs", "inputs_file", "layer_map"), _PATH),
+    **dict.fromkeys(("output_dir", "data", "plot_dir", "report_dir", "write_expectations", "save_inputs",
+                     "save_outputs", "load_outputs", "inputs_file", "layer_map"), _PATH),
     "check": (lambda v: _flag(v) or _path_like(v), "True (the committed expectations), False, or a path"),
 }
 
 
-def _shown(value) -> str:
-    """A value as a message quotes it, on one line and short (an array by its shape and dtype)."""
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return f"a {type(value).__name__} of shape {tuple(value.shape)} and dtype {value.dtype}"
-    text = " ".join(repr(value).split())
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _check_parameters(function: Callable, given: dict, options: Sequence[str] = ()) -> None:
-    """BadInput, before any work, for the first of `function`'s parameters (`given`: its locals on entry, with
-    **options among them) whose value is not what it takes, naming the parameter and what it takes; None passes
-    where it is the default (and for an option). Options not among `options` are refused with the choices."""
+def _check_parameters(function: Callable, given: dict) -> None:
+    """BadInput, before any work, for the first of `function`'s named parameters (`given`: its locals on entry)
+    whose value is not what it takes, naming the parameter and what it takes; None passes where it is the
+    default."""
     import inspect
 
     parameters = inspect.signature(function).parameters
-    values = dict(given)
-    extra = values.pop("options", None) or {}
-    unknown = sorted(set(extra) - set(options))
-    if unknown:
-        raise BadInput(f"unknown option(s) {', '.join(unknown)}; {function.__name__} takes "
-                       f"{', '.join(sorted(options)) or 'none'} besides its named parameters; see help({function.__name__})")
-    for name, value in [*values.items(), *extra.items()]:
-        if name not in _TAKES or (value is None and (name in extra or parameters[name].default is None)):
+    for name, value in given.items():
+        if name not in _TAKES or name not in parameters or (value is None and parameters[name].default is None):
             continue
         check, takes = _TAKES[name]
         if not check(value):
             raise BadInput(f"{name}: {takes}; got {_shown(value)}")
+
+
+def _run_and_options(name: str, settings: RunSettings | None, options: dict) -> tuple[RunSettings, dict]:
+    """(the run settings: `settings` with the RunSettings fields among `options`, checked; the function's own
+    options, checked, None dropped). A keyword `name` does not take is refused with the ones it takes."""
+    if settings is not None and not isinstance(settings, RunSettings):
+        raise BadInput(f"settings: a rosetta.RunSettings; got {_shown(settings)}")
+    takes = _OPTIONS[name]
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        raise BadInput(f"unknown option(s) {', '.join(unknown)}; {name} takes {', '.join(sorted(takes))} besides "
+                       f"its named parameters; see help(rosetta.{name})")
+    own = {}
+    for key, value in options.items():
+        if key in RUN_TAKES or value is None:
+            continue
+        if key in _TAKES and not _TAKES[key][0](value):
+            raise BadInput(f"{key}: {_TAKES[key][1]}; got {_shown(value)}")
+        own[key] = value
+    run = (settings or RunSettings()).updated(**{key: value for key, value in options.items() if key in RUN_TAKES})
+    return run, own
 
 
 def _check_models(models: Sequence) -> None:
@@ -340,9 +332,9 @@ def _check_models(models: Sequence) -> None:
             check_not_on_meta(model, label_of(model))
 
 
-def _joined(names: str | Sequence[str] | None) -> str | None:
-    """Names as the command line takes them: "a,b" (a list joined)."""
-    return names if names is None or isinstance(names, str) else ",".join(names)
+def _listed(names: str | Sequence[str] | None) -> list[str] | None:
+    """Names as a list: "a,b" split, a list as given (None stays None)."""
+    return None if names is None else listed(names)
 
 
 def _array(name: str, value):
@@ -410,38 +402,6 @@ def _inputs(inputs) -> tuple[list, Any]:
     raise BadInput(f"inputs: {takes}, not a mix nor anything else; got {_shown(inputs)}")
 
 
-def _tolerance(tolerance, atol=None, rtol=None) -> tuple[list, list, float | None]:
-    """(atol pairs, rtol pairs, multiple) as the command line's --atol/--rtol/--tolerance-multiple give them:
-    `tolerance` a number (the multiple of the noise floor) or {"atol": ..., "rtol": ...}; atol/rtol a number
-    for every output or {output: number}."""
-    def bound(value) -> bool:
-        return isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 <= value < math.inf
-
-    if isinstance(tolerance, Mapping):
-        unknown = sorted(map(str, set(tolerance) - {"atol", "rtol", "multiple"}))
-        if unknown:
-            raise BadInput(f"tolerance: a number, or a dict of 'atol', 'rtol', 'multiple'; got the key(s) "
-                           f"{', '.join(unknown)}")
-        atol, rtol = tolerance.get("atol", atol), tolerance.get("rtol", rtol)
-        tolerance = tolerance.get("multiple")
-    pairs = []
-    for label, given in (("atol", atol), ("rtol", rtol)):
-        if given is None:
-            pairs.append([])
-        elif isinstance(given, Mapping) and all(isinstance(k, str) and bound(v) for k, v in given.items()):
-            pairs.append([(name, float(value)) for name, value in given.items()])
-        elif bound(given):
-            pairs.append([("", float(given))])
-        else:
-            raise BadInput(f"{label}: a number (0 or more, finite) for every output, or {{output name: number}} "
-                           f"(the name '' for every other output); "
-                           f"got {_shown(given)}")
-    if tolerance is not None and not bound(tolerance):
-        raise BadInput(f"tolerance: a multiple of the noise floor (0 or more), or {{'atol': ..., 'rtol': ...}}; "
-                       f"got {tolerance!r}")
-    return pairs[0], pairs[1], None if tolerance is None else float(tolerance)
-
-
 def _reference_model_names(model) -> str | None:
     """`model` as reference model names ("cnn", "cnn,gru", "all"): a string that names no file and looks like no
     path (no "/", "." or ":"; an unknown name is then refused with the choices), else None."""
@@ -451,32 +411,31 @@ def _reference_model_names(model) -> str | None:
 
 
 @contextlib.contextmanager
-def _run_settings(timeout: float | None, verbose: bool):
+def _environment(run: RunSettings):
     """What the command line sets for one run: the workers' timeout, and frameworks' logs off unless verbose."""
     from rosetta.imports import entries_restored
 
     with entries_restored(os.environ, ("ROSETTA_WORKER_TIMEOUT", "TF_CPP_MIN_LOG_LEVEL")):
-        if timeout is not None:
-            if not _positive(timeout):
-                raise BadInput(f"timeout: a positive number of seconds; got {_shown(timeout)}")
-            os.environ["ROSETTA_WORKER_TIMEOUT"] = str(timeout)
-        if not verbose:
+        if run.timeout is not None:
+            os.environ["ROSETTA_WORKER_TIMEOUT"] = str(run.timeout)
+        if not run.verbose:
             os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         yield
 
 
-def _executor(executor: str = "local", jobs: int | None = None, address: str | None = None):
+def _executor(run: RunSettings):
+    """Where the run's cells go: its executor by name (local, ray), `jobs` at a time, Ray's `address`."""
     from rosetta.execution.executors import get_executor
 
-    return get_executor(executor, address, jobs=jobs or 1)
+    return get_executor(run.executor, run.address, jobs=run.jobs or 1)
+
+
+DEFAULT_BATCH = 8  # rows of generated inputs for verify and convert where the run settings leave it to the call
 
 
 # ---- the functions ---------------------------------------------------------------------------------------------
-def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int = 0, locate: bool = False,
-           train_steps: int = 0, tolerance=None, atol=None, rtol=None, trust_code: bool = False,
-           targets: str | None = None, via: str = "onnx", device: str = "cpu", threads: int = 0,
-           timeout: float | None = None,
-           progress: bool = False, executor: str = "local", jobs: int | None = None, verbose: bool = False,
+def verify(reference, candidate=None, *, inputs=None, targets: str | Sequence[str] | None = None, via: str = "onnx",
+           locate: bool = False, train_steps: int = 0, tolerance=None, settings: RunSettings | None = None,
            **options) -> Report:
     """Is `candidate` the same function as `reference`? Run both on the same inputs and compare, with the
     calibrated tolerance (a multiple of the reference's own float32 noise floor), as `rosetta verify` does.
@@ -492,39 +451,37 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
         the first diverging step and the training bug named); it needs `labels`.
     inputs: arrays (dict by input name, or a list in input order) to run, or specs ("name:SHAPE:DTYPE[:LOW:HIGH]")
         of generated ones (`batch`, `seed`); a torch module or Gluon block needs them.
-    tolerance: None (calibrated, K = 10.5), a multiple of the noise floor, or {"atol": ..., "rtol": ...};
-        atol, rtol: a number, or {output name: number}.
+    tolerance: None (calibrated, K = 10.5), a multiple of the noise floor, {"atol": ..., "rtol": ...}, or a
+        rosetta.Tolerance; atol, rtol (options): a number, or {output name: number}.
     locate: for each FAIL, the first node or layer where it diverges (Report.located).
-    trust_code: let model files run their code (factories, Lambda layers); in-memory models always may.
-    options: pair ({"image": "input_1"} or {"image": ("input_1", (0, 2, 3, 1))}: inputs and outputs paired by
+    settings: a rosetta.RunSettings (batch, seed, threads, device, max_memory, trust_code: let model files run
+        their code, as factories and Lambda layers do (in-memory models always may), progress, verbose, executor,
+        jobs, address, timeout, work_dir, results_file); each of its fields may be given as a keyword instead,
+        over the object's.
+    options: the RunSettings fields, atol, rtol, pair ({"image": "input_1"} or {"image": ("input_1", (0, 2, 3, 1))}: inputs and outputs paired by
         hand where names, position and shape up to a layout permutation leave more than one pairing), layer_map
         (a file pairing layers for locate), save_inputs, save_outputs, load_outputs, inputs_file (paths),
-        max_memory (GiB), work_dir, opset, exporter, training, precision, train_batch, seeds, address (Ray),
+        opset, exporter, training, precision, train_batch, seeds, address (Ray),
         labels (the labels' spec for a training setup's train_steps, "labels:N:int64:0:4": class indices 0..3).
     Returns a Report; raises rosetta.RosettaError (one line) for bad input, before any work."""
-    _check_parameters(verify, locals(), _VERIFY_OPTIONS)
-    atol_pairs, rtol_pairs, multiple = _tolerance(tolerance, atol, rtol)
+    _check_parameters(verify, locals())
+    run, options = _run_and_options("verify", settings, options)
+    bounds = Tolerance.given(tolerance, options.pop("atol", None), options.pop("rtol", None))
     export = {key: options.pop(key) for key in ("opset", "exporter", "training") if key in options}
-    address = options.pop("address", None)
-    with _run_settings(timeout, verbose):
+    with _environment(run):
         names = _reference_model_names(reference) if candidate is None else None
         if names is not None:
-            from rosetta.verify.matrix import verify_reference_models
+            from rosetta.verify.matrix import TrainingPlan, verify_reference_models
 
-            given = {key: options.pop(key) for key in ("work_dir", "seeds", "train_batch", "precision", "max_memory",
-                                                         "results_file") if key in options}
+            given = {key: options.pop(key) for key in ("seeds", "train_batch", "precision") if key in options}
             _refuse_unused(options, "verify of reference models")
-            done = verify_reference_models(
-                names, _joined(targets) or "onnxruntime", via, work_dir=given.get("work_dir"), progress=progress,
-                seeds=given.get("seeds", [seed]), batch=batch, threads=threads, device=device, atol=atol_pairs,
-                rtol=rtol_pairs,
-                tolerance_multiple=multiple, export=export, train_steps=train_steps or None,
-                train_batch=given.get("train_batch", 4), locate=locate, precision=given.get("precision", "float32"),
-                max_memory=given.get("max_memory"), results_file=given.get("results_file"),
-                executor=_executor(executor, jobs, address))
-            where = "" if device == "cpu" else f", targets on {device}"
+            training = TrainingPlan(train_steps or None, given.get("train_batch", 4), given.get("precision", "float32"))
+            done = verify_reference_models(names, _listed(targets) or ["onnxruntime"], [via], run, bounds,
+                                           seeds=given.get("seeds", [run.seed]), export=export, training=training,
+                                           executor=_executor(run), locate=locate)
+            where = "" if run.device == "cpu" else f", targets on {run.device}"
             return Report(done.results, f"rosetta verify ({done.policy.describe()}{where})",
-                          {"tolerance": done.policy.to_json(), "device": device})
+                          {"tolerance": done.policy.to_json(), "device": run.device})
         from rosetta.verify.port_training import is_training_setup
 
         setup = reference if is_training_setup(reference) else None
@@ -535,29 +492,27 @@ def verify(reference, candidate=None, *, inputs=None, batch: int = 8, seed: int 
             raise BadInput("targets= and train_steps= are for reference models (verify('cnn', targets='keras')), "
                            "or train_steps= for a PyTorch training setup (module, optimizer, loss_fn) against a "
                            "compiled keras.Model; give a candidate model to compare with the reference instead")
-        from rosetta.verify.files import verify_files
+        from rosetta.verify.files import FileOptions, verify_files
 
         specs, arrays = _inputs(inputs)
-        files = {key: _path(options.pop(key, None)) for key in ("inputs_file", "load_outputs", "save_inputs",
-                                                                "save_outputs", "results_file", "layer_map")}
-        max_memory, pairs = options.pop("max_memory", None), _pair_texts(options.pop("pair", None))
-        _refuse_unused({**export, **options}, "verify of two or more models")
+        files = FileOptions(**{key: _path(options.pop(key, None)) for key in ("inputs_file", "load_outputs",
+                                                                           "save_inputs", "save_outputs", "layer_map")})
+        pairs = _pair_texts(options.pop("pair", None))
+        _refuse_unused({**export, **options, **({"work_dir": run.work_dir} if run.work_dir else {})},
+                       "verify of two or more models")
         if arrays is not None:
-            _check_arrays_fit(arrays, max_memory)
+            _check_arrays_fit(arrays, run.max_memory)
         candidates = [] if candidate is None else list(candidate) if isinstance(candidate, (list, tuple)) else [candidate]
         _check_models([reference, *candidates])
         label_spec = _check_port_training(candidates, labels) if train_steps else None
-        done = verify_files([reference, *candidates], inputs=specs, feeds=arrays, trust_code=trust_code,
-                            batch=batch, seed=seed, threads=threads, atol=atol_pairs, rtol=rtol_pairs,
-                            tolerance_multiple=multiple, max_memory=max_memory, progress=progress,
-                            executor=_executor(executor, jobs, address), locate=locate, pairs=pairs,
-                            device=device, **files)
+        done = verify_files([reference, *candidates], run, bounds, inputs=specs, feeds=arrays, files=files,
+                            executor=_executor(run), locate=locate, pairs=pairs)
         rows = list(done.results)
         if train_steps:
-            rows.append(_port_training_row(setup, candidates[0], specs, label_spec, train_steps, batch, seed, multiple))
-    where = "" if device == "cpu" else f", compared models on {device}"
+            rows.append(_port_training_row(setup, candidates[0], specs, label_spec, train_steps, run, bounds.multiple))
+    where = "" if run.device == "cpu" else f", compared models on {run.device}"
     return Report(rows, f"rosetta verify: against {done.reference} ({done.policy.describe()}{where})",
-                  {"reference": done.reference, "tolerance": done.policy.to_json(), "device": device},
+                  {"reference": done.reference, "tolerance": done.policy.to_json(), "device": run.device},
                   {"reference": done.reference, "inputs": done.inputs, "outputs": done.outputs})
 
 
@@ -579,7 +534,7 @@ def _check_port_training(candidates: list, labels):
     return labels if hasattr(labels, "shape") else parse_input_option(labels)
 
 
-def _port_training_row(setup: tuple, port, specs: list, label_spec, steps: int, batch: int, seed: int,
+def _port_training_row(setup: tuple, port, specs: list, label_spec, steps: int, run: RunSettings,
                        multiple: float | None) -> VerifyResult:
     """The training row of a PyTorch setup against a compiled keras.Model (rosetta.verify.port_training)."""
     from rosetta.scratch import scratch_folder
@@ -589,103 +544,98 @@ def _port_training_row(setup: tuple, port, specs: list, label_spec, steps: int, 
     with scratch_folder("rosetta-port-training-") as scratch:
         path = Path(scratch) / "port.keras"
         port.save(str(path))  # with its compile config: the worker trains it as compiled
-        done = verify_port_training(setup, str(path), specs, label_spec, steps, batch=batch, seed=seed,
+        done = verify_port_training(setup, str(path), specs, label_spec, steps, batch=run.batch or DEFAULT_BATCH,
+                                    seed=run.seed,
                                     multiple=multiple, label=label_of(setup[0]))
     return done.row
 
 
 def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: str | os.PathLike | None = None,
-            inputs=None, verify: bool = True, force: bool = False, trust_code: bool = False, batch: int = 8,
-            seed: int = 0, locate: bool = False, tolerance=None, atol=None, rtol=None, threads: int = 0,
-            timeout: float | None = None, progress: bool = False, executor: str = "local", jobs: int | None = None,
-            verbose: bool = False, **options) -> Conversion:
+            inputs=None, verify: bool = True, locate: bool = False, tolerance=None,
+            settings: RunSettings | None = None, **options) -> Conversion:
     """Convert `model` to each target of `to` ("onnx,torch", a list, or "all") by `via` ("onnx" or "mmdnn"),
     verify each conversion against the model on generated or given inputs (unless verify=False), and write
     each to output_dir/TARGET (a new temporary folder when None: the caller owns it), as `rosetta convert`.
 
     model: a path, `file.py:factory`, a model object, or a reference model name (one target then, no report).
-    Other arguments as verify's; options: max_memory, opset, exporter, training, results_file.
+    Other arguments as verify's; options: force (replace what rosetta wrote in output_dir before), opset,
+    exporter, training, atol, rtol, and the RunSettings fields but device and work_dir.
     Returns a Conversion: {target: folder} and the Report (a target that cannot be converted is a CANNOT row)."""
     import tempfile
 
-    _check_parameters(convert, locals(), _CONVERT_OPTIONS)
-    targets = _joined(to)
+    _check_parameters(convert, locals())
+    run, options = _run_and_options("convert", settings, options)
+    targets = _listed(to)
     export = {key: options.pop(key) for key in ("opset", "exporter", "training") if key in options}
-    address = options.pop("address", None)
-    atol_pairs, rtol_pairs, multiple = _tolerance(tolerance, atol, rtol)
+    force = bool(options.pop("force", False))
+    bounds = Tolerance.given(tolerance, options.pop("atol", None), options.pop("rtol", None))
     specs, _ = _inputs(inputs)
     output = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="rosetta-convert-"))
-    with _run_settings(timeout, verbose):
+    with _environment(run):
         names = _reference_model_names(model)
         if names is not None:
             from rosetta.convert.store import convert_reference_model
 
             from dataclasses import asdict
 
-            options.pop("max_memory", None)  # a reference model's size is known: nothing to bound
-            results_file = _path(options.pop("results_file", None))
-            _refuse_unused(options, "convert of a reference model")
-            check_writable(results_file)
-            manifest = convert_reference_model(names, targets, via, output, seed=seed, export=export, force=force)
-            if results_file:
-                write_json(results_file, asdict(manifest))
+            check_writable(run.results_file)  # a reference model's size is known: max_memory bounds nothing
+            manifest = convert_reference_model(names, ",".join(targets), via, output, seed=run.seed, export=export,
+                                               force=force)
+            if run.results_file:
+                write_json(run.results_file, asdict(manifest))
             return Conversion({manifest.chain[-1]: output}, Report([], "rosetta convert"), output, asdict(manifest))
-        from rosetta.verify.files import convert_and_verify_file
+        from rosetta.verify.files import ConvertRequest, convert_and_verify_file
 
-        max_memory, results_file = options.pop("max_memory", None), _path(options.pop("results_file", None))
-        _refuse_unused(options, "convert")
         _check_models([model])
-        done = convert_and_verify_file(model, targets, via, output, force=force, export_options=export, inputs=specs,
-                                       trust_code=trust_code, batch=batch, seed=seed, threads=threads,
-                                       atol=atol_pairs, rtol=rtol_pairs, tolerance_multiple=multiple,
-                                       max_memory=max_memory, verify=verify, progress=progress,
-                                       results_file=results_file, executor=_executor(executor, jobs, address),
-                                       locate=locate)
+        request = ConvertRequest(tuple(targets), output, via, export, force, verify, locate)
+        done = convert_and_verify_file(model, request, run, bounds, inputs=specs, executor=_executor(run))
     title = f"rosetta convert {done.model_label}" + (f" ({done.policy.describe()})" if verify else "")
     report = Report(done.results, title, {"model": done.model_file, "output": str(output),
                                           "tolerance": done.policy.to_json(), "verified": verify})
     return Conversion({name: output / name for name in done.written}, report, output)
 
 
-def bench(workloads: str | Sequence[str] = "all", targets: str | Sequence[str] = "all", *, device: str = "cpu",
-          steps: int | None = None, epochs: int | None = None, batch: int | None = None,
-          data: str | os.PathLike | None = None, threads: int = 0, overhead: bool = True, baseline: str = "reference",
-          rounds: int = 3, precision: str = "fp32", channels_last: bool = False, compile: bool = False,
-          eager: bool = False, cuda_graphs: bool = False, resident_data: bool = False, workers: int = 1,
-          work_dir: str | os.PathLike | None = None, plot_dir: str | os.PathLike | None = None,
-          results_file: str | os.PathLike | None = None, progress: bool = False, executor: str = "local",
-          jobs: int | None = None, address: str | None = None, timeout: float | None = None,
-          verbose: bool = False) -> BenchReport:
+def bench(workloads: str | Sequence[str] = "all", targets: str | Sequence[str] = "all", *, steps: int | None = None,
+          epochs: int | None = None, baseline: str = "reference", rounds: int = 3, workers: int = 1,
+          settings: RunSettings | None = None, **options) -> BenchReport:
     """Time the DLF workloads ("cnn-train", "gru-train", "resnet50-features", comma-separated, a list, or "all")
     in each target's framework (the PyTorch reference always timed too), each cell in a process of its own, as
-    `rosetta bench` does: `device` "cpu" or "cuda", the speed variant (precision "fp32", "tf32", "amp-fp16",
-    "amp-bf16"; channels_last, compile, eager, cuda_graphs, resident_data), `batch` (default: DLF's). Returns a
-    BenchReport: its rows (bench.run.BenchResult), the --json payload, what the command prints, and with
-    `plot_dir` one PNG chart per workload."""
+    `rosetta bench` does: `steps` (or `epochs`) per cell, `baseline` "native" (each converted model against the
+    framework's hand-written one, alternating for `rounds` rounds), `workers` > 1 (training data-parallel).
+    Options: the speed variant (precision "fp32", "tf32", "amp-fp16", "amp-bf16"; channels_last, compile, eager,
+    cuda_graphs, resident_data), data (the DLF data sets' folder; default synthetic), overhead (default True),
+    plot_dir, and the RunSettings fields but seed, max_memory and trust_code: device "cpu" or "cuda", batch
+    (default: DLF's), ... Returns a BenchReport: its rows (bench.run.BenchResult), the --json payload, what the
+    command prints, and with `plot_dir` one PNG chart per workload."""
     _check_parameters(bench, locals())
+    run, options = _run_and_options("bench", settings, options)
     from rosetta.bench.plan import bench_workloads
+    from rosetta.bench.run import BenchOptions
     from rosetta.report.plots import bench_chart
     from rosetta.report.tables import bench_lines, bench_table
+    from rosetta.version import __version__
 
-    joined = [_joined(workloads), _joined(targets)]
-    speed = {"precision": precision, "channels_last": channels_last, "compile": compile, "eager": eager,
-             "cuda_graphs": cuda_graphs, "resident_data": resident_data}
-    runs_on = _executor(executor, jobs, address)
-    with _run_settings(timeout, verbose):
-        done = bench_workloads(*joined, device=device, steps=steps, epochs=epochs, data=_path(data),
-                               threads=threads, overhead=overhead, work_dir=_path(work_dir), progress=progress,
-                               results_file=_path(results_file), plot_dir=_path(plot_dir), executor=runs_on,
-                               baseline=baseline, rounds=rounds, speed=speed, workers=workers, batch=batch or 0)
+    speed = {"precision": options.get("precision", "fp32"),
+             **{switch: bool(options.get(switch, False))
+                for switch in ("channels_last", "compile", "eager", "cuda_graphs", "resident_data")}}
+    plot_dir = _path(options.get("plot_dir"))
+    timing = BenchOptions(steps=steps, epochs=epochs, data=_path(options.get("data")),
+                          overhead=bool(options.get("overhead", True)), baseline=baseline, rounds=rounds, speed=speed,
+                          workers=workers, plot_dir=plot_dir)
+    runs_on = _executor(run)
+    with _environment(run):
+        done = bench_workloads(_listed(workloads), _listed(targets), timing, run, runs_on)
+    device = run.device
     lines = [f"executor: {runs_on.describe()}"]
     if done.peak:
         lines.append(f"device peak: {done.peak['flops_per_s'] / 1e12:,.1f} TFLOP/s ({done.peak['matmul']} in "
                      f"{done.peak['dtype']}, {done.peak['precision in force']}) on {done.peak['device']}")
     lines += bench_lines(done.results, done.overheads) + done.notes
     if plot_dir is not None:
-        lines += [f"chart: {bench_chart(w, done.results, Path(plot_dir) / f'{w.name}.png', device)}"
+        lines += [f"chart: {bench_chart(w, done.results, plot_dir / f'{w.name}.png', device)}"
                   for w in done.workloads]
-    payload = {"rosetta_version": __version__, "device": device, "threads": threads, "workers": workers,
-               "batch": batch, "speed": speed, "peak": done.peak, "baseline": baseline,
+    payload = {"rosetta_version": __version__, "device": device, "threads": run.threads, "workers": workers,
+               "batch": run.batch, "speed": speed, "peak": done.peak, "baseline": baseline,
                "rounds": rounds if baseline == "native" else None, "executor": runs_on.describe(),
                "workloads": [w.__dict__ for w in done.workloads], "results": [r.to_json() for r in done.results],
                "overhead": done.overheads, "notes": done.notes}
@@ -708,108 +658,42 @@ class ConformanceRun:
             console.print(item, highlight=False)
 
 
-def conformance(targets: str = "all", suite: str = "node", *, modes: str | Sequence[str] = "all",
-                ops: str | Sequence[str] | None = None,
-                cases: str | Sequence[str] | None = None, results_file: str | os.PathLike | None = None,
+def conformance(targets: str | Sequence[str] = "all", suite: str | Sequence[str] = "node", *,
+                modes: str | Sequence[str] = "all", ops: str | Sequence[str] | None = None,
+                cases: str | Sequence[str] | None = None, check: str | os.PathLike | bool | None = None,
                 resume: bool = False, report_dir: str | os.PathLike | None = None,
-                work_dir: str | os.PathLike | None = None, check: str | os.PathLike | bool | None = None,
-                write_expectations: str | os.PathLike | None = None, command: str = "rosetta conformance",
-                progress: bool = False, executor: str = "local", jobs: int | None = None, address: str | None = None,
-                timeout: float | None = None, verbose: bool = False) -> ConformanceRun:
+                settings: RunSettings | None = None, **options) -> ConformanceRun:
     """ONNX's backend test cases through every ONNX-route target, as `rosetta conformance` runs them: `suite`
     ("node", "pytorch-converted", "pytorch-operator", "simple", comma-separated, or "all") in `modes` ("plain":
     every input a graph input; "initializers": what real models hold as constants bound; or "all"), the cases of `ops`
-    or named `cases`; `results_file` rewritten as it goes (`resume` keeps its rows); `report_dir` gets
-    conformance.md and the heat map; `check` (True: the committed expectations, or a file) compares every pair's
-    verdict with the expected one, `write_expectations` writes them."""
+    or named `cases`; `check` (True: the committed expectations, or a file) compares every pair's verdict with
+    the expected one; `resume` keeps the rows of the results file; `report_dir` gets conformance.md and the heat
+    map. Options: write_expectations (a file for this run's verdicts), command (as the report names the run),
+    and the RunSettings fields results_file (rewritten as it goes), work_dir, progress, verbose, executor, jobs,
+    address, timeout (rosetta.verify.conformance.run does the work)."""
     _check_parameters(conformance, locals())
-    import json
-    import time
-
+    run, options = _run_and_options("conformance", settings, options)
     from rosetta.atomic import atomic_write_text
     from rosetta.convert.targets import parse_target_list
     from rosetta.report.conformance import (conformance_heatmap, conformance_markdown, conformance_table,
                                             coverage_table, summary)
-    from rosetta.scratch import scratch_folder
-    from rosetta.verify.conformance import (EXPECTATIONS, MODES, SUITES, check_expectations, collect_cases,
-                                            expectations, expectations_text, reusable, row_key, run_conformance,
-                                            version_drift)
-    from rosetta.verify.results import exit_status
+    from rosetta.verify.conformance.run import CaseSelection, Expectations, run_suites
 
-    def read_json(path, flag: str) -> dict:
-        try:
-            return json.loads(Path(path).read_text())
-        except (OSError, ValueError) as error:
-            raise BadInput(f"{flag} {path}: not a readable JSON file ({type(error).__name__})") from None
-
-    chosen_targets = parse_target_list(_joined(targets))
-    suites = list(SUITES) if suite.strip() == "all" else [s.strip() for s in suite.split(",") if s.strip()]
-    unknown = [s for s in suites if s not in SUITES]
-    if unknown:
-        raise BadInput(f"unknown suite {', '.join(unknown)}; choose from: {', '.join(SUITES)}")
-    text = ",".join(modes) if not isinstance(modes, str) else modes
-    chosen_modes = list(MODES) if text.strip() == "all" else [m.strip() for m in text.split(",") if m.strip()]
-    if not chosen_modes or set(chosen_modes) - set(MODES):
-        raise BadInput(f"unknown mode {text!r}; choose from: {', '.join(MODES)}, all")
-    results_file, write_expectations = _path(results_file), _path(write_expectations)
-    check_writable(results_file)
-    check_writable(write_expectations)
-    check = EXPECTATIONS if check is True else check
-    expected = read_json(check, "--check") if check else None
-    if resume and not results_file:
-        raise BadInput("--resume needs --json FILE: the rows of the earlier run are read from it")
-    done = {}
-    if resume and results_file.is_file():
-        done = reusable({row_key(r): r for r in read_json(results_file, "--json").get("rows", [])}, chosen_targets)
-    ops = [o.strip() for o in ops.split(",")] if isinstance(ops, str) else list(ops) if ops else None
-    names = [c.strip() for c in cases.split(",")] if isinstance(cases, str) else list(cases) if cases else None
-    runs_on = _executor(executor, jobs, address)
-
-    def write(results) -> None:
-        if results_file:
-            rows = [r.to_json() for r in results]
-            write_json(results_file, {"suites": suites, "modes": chosen_modes, "targets": [t.name for t in chosen_targets],
-                                      "executor": runs_on.describe(), "summary": summary(rows), "rows": rows})
-
-    started = time.monotonic()
-    with _run_settings(timeout, verbose), scratch_folder("rosetta-conformance-") as scratch:
-        work = _path(work_dir) or Path(scratch)
-        found = collect_cases(work / "cases", suites, ops, names, chosen_modes)
-        if not found:
-            raise BadInput("no test case matches --ops/--cases in the chosen suites")
-        results = run_conformance(found, chosen_targets, work / "converted", runs_on, progress, done, write)
-    rows = [r.to_json() for r in results]
-    kept = sum(row_key(r) in done for r in rows)
-    minutes, seconds = divmod(round(time.monotonic() - started), 60)
-    how = (f"{len(rows) - kept:,} pairs run in {minutes} min {seconds:02d} s"
-           + (f" ({kept:,} kept from an earlier run)" if kept else "") + f", executor {runs_on.name}"
-           + (f" ({runs_on.jobs} at a time)" if getattr(runs_on, "jobs", 0) else "") + f", on {os.cpu_count()} cores")
-    said: list = [conformance_table(rows), coverage_table(rows)]
-    write(results)
-    if done:
-        said.append(f"resumed: {kept} of {len(rows)} rows kept from {results_file}")
-    if write_expectations:
-        atomic_write_text(write_expectations, expectations_text(expectations(rows, chosen_targets)))
-        said.append(f"wrote {write_expectations}")
+    chosen = parse_target_list(listed(targets))
+    selection = CaseSelection.given(suite, modes, ops, cases)
+    expected = Expectations(check if isinstance(check, bool) else _path(check), _path(options.get("write_expectations")))
+    with _environment(run):
+        done = run_suites(chosen, selection, run, resume=resume, expected=expected, executor=_executor(run),
+                          summarize=summary)
+    said: list = [conformance_table(done.rows), coverage_table(done.rows), *done.notes]
     if report_dir is not None:
         report_dir = Path(report_dir)
         report_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(report_dir / "conformance.md",
-                          conformance_markdown(rows, "ONNX backend-test conformance", command, how))
-        conformance_heatmap(rows, report_dir / "conformance.png")
+        atomic_write_text(report_dir / "conformance.md", conformance_markdown(
+            done.rows, "ONNX backend-test conformance", options.get("command", "rosetta conformance"), done.how))
+        conformance_heatmap(done.rows, report_dir / "conformance.png")
         said.append(f"wrote {report_dir / 'conformance.md'}, {report_dir / 'conformance.png'}")
-    status = exit_status([row["verdict"] for row in rows])
-    if expected is not None:
-        differences, unnamed = check_expectations(rows, expected)
-        said += [f"{check} was written with other versions: {line}"
-                 for line in (version_drift(expected, chosen_targets) if differences else [])]
-        said += [f"changed: {line}" for line in differences]
-        if unnamed:
-            said.append(f"{len(unnamed)} pair(s) not in {check} (not checked), e.g. {unnamed[0]}")
-        said.append(f"--check: {len(rows) - len(unnamed) - len(differences)} verdicts as expected, "
-                    f"{len(differences)} changed")
-        status = 1 if differences else 0  # an expected FAIL or ERROR is what --check was told to expect
-    return ConformanceRun(rows, said, status)
+    return ConformanceRun(done.rows, said + done.checked, done.status)
 
 
 @dataclass

@@ -115,12 +115,12 @@ def _check_entries(folder: Path, force: bool, entries: Iterable[str] | None) -> 
     if not present:
         return
     if not force:
-        raise RosettaError(f"output folder {folder} exists and is not empty; choose another or pass --force to "
+        raise RosettaError(f"output folder {folder} exists and is not empty; choose another or pass force= to "
                            "replace it")
     written = _rosetta_entries(folder)
     for name in entries if entries is not None else ():
         if os.path.lexists(folder / name) and name not in written:
-            raise RosettaError(f"{folder / name} was not written by rosetta, and --force replaces only what rosetta "
+            raise RosettaError(f"{folder / name} was not written by rosetta, and force= replaces only what rosetta "
                                "wrote; move it or choose another output folder")
 
 
@@ -241,7 +241,7 @@ class OutputFolder:
                 raise RosettaError(f"{self.folder / name} appeared during the run; nothing was written: move it or "
                                    "choose another output folder")
             if name not in written:
-                raise RosettaError(f"{self.folder / name} was not written by rosetta, and --force replaces only what "
+                raise RosettaError(f"{self.folder / name} was not written by rosetta, and force= replaces only what "
                                    "rosetta wrote; nothing was written: move it or choose another output folder")
 
     def install(self, names: Iterable[str]) -> list[str]:

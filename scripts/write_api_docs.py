@@ -6,6 +6,7 @@ its docstring. tests/test_api.py fails when the page and the code differ.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 FUNCTIONS = ("verify", "convert", "bench", "conformance", "models", "environment", "list_models", "list_targets",
              "list_workloads", "parse_input")
 RESULTS = ("Report", "Conversion", "BenchReport", "ConformanceRun", "Listing")
+SETTINGS = ("RunSettings", "Tolerance")
 ERRORS = ("RosettaError", "BadInput", "UntrustedModel", "Unsupported", "CannotConvert", "FrameworkMissing",
           "WorkerDied", "WorkerCrashed", "WorkerTimedOut", "EnvironmentFailed", "VerificationFailed")
 
@@ -36,6 +38,20 @@ def api_page() -> str:
     for name in FUNCTIONS:
         function = getattr(api, name)
         lines += [f"### `rosetta.{name}{inspect.signature(function)}`", "", first(function.__doc__), ""]
+        if name in api._OPTIONS:
+            lines += [f"Its `**options`: {', '.join(f'`{o}`' for o in api._OPTIONS[name])}; any other keyword is "
+                      "a `rosetta.BadInput` that lists these.", ""]
+    lines += ["## Settings objects", "",
+              "The options every run shares travel as two frozen objects, checked once where they are built (a "
+              "`rosetta.BadInput` naming the field): `settings=rosetta.RunSettings(...)` and "
+              "`tolerance=rosetta.Tolerance(...)`. Each RunSettings field may also be given to a function as a "
+              "keyword of its own (`rosetta.verify(a, b, batch=4)`), over the object's field; `atol` and `rtol` "
+              "likewise beside `tolerance`.", ""]
+    for name in SETTINGS:
+        cls = getattr(api, name)
+        fields = ", ".join(f"`{f.name}={f.default!r}`" for f in dataclasses.fields(cls))
+        lines += [f"### `rosetta.{name}`", "", " ".join(inspect.cleandoc(cls.__doc__ or "").split()), "",
+                  f"Fields: {fields}.", ""]
     lines += [f"### `rosetta.testing.assert_same_function{inspect.signature(testing.assert_same_function)}`", "",
               first(testing.assert_same_function.__doc__), "", "## Result objects", ""]
     for name in RESULTS:

@@ -157,8 +157,11 @@ def test_tolerance_options_make_the_policy():
     assert policy_from_options([], [], None).multiple == DEFAULT_MULTIPLE
     assert policy_from_options([], [], None, 50.0).multiple == 50.0
     assert policy_from_options([], [], 3.0, 50.0).multiple == 3.0
-    with pytest.raises(RosettaError, match="give either --tolerance-multiple or --atol/--rtol, not both"):
+    with pytest.raises(RosettaError, match="give either tolerance= or atol=/rtol=, not both") as refused:
         policy_from_options([("", 1.0)], [], 3.0)
+    from rosetta.cli.flags import as_flags  # the library names its parameters, the command line its flags
+
+    assert as_flags(str(refused.value)) == "give either --tolerance-multiple or --atol/--rtol, not both"
 
 
 def test_bench_epochs_are_whole_epochs_of_steps():

@@ -76,7 +76,7 @@ def _opened(path: Path):
     try:
         return open(path, "rb")
     except OSError as error:
-        raise RosettaError(f"--data: cannot read {path}: {error.strerror or error}") from None
+        raise RosettaError(f"data=: cannot read {path}: {error.strerror or error}") from None
 
 
 def load_cifar10(folder: Path) -> Dataset:

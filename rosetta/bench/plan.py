@@ -4,11 +4,14 @@ cannot run, each workload run for the steps (or full epochs) asked for by `roset
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from rosetta.bench.run import BenchOptions
 from rosetta.errors import RosettaError
 from rosetta.scratch import scratch_folder
+from rosetta.settings import RunSettings
 
 
 @dataclass
@@ -45,19 +48,14 @@ def measure_peak(device: str, speed: dict | None, executor=None) -> dict | None:
     return outcome.result
 
 
-def bench_workloads(workloads: str, targets: str, *, device: str = "cpu", steps: int | None = None,
-                    epochs: int | None = None, data: Path | None = None, threads: int = 0, overhead: bool = True,
-                    work_dir: Path | None = None, progress: bool = False, results_file: Path | None = None,
-                    plot_dir: Path | None = None, executor=None, baseline: str = "reference",
-                    rounds: int = 3, speed: dict | None = None, workers: int = 1, batch: int = 0) -> BenchRun:
-    """Time `workloads` (comma-separated, or all) in `targets` (comma-separated, or all), one workload after the
-    other. `data`: folder of the DLF data sets (None: synthetic data); `work_dir`: where the converted artifacts
-    go (None: a temporary folder); `results_file`: where the caller will write the results, checked writable
-    before any work; `plot_dir`: the caller's chart folder, created before any work; `baseline` "native": each
-    converted model is also timed against the framework's hand-written model, alternating for `rounds` rounds;
-    `speed`: the speed variant (rosetta.frameworks.speed) every cell runs with; `workers` > 1: the training
-    workloads data-parallel on that many workers (rosetta.bench.parallel); `batch`: samples per step (0: each
-    workload's DLF batch). On a GPU the device's matmul peak is measured once first (measure_peak)."""
+def bench_workloads(workloads: str | Sequence[str], targets: str | Sequence[str],
+                    options: BenchOptions = BenchOptions(), run: RunSettings = RunSettings(),
+                    executor=None) -> BenchRun:
+    """Time `workloads` (names, or all) in `targets` (names, or all), one workload after the other, as
+    `options` say (rosetta.bench.run.BenchOptions). `run`: device, threads, progress, batch (samples per step;
+    None: each workload's DLF batch), work_dir (where the converted artifacts go; None: a temporary folder),
+    results_file (where the caller will write the results, checked writable before any work). On a GPU the
+    device's matmul peak is measured once first (measure_peak)."""
     from rosetta.bench.run import run_bench
     from rosetta.bench.workloads import parse_workloads, workload_dataset
     from rosetta.convert.store import ArtifactStore
@@ -65,29 +63,28 @@ def bench_workloads(workloads: str, targets: str, *, device: str = "cpu", steps:
     from rosetta.frameworks.speed import Speed
     from rosetta.output import check_writable_file
 
-    # a bad --precision refused before any work; the default variant is no variant (the overhead is measured)
-    variant = Speed.from_json(speed)
+    device, batch, data, plot_dir = run.device, run.batch or 0, options.data, options.plot_dir
+    # a bad precision refused before any work; the default variant is no variant (the overhead is measured)
+    variant = Speed.from_json(options.speed)
     speed = variant.to_json() if variant != Speed() else None
-    run = BenchRun(parse_workloads(workloads))
+    bench = BenchRun(parse_workloads(workloads))
     chosen = parse_target_list(targets)
-    check_writable_file(results_file)
+    check_writable_file(run.results_file)
     if data is not None and not data.is_dir():
-        raise RosettaError(f"--data {data}: no such folder (it should hold cifar-10-batches-py/ and imdb.npz)")
+        raise RosettaError(f"data={data}: no such folder (it should hold cifar-10-batches-py/ and imdb.npz)")
     if data is not None:  # every data set read once here: a damaged file is one line now, not a FAIL per cell
-        for workload in {w.dataset: w for w in run.workloads if w.dataset}.values():
+        for workload in {w.dataset: w for w in bench.workloads if w.dataset}.values():
             workload_dataset(workload, data)
     if plot_dir is not None:
         plot_dir.mkdir(parents=True, exist_ok=True)
-    run.peak = measure_peak(device, speed, executor)
+    bench.peak = measure_peak(device, speed, executor)
     with scratch_folder("rosetta-") as scratch:
-        store = ArtifactStore(work_dir or Path(scratch))
-        for workload in run.workloads:
-            done, overheads, skipped = run_bench([workload], chosen, store, device=device,
-                                                 steps=steps_for(workload, steps, epochs, batch), threads=threads,
-                                                 data=str(data or ""), overhead=overhead, progress=progress,
-                                                 executor=executor, baseline=baseline, rounds=rounds,
-                                                 speed=speed, workers=workers, batch=batch, peak=run.peak)
-            run.results += done
-            run.overheads.update(overheads)
-            run.notes += skipped
-    return run
+        store = ArtifactStore(run.work_dir or Path(scratch))
+        for workload in bench.workloads:
+            done, overheads, skipped = run_bench([workload], chosen, store, replace(options, speed=speed), run,
+                                                 steps=steps_for(workload, options.steps, options.epochs, batch),
+                                                 executor=executor, peak=bench.peak)
+            bench.results += done
+            bench.overheads.update(overheads)
+            bench.notes += skipped
+    return bench

@@ -30,6 +30,7 @@ import numpy as np
 
 from rosetta.bench.workloads import DEFAULT_WARMUP, REFERENCE_TARGET, BenchCell, Workload, workload_batches
 from rosetta.frameworks.speed import SettingUnavailable, Speed
+from rosetta.settings import RunSettings
 
 NATIVE_LABEL = "{framework} (native)"
 DEFAULT_ROUNDS = 3
@@ -268,21 +269,39 @@ def plan_bench(workloads: list[Workload], targets: list) -> tuple[list[tuple], l
     return plan, notes
 
 
-def run_bench(workloads: list[Workload], targets: list, store, device: str = "cpu", steps: int = 0,
-              threads: int = 0, data: str = "", overhead: bool = True, progress: bool = True,
-              export: dict | None = None, executor=None, baseline: str = "reference",
-              rounds: int = DEFAULT_ROUNDS, speed: dict | None = None, workers: int = 1, batch: int = 0,
-              peak: dict | None = None) -> tuple[list[BenchResult], dict, list[str]]:
+@dataclass(frozen=True)
+class BenchOptions:
+    """How a benchmark times its cells, beside the run settings: `steps` per cell (None: from `epochs` or each
+    workload's default), `data` (the DLF data sets' folder; None: synthetic data of the same shapes),
+    `overhead` (the harness against a bare PyTorch loop), `baseline` ("reference", or "native": each converted
+    model also timed against the framework's hand-written model, alternating for `rounds` rounds), `speed` (a
+    speed variant, rosetta.frameworks.speed, every cell runs with), `workers` (> 1: the training workloads
+    data-parallel, rosetta.bench.parallel), `plot_dir` (the caller's chart folder, created before any work)."""
+
+    steps: int | None = None
+    epochs: int | None = None
+    data: Path | None = None
+    overhead: bool = True
+    baseline: str = "reference"
+    rounds: int = DEFAULT_ROUNDS
+    speed: dict | None = None
+    workers: int = 1
+    plot_dir: Path | None = None
+
+
+def run_bench(workloads: list[Workload], targets: list, store, options: BenchOptions = BenchOptions(),
+              run: RunSettings = RunSettings(progress=True), *, steps: int = 0, export: dict | None = None,
+              executor=None, peak: dict | None = None) -> tuple[list[BenchResult], dict, list[str]]:
     """Every (workload, target) cell, the reference first; returns results, overhead per workload, notes.
     Each artifact is converted by a task of its own first (side by side where the executor runs tasks so);
     then each cell is an exclusive task of `executor` (default local) in a fresh worker: never timed beside
-    another cell, nor beside a conversion. `baseline` "native" adds, after each converted cell whose framework
-    has a native model of the workload, that model's row and the converted / native ratio (execute_versus).
-    `speed`: a speed variant (rosetta.frameworks.speed) every cell runs with; `workers` > 1: training cells run
-    data-parallel (rosetta.bench.parallel); the harness overhead and native baselines are measured for the
-    default (fp32, one worker) only. `batch`: samples per step (0: the workload's). Every row gets the
-    workload's FLOPs per sample (rosetta.bench.peak) and, given the device's measured `peak` (peak_job), its
-    fraction of it."""
+    another cell, nor beside a conversion. `options.baseline` "native" adds, after each converted cell whose
+    framework has a native model of the workload, that model's row and the converted / native ratio
+    (execute_versus). `options.speed`: a speed variant every cell runs with; `options.workers` > 1: training
+    cells run data-parallel (rosetta.bench.parallel); the harness overhead and native baselines are measured
+    for the default (fp32, one worker) only. `run`: device, threads, progress, batch (samples per step; None:
+    the workload's). `steps`: per cell (0: the workload's). Every row gets the workload's FLOPs per sample
+    (rosetta.bench.peak) and, given the device's measured `peak` (peak_job), its fraction of it."""
     from rosetta.execution import FRESH, Job
     from rosetta.execution.executors import Task, get_executor
     from rosetta.frameworks import isolation
@@ -292,6 +311,9 @@ def run_bench(workloads: list[Workload], targets: list, store, device: str = "cp
     from rosetta.verify.cells import ARTIFACT_JOB, use_store
 
     executor = executor or get_executor("local")
+    device, threads, progress, batch = run.device, run.threads, run.progress, run.batch or 0
+    data, overhead, speed = str(options.data or ""), options.overhead, options.speed
+    baseline, rounds, workers = options.baseline, options.rounds, options.workers
     use_store(store)
     plan, notes = plan_bench(workloads, targets)
     cells, tasks, made = [], [], {}  # made: artifact folder -> index of the task that makes it

@@ -19,6 +19,7 @@ import traceback
 
 from rosetta import api
 from rosetta.cli import bench, conformance, convert, env, models, verify
+from rosetta.cli.flags import as_flags
 from rosetta.cli.options import EPILOG_EXIT, EXIT_ERROR, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Parser
 from rosetta.errors import RosettaError, plain
 from rosetta.imports import entries_restored
@@ -53,9 +54,9 @@ def _error_line(error: Exception) -> tuple[str, int]:
 
     cause = environment_cause(error)
     if cause or isinstance(error, EnvironmentFailed):
-        return cause or str(error), EXIT_ERROR
-    if isinstance(error, RosettaError):
-        return str(error), EXIT_USAGE
+        return as_flags(cause or str(error)), EXIT_ERROR
+    if isinstance(error, RosettaError):  # the library names its parameters; the command line, its flags
+        return as_flags(str(error)), EXIT_USAGE
     if isinstance(error, OSError):  # a file the user named cannot be read or written
         return describe_os_error(error), EXIT_USAGE
     return f"rosetta failed: {one_line(error)} (a bug: run with -v for the traceback, and report it)", EXIT_ERROR

@@ -183,7 +183,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise RosettaError("--executor ray needs Ray: pip install 'dl-rosetta[ray]'") from None
+            raise RosettaError("executor=ray needs Ray: pip install 'dl-rosetta[ray]'") from None
         if not ray.is_initialized():
             def init():
                 ray.init(address=self.address, num_cpus=None if self.address else self.num_cpus,
@@ -294,7 +294,7 @@ def _within(seconds: float, address: str, connect: Callable[[], object]) -> None
     finally:
         logger.removeFilter(quiet)
     if thread.is_alive():
-        raise RosettaError(f"cannot reach Ray at {address}: no answer within {seconds:g} s (--timeout sets how "
+        raise RosettaError(f"cannot reach Ray at {address}: no answer within {seconds:g} s (timeout= sets how "
                            "long to wait)")
     if "error" in outcome:  # a cluster that cannot be reached is the user's to fix
         raise RosettaError(f"cannot reach Ray at {address}: {_message(outcome['error'])}")
@@ -330,7 +330,7 @@ def _topological(tasks: list[Task]) -> list[int]:
 def get_executor(name: str = "local", address: str | None = None, num_cpus: int | None = None, jobs: int = 1):
     if name == "local":
         if address:
-            raise RosettaError("--address is for --executor ray")
+            raise RosettaError("address= is for executor=ray")
         return LocalExecutor(jobs)
     if name == "ray":
         return RayExecutor(address, num_cpus)

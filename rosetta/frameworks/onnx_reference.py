@@ -285,7 +285,7 @@ def checked_float64_run(model, feeds: dict[str, np.ndarray], output_names: list[
     keep = set(output_names or evaluator.output_names)
     for rt_node in evaluator.rt_nodes_:
         if deadline is not None and time.monotonic() > deadline:
-            raise RosettaError("the float64 reference run ran out of time; raise --timeout")
+            raise RosettaError("the float64 reference run ran out of time; raise timeout=")
         node = _Float64Node(rt_node, opsets, model.ir_version)
         name = rt_node.onnx_node.name or rt_node.output[0]
         outputs = node.evaluator([results[i] for i in rt_node.input], results)

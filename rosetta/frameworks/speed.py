@@ -52,9 +52,9 @@ class Speed:
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
-            raise RosettaError(f"--precision {self.precision}: choose from {', '.join(PRECISIONS)}")
+            raise RosettaError(f"precision={self.precision}: choose from {', '.join(PRECISIONS)}")
         if self.eager and (self.compile or self.cuda_graphs):
-            raise RosettaError("--eager runs no graph: it cannot go with --compile or --cuda-graphs")
+            raise RosettaError("eager= runs no graph: it cannot go with compile= or cuda_graphs=")
 
     @classmethod
     def from_json(cls, data: dict | None) -> Speed:

@@ -100,24 +100,29 @@ class _UnreadableIndex:
     __hash__ = object.__hash__
 
 
-def additive_mask(transformers_eager, batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_function=None,
-                  attention_mask=None, dtype=None, allow_is_bidirectional_skip=False, use_vmap=False, **kwargs):
+def additive_mask(transformers_eager, batch_size, q_length, kv_length, q_offset=0, kv_offset=0, **options):
     """eager_mask's (batch, 1, q_length, kv_length) float mask (0 attended, the dtype's minimum elsewhere), from
-    constants and the padding mask only."""
+    constants and the padding mask only. `options`: the rest of eager_mask's keywords (mask_function,
+    attention_mask, dtype, allow_is_bidirectional_skip, use_vmap, ...), passed on as given."""
     import torch
 
     arguments = dict(batch_size=batch_size, q_length=q_length, kv_length=kv_length, q_offset=q_offset,
-                     kv_offset=kv_offset, attention_mask=attention_mask,
-                     allow_is_bidirectional_skip=allow_is_bidirectional_skip, use_vmap=use_vmap, **kwargs,
-                     **({"mask_function": mask_function} if mask_function is not None else {}),
-                     **({"dtype": dtype} if dtype is not None else {}))
-    attended = _attended(mask_function, q_length, kv_length, q_offset, kv_offset, attention_mask, use_vmap, kwargs,
-                         dtype)
+                     kv_offset=kv_offset, **{k: v for k, v in options.items()
+                                             if v is not None or k not in ("mask_function", "dtype")})
+    rest = {k: v for k, v in options.items() if k not in _MASK_KEYWORDS}
+    attention_mask = options.get("attention_mask")
+    attended = _attended(options.get("mask_function"), q_length, kv_length, q_offset, kv_offset, attention_mask,
+                         options.get("use_vmap", False), rest, options.get("dtype"))
     if attended is None:
         return transformers_eager(**arguments)
-    if attention_mask is None and allow_is_bidirectional_skip and bool(attended.all()):
+    if attention_mask is None and options.get("allow_is_bidirectional_skip", False) and bool(attended.all()):
         return None
     return (1.0 - attended) * torch.finfo(attended.dtype).min
+
+
+# the keywords of transformers' mask functions that rosetta's read; the others go to _attended as `kwargs`
+_MASK_KEYWORDS = ("mask_function", "attention_mask", "dtype", "allow_is_causal_skip", "allow_is_bidirectional_skip",
+                  "use_vmap")
 
 
 def _attended(mask_function, q_length, kv_length, q_offset, kv_offset, attention_mask, use_vmap, kwargs, dtype=None):
@@ -144,18 +149,22 @@ def _attended(mask_function, q_length, kv_length, q_offset, kv_offset, attention
     return padding if bool(allowed.all()) else allowed[None, None] * padding
 
 
-def boolean_mask(transformers_sdpa, batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_function=None,
-                 attention_mask=None, allow_is_causal_skip=True, allow_is_bidirectional_skip=False, use_vmap=False,
-                 **kwargs):
+def boolean_mask(transformers_sdpa, batch_size, q_length, kv_length, q_offset=0, kv_offset=0, **options):
     """sdpa_mask's (batch, 1, q_length, kv_length) boolean mask (True: attended), from constants and the padding
-    mask only; None where transformers' would skip it (attending everything, no padding)."""
+    mask only; None where transformers' would skip it (attending everything, no padding). `options`: the rest of
+    sdpa_mask's keywords (mask_function, attention_mask, allow_is_causal_skip (default True),
+    allow_is_bidirectional_skip, use_vmap, ...), passed on as given."""
+    options = {"allow_is_causal_skip": True, "allow_is_bidirectional_skip": False, "use_vmap": False, **options}
     arguments = dict(batch_size=batch_size, q_length=q_length, kv_length=kv_length, q_offset=q_offset,
-                     kv_offset=kv_offset, attention_mask=attention_mask, allow_is_causal_skip=allow_is_causal_skip,
-                     allow_is_bidirectional_skip=allow_is_bidirectional_skip, use_vmap=use_vmap, **kwargs,
-                     **({"mask_function": mask_function} if mask_function is not None else {}))
-    attended = _attended(mask_function, q_length, kv_length, q_offset, kv_offset, attention_mask, use_vmap, kwargs)
+                     kv_offset=kv_offset, **{k: v for k, v in options.items()
+                                             if v is not None or k != "mask_function"})
+    rest = {k: v for k, v in options.items() if k not in _MASK_KEYWORDS}
+    attention_mask = options.get("attention_mask")
+    attended = _attended(options.get("mask_function"), q_length, kv_length, q_offset, kv_offset, attention_mask,
+                         options["use_vmap"], rest)
     if attended is None:
         return transformers_sdpa(**arguments)
-    if attention_mask is None and (allow_is_bidirectional_skip or allow_is_causal_skip) and bool(attended.all()):
+    if attention_mask is None and (options["allow_is_bidirectional_skip"] or options["allow_is_causal_skip"]) \
+            and bool(attended.all()):
         return None
     return attended.bool()

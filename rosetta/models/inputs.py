@@ -74,6 +74,6 @@ def check_memory(inputs, outputs, batch: int, limit_gib: float | None, float64: 
     if needed > limit * GIB:
         shapes = ", ".join(f"{s.name} {'x'.join(str(d) for d in s.concrete_shape(batch))} {s.dtype}" for s in inputs)
         raise RosettaError(f"inputs and reference outputs at batch {batch} ({shapes}) need {readable_size(needed)}, "
-                           f"more than the {readable_size(limit * GIB)} allowed; lower --batch or the --input shapes, or raise "
-                           f"--max-memory GIB (default {DEFAULT_MEMORY_SHARE:.0%} of this machine's "
+                           f"more than the {readable_size(limit * GIB)} allowed; lower batch= or the inputs= shapes, or raise "
+                           f"max_memory=GIB (default {DEFAULT_MEMORY_SHARE:.0%} of this machine's "
                            f"{machine_memory() / GIB:.0f} GiB)")

@@ -161,8 +161,8 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
 
         module = load_factory(model_file, trust_code)
         if not overrides:
-            raise RosettaError(f"{text}: a PyTorch factory has no declared inputs; give each with --input "
-                               "name:SHAPE:DTYPE, e.g. --input image:Nx3x32x32:float32")
+            raise RosettaError(f"{text}: a PyTorch factory has no declared inputs; give each with inputs="
+                               "name:SHAPE:DTYPE, e.g. inputs=image:Nx3x32x32:float32")
         inputs = tuple(with_embedding_range(spec, module) for spec in own_specs(module, overrides))
         module, outputs = torch_outputs(module, inputs, text)
         return UserModel(model_file, "torch-factory", inputs, outputs, module=module,
@@ -235,7 +235,7 @@ def torch_outputs(module, inputs: tuple[TensorSpec, ...], text: str) -> tuple[ob
     except Exception as error:
         from rosetta.errors import one_line
 
-        raise RosettaError(f"{text} fails on inputs of the --input shapes: {one_line(error)}") from None
+        raise RosettaError(f"{text} fails on inputs of the inputs= shapes: {one_line(error)}") from None
     names = names or (["output"] if len(result) == 1 else list(result))
     return module, tuple(TensorSpec(name, (None,) + tuple(value.shape[1:]), str(value.dtype))
                          for name, value in zip(names, result.values()))

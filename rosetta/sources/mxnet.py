@@ -37,13 +37,13 @@ def read(argument: dict) -> dict:
         given = {name: {**spec, "name": name} for name, spec in zip(data, like)}
     missing = [name for name in data if name not in given]
     if missing:
-        raise RosettaError(f"MXNet symbols carry no input shapes; give --input {missing[0]}:Nx...:float32 for "
+        raise RosettaError(f"MXNet symbols carry no input shapes; give inputs={missing[0]}:Nx...:float32 for "
                            f"each input ({', '.join(data)})")
     inputs = [{"name": name, "shape": list(given[name]["shape"]), "dtype": given[name]["dtype"]} for name in data]
     try:
         _, shapes, _ = symbol.infer_shape(**{e["name"]: tuple(d or 1 for d in e["shape"]) for e in inputs})
     except Exception as error:
-        raise RosettaError(f"the --input shapes do not fit {symbol_path.name}: {one_line(error)[:300]}") from None
+        raise RosettaError(f"the inputs= shapes do not fit {symbol_path.name}: {one_line(error)[:300]}") from None
     outputs = [{"name": output_name(name), "shape": [None] + list(shape[1:]), "dtype": "float32"}
                for name, shape in zip(symbol.list_outputs(), shapes)]
     folder = Path(argument["staging"]) / ARTIFACT

@@ -25,7 +25,7 @@ def parse_input_option(text: str) -> TensorSpec:
     """One --input option: name:SHAPE:DTYPE[:LOW:HIGH]."""
     parts = text.split(":")
     if len(parts) not in (3, 5) or not parts[0]:
-        raise BadInput(f"--input {text!r}: expected {INPUT_HELP}")
+        raise BadInput(f"inputs={text!r}: expected {INPUT_HELP}")
     name, shape_text, dtype = parts[:3]
     shape = []
     for dim in shape_text.lower().split("x") if shape_text else []:
@@ -34,17 +34,17 @@ def parse_input_option(text: str) -> TensorSpec:
         elif dim.isdigit() and int(dim) > 0:
             shape.append(int(dim))
         else:
-            raise BadInput(f"--input {text!r}: {dim!r} is not a size; expected {INPUT_HELP}")
+            raise BadInput(f"inputs={text!r}: {dim!r} is not a size; expected {INPUT_HELP}")
     if dtype not in DTYPES:
-        raise BadInput(f"--input {text!r}: unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+        raise BadInput(f"inputs={text!r}: unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
     low = high = None
     if len(parts) == 5:
         try:
             low, high = float(parts[3]), float(parts[4])
         except ValueError:
-            raise BadInput(f"--input {text!r}: LOW and HIGH must be numbers") from None
+            raise BadInput(f"inputs={text!r}: LOW and HIGH must be numbers") from None
         if not low < high:
-            raise BadInput(f"--input {text!r}: LOW must be below HIGH")
+            raise BadInput(f"inputs={text!r}: LOW must be below HIGH")
         _check_range(text, dtype, low, high)
     return TensorSpec(name, tuple(shape), dtype, low, high)
 
@@ -56,12 +56,12 @@ def _check_range(text: str, dtype: str, low: float, high: float) -> None:
     if kind.kind in "iu":
         bounds = np.iinfo(kind)
         if not (low.is_integer() and high.is_integer() and bounds.min <= low and high <= bounds.max + 1):
-            raise BadInput(f"--input {text!r}: LOW and HIGH of an input of dtype {dtype} must be whole numbers in "
+            raise BadInput(f"inputs={text!r}: LOW and HIGH of an input of dtype {dtype} must be whole numbers in "
                                f"[{bounds.min}, {bounds.max + 1}]")
     elif kind.kind == "f":
         largest = float(np.finfo(kind if kind != np.float16 else np.float32).max)
         if not (np.isfinite(low) and np.isfinite(high) and high - low <= largest):
-            raise BadInput(f"--input {text!r}: LOW and HIGH must be finite numbers less than {largest:.3g} "
+            raise BadInput(f"inputs={text!r}: LOW and HIGH must be finite numbers less than {largest:.3g} "
                                f"apart for an input of dtype {dtype}")
 
 
@@ -97,7 +97,7 @@ def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: st
         given = {name: spec for name, spec in given.items() if name not in unknown}
         unknown = []
     if unknown:
-        raise UnknownInput(f"--input {unknown[0]!r}: {label} has no input of that name; its inputs are "
+        raise UnknownInput(f"inputs={unknown[0]!r}: {label} has no input of that name; its inputs are "
                            f"{', '.join(entry['name'] for entry in signature)}")
     resolved = []
     for entry in signature:
@@ -108,10 +108,10 @@ def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: st
             clash = len(override.shape) != len(dims) or any(
                 m is not None and o != m for o, m in zip(override.shape, fixed) if not (o is None and m is None))
             if clash:
-                raise UnknownInput(f"--input {name}: shape {_shape_text(override.shape)} does not match the model, "
+                raise UnknownInput(f"inputs={name}: shape {_shape_text(override.shape)} does not match the model, "
                                    f"which expects {_shape_text(fixed)}")
             if np.dtype(override.dtype) != np.dtype(dtype):
-                raise UnknownInput(f"--input {name}: dtype {override.dtype} does not match the model, which "
+                raise UnknownInput(f"inputs={name}: dtype {override.dtype} does not match the model, which "
                                    f"expects {dtype}")
             if override.low is None and override.high is None and entry.get("high"):
                 override = replace(override, high=entry["high"])  # the model's index range, where it has one
@@ -127,7 +127,7 @@ def resolve_inputs(signature: list[dict], overrides: list[TensorSpec], label: st
                 shape.append(paired.shape[axis])
             else:
                 raise BadInput(f"input {name!r} of {label} has a free axis {axis} ({dim or '?'}); give its size "
-                                   f"with --input {name}:{_shape_text([None] + [d if isinstance(d, int) and d > 0 else 'SIZE' for d in dims[1:]])}:{dtype}")
+                                   f"with inputs={name}:{_shape_text([None] + [d if isinstance(d, int) and d > 0 else 'SIZE' for d in dims[1:]])}:{dtype}")
         resolved.append(TensorSpec(name, tuple(shape), dtype, high=entry.get("high")))  # high: an index range
     return tuple(resolved)
 

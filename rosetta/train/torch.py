@@ -101,12 +101,14 @@ class TorchTrainer(Trainer):
     framework = "torch"
 
     def __init__(self, module, input_names: list[str], optimizer: dict, loss: str, precision: str = "float32",
-                 threads: int = 0, device: str = "cpu", compile: bool = False, cudnn_benchmark: bool = True,
-                 model_changes: dict | None = None, speed: dict | None = None) -> None:
+                 threads: int = 0, device: str = "cpu", model_changes: dict | None = None,
+                 speed: dict | None = None) -> None:
+        """`speed`: the speed variant (its `compile`: torch.compile); on CUDA cuDNN picks its algorithms by
+        benchmark (cudnn.benchmark)."""
         import torch
 
         check_options(precision, device)
-        self.speed = check_speed({**(speed or {}), "compile": compile or Speed.from_json(speed).compile}, device)
+        self.speed = check_speed(speed or {}, device)
         if self.speed.cuda_graphs and self.speed.precision == "amp-fp16":
             raise SettingUnavailable("--cuda-graphs with --precision amp-fp16 is not available in PyTorch: its "
                                      "GradScaler reads the gradients' inf check back to the host every step")
@@ -119,7 +121,7 @@ class TorchTrainer(Trainer):
             torch.set_num_threads(threads)
         self.torch, self.device, self.dtype = torch, torch_device(device), getattr(torch, precision)
         if device == "cuda":
-            torch.backends.cudnn.benchmark = cudnn_benchmark
+            torch.backends.cudnn.benchmark = True
         self._dropout_rates = dropout_rates(module, changes.get("dropout_rate"))  # train mode is for BatchNorm
         self.module = module.to(self.dtype).to(self.device).train()
         if self.speed.channels_last:

@@ -6,7 +6,7 @@ work (RosettaError), and returns what the caller prints or writes; frameworks ar
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +14,11 @@ import numpy as np
 from rosetta.errors import BadInput, RosettaError, Unsupported
 from rosetta.output import check_writable_file
 from rosetta.scratch import scratch_folder
+from rosetta.settings import RunSettings, Tolerance
 from rosetta.verify.tolerance import TolerancePolicy, policy_from_options
+
+
+DEFAULT_BATCH = 8  # rows of generated inputs where the run settings leave the batch to the call
 
 
 @dataclass
@@ -39,20 +43,44 @@ class VerifiedFiles:
     policy: TolerancePolicy
 
 
-def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *, force: bool = False,
-                            export_options: dict | None = None, inputs: list | None = None, trust_code: bool = False,
-                            batch: int = 8, seed: int = 0, threads: int = 0,
-                            atol: Sequence[tuple[str, float]] = (), rtol: Sequence[tuple[str, float]] = (),
-                            tolerance_multiple: float | None = None, max_memory: float | None = None,
-                            verify: bool = True, progress: bool = False, executor=None,
-                            results_file: Path | None = None, locate: bool = False) -> ConvertedFile:
-    """Convert the model at `path` to each of `targets` (--to text) by `route`, verify each conversion against
-    the model on generated inputs (unless not `verify`), and write the converted artifacts to `output`.
+@dataclass(frozen=True)
+class ConvertRequest:
+    """What `convert_and_verify_file` makes: `targets` (names, or ["all"]) by `route`, written to `output`
+    (`force`: over what rosetta wrote there before), with `export` options; `verify`: each conversion checked
+    against the model; `locate`: each FAIL row says where the conversion first diverges (`_locate_files`)."""
 
-    `inputs`: parsed --input options; `atol`, `rtol`, `tolerance_multiple`: as `policy_from_options` takes
-    them; `max_memory`: GiB (None: the default limit); `results_file`: where the caller will write the results,
-    checked writable before any work; `locate`: each FAIL row says where the conversion first diverges
-    (`_locate_files`)."""
+    targets: tuple[str, ...]
+    output: Path
+    route: str = "onnx"
+    export: dict = field(default_factory=dict)
+    force: bool = False
+    verify: bool = True
+    locate: bool = False
+
+
+@dataclass(frozen=True)
+class FileOptions:
+    """The files a verify of model files reads or writes besides the models: `inputs_file` (.npz inputs to run;
+    default: generated), `load_outputs` (an earlier `save_outputs`: then it is the reference, and `inputs_file`
+    is needed), `save_inputs` and `save_outputs` (.npz files to write the inputs and the reference's outputs
+    to), `layer_map` (a file pairing layers for locate)."""
+
+    inputs_file: Path | None = None
+    load_outputs: Path | None = None
+    save_inputs: Path | None = None
+    save_outputs: Path | None = None
+    layer_map: Path | None = None
+
+
+def convert_and_verify_file(path: str, request: ConvertRequest, run: RunSettings = RunSettings(),
+                            tolerance: Tolerance = Tolerance(), *, inputs: list | None = None,
+                            executor=None) -> ConvertedFile:
+    """Convert the model at `path` as `request` says, verify each conversion against the model on generated
+    inputs (unless not `request.verify`), and write the converted artifacts to `request.output`.
+
+    `inputs`: parsed input specs; `run`: batch (default 8), seed, threads, max_memory (GiB; None: the default
+    limit), trust_code, progress, and results_file (where the caller will write the results, checked writable
+    before any work)."""
     from rosetta.convert.store import ArtifactStore
     from rosetta.convert.user import convert_user_model, parse_user_targets, write_converted
     from rosetta.frameworks.base import copied
@@ -62,7 +90,12 @@ def convert_and_verify_file(path: str, targets: str, route: str, output: Path, *
     from rosetta.verify.artifacts import reference_outputs, run_artifact_cells
 
     inputs = inputs if inputs is not None else []
-    chosen = parse_user_targets(targets, route)
+    route, output, force, export_options = request.route, request.output, request.force, request.export
+    verify, locate = request.verify, request.locate
+    batch, seed, threads, trust_code = run.batch or DEFAULT_BATCH, run.seed, run.threads, run.trust_code
+    max_memory, progress, results_file = run.max_memory, run.progress, run.results_file
+    atol, rtol, tolerance_multiple = tolerance.atol, tolerance.rtol, tolerance.multiple
+    chosen = parse_user_targets(list(request.targets), route)
     sources = model_files([path])
     check_writable_file(results_file, sources)
     policy = policy_from_options(atol, rtol, tolerance_multiple)
@@ -100,11 +133,11 @@ def model_files(paths: Sequence[str]) -> list[Path]:
 
 def check_output_names(names: Sequence[str], atol: Sequence[tuple[str, float]],
                        rtol: Sequence[tuple[str, float]]) -> None:
-    """Refuse an --atol/--rtol OUTPUT:VALUE whose output the reference does not have (it would be ignored)."""
-    for option, pairs in (("--atol", atol), ("--rtol", rtol)):
+    """Refuse an atol or rtol for an output the reference does not have (it would be ignored)."""
+    for option, pairs in (("atol", atol), ("rtol", rtol)):
         for name, _ in pairs:
             if name and name not in names:
-                raise RosettaError(f"{option} {name}: the reference has no output {name!r}; its outputs: "
+                raise RosettaError(f"{option}={name}: the reference has no output {name!r}; its outputs: "
                                    f"{', '.join(names)}")
 
 
@@ -116,10 +149,10 @@ def read_npz(path: Path, option: str) -> dict:
     try:
         arrays = load_npz(Path(path))
     except Exception as error:  # noqa: BLE001 - whatever numpy or zipfile make of a file that is not an .npz
-        raise RosettaError(f"{option} {path}: not a readable .npz file ({one_line(error)}); give a file written "
-                           "by --save-inputs or --save-outputs") from None
+        raise RosettaError(f"{option}={path}: not a readable .npz file ({one_line(error)}); give a file written "
+                           "by save_inputs= or save_outputs=") from None
     if not arrays:
-        raise RosettaError(f"{option} {path}: the file holds no arrays")
+        raise RosettaError(f"{option}={path}: the file holds no arrays")
     return arrays
 
 
@@ -159,28 +192,23 @@ def conversion_row(cell):
                         reason=cell.failure, artifact=cell.folder)
 
 
-def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path | None = None, feeds=None,
-                 load_outputs: Path | None = None, save_inputs: Path | None = None, save_outputs: Path | None = None,
-                 trust_code: bool = False, batch: int = 8, seed: int = 0, threads: int = 0,
-                 atol: Sequence[tuple[str, float]] = (), rtol: Sequence[tuple[str, float]] = (),
-                 tolerance_multiple: float | None = None, max_memory: float | None = None, progress: bool = False,
-                 executor=None, results_file: Path | None = None, locate: bool = False,
-                 pairs: Sequence[str] = (), layer_map: Path | None = None, device: str = "cpu") -> VerifiedFiles:
+def verify_files(paths: list, run: RunSettings = RunSettings(), tolerance: Tolerance = Tolerance(), *,
+                 inputs: list | None = None, feeds=None, files: FileOptions = FileOptions(), executor=None,
+                 locate: bool = False, pairs: Sequence[str] = ()) -> VerifiedFiles:
     """Run the models at `paths` on the same inputs and compare paths[1:] with paths[0]'s outputs, or every
-    one with the outputs in `load_outputs` (from an earlier `save_outputs`; then `inputs_file` is needed).
+    one with the outputs in `files.load_outputs` (from an earlier `save_outputs`; then `inputs_file` is needed).
 
-    `paths`: paths as the command line names models, or model objects (sources.memory); `inputs`: parsed --input
-    options; `inputs_file`: inputs to run (.npz; default: generated from `batch` and `seed`); `feeds`: inputs to
-    run as arrays, a dict by name or a sequence in the reference's input order (the Python API); `save_inputs`, `save_outputs`: .npz files to write the inputs and the
-    reference's outputs to;
-    `results_file`: where the caller will write the results, checked writable before any work. A model that
+    `paths`: paths as the command line names models, or model objects (sources.memory); `inputs`: parsed input
+    specs; `feeds`: inputs to run as arrays, a dict by name or a sequence in the reference's input order (the
+    Python API); default: `files.inputs_file`, else generated from `run.batch` (default 8) and `run.seed`;
+    `run.results_file`: where the caller will write the results, checked writable before any work. A model that
     cannot be read is its row's ERROR; a path that names nothing readable is a RosettaError, before any work.
-    `pairs`: --pair options (verify.pairing: how each model's inputs and outputs pair with the reference's where
+    `pairs`: pair texts (verify.pairing: how each model's inputs and outputs pair with the reference's where
     names, layouts or integer widths differ and the pairing is not unique). `locate`: where each failing model
-    first diverges, in the row's `locate` (_locate_files; `layer_map`: a --layer-map file pairing layers).
-    `device`: where the compared models run ("cuda": each framework that sees a GPU runs its model there, and
-    records the device it reports; one that does not is a CANNOT row, never a CPU run); the reference runs on
-    the CPU."""
+    first diverges, in the row's `locate` (_locate_files; `files.layer_map`: a file pairing layers).
+    `run.device`: where the compared models run ("cuda": each framework that sees a GPU runs its model there,
+    and records the device it reports; one that does not is a CANNOT row, never a CPU run); the reference runs
+    on the CPU."""
     from rosetta.execution import save_npz
     from rosetta.frameworks.base import check_feeds
     from rosetta.models.inputs import check_memory, generate_inputs
@@ -191,26 +219,31 @@ def verify_files(paths: list, *, inputs: list | None = None, inputs_file: Path |
     from rosetta.verify.artifacts import ArtifactCell, ReferenceOutputs, reference_outputs, run_artifact_cells
 
     inputs = inputs if inputs is not None else []
+    inputs_file, load_outputs, layer_map = files.inputs_file, files.load_outputs, files.layer_map
+    save_inputs, save_outputs = files.save_inputs, files.save_outputs
+    batch, seed, threads, trust_code = run.batch or DEFAULT_BATCH, run.seed, run.threads, run.trust_code
+    max_memory, progress, results_file, device = run.max_memory, run.progress, run.results_file, run.device
+    atol, rtol, tolerance_multiple = tolerance.atol, tolerance.rtol, tolerance.multiple
     if load_outputs is not None and inputs_file is None:
-        raise RosettaError("--load-outputs needs the inputs those outputs came from: add --inputs FILE.npz "
-                           "(written by --save-inputs)")
+        raise RosettaError("load_outputs= needs the inputs those outputs came from: add inputs_file=FILE.npz "
+                           "(written by save_inputs=)")
     if load_outputs is None and len(paths) < 2 and not (save_inputs or save_outputs):
         raise RosettaError("give two or more models to compare (the first is the reference), or one with "
-                           "--save-outputs or --load-outputs")
+                           "save_outputs= or load_outputs=")
     read = model_files(paths) + [Path(p) for p in (inputs_file, load_outputs) if p is not None]
-    check_distinct_outputs({"--json": results_file, "--save-inputs": save_inputs, "--save-outputs": save_outputs})
+    check_distinct_outputs({"results_file=": results_file, "save_inputs=": save_inputs, "save_outputs=": save_outputs})
     for path in (results_file, save_inputs, save_outputs):
         check_writable_file(path, read)
     policy = policy_from_options(atol, rtol, tolerance_multiple)
     given = parse_pairs(pairs)
     if layer_map is not None and not locate:
-        raise RosettaError(f"--layer-map {layer_map} pairs layers for --locate: add --locate, or leave it out")
+        raise RosettaError(f"layer_map={layer_map} pairs layers for locate=: add locate=, or leave it out")
     if layer_map is not None:
         from rosetta.verify.port_locate import read_layer_map
 
         read_layer_map(layer_map)  # a file that is missing or malformed is refused here, before any work
-    arrays = read_npz(inputs_file, "--inputs") if inputs_file is not None else feeds
-    saved = read_npz(load_outputs, "--load-outputs") if load_outputs is not None else None
+    arrays = read_npz(inputs_file, "inputs_file") if inputs_file is not None else feeds
+    saved = read_npz(load_outputs, "load_outputs") if load_outputs is not None else None
     if arrays is None:
         check_memory(inputs, [], batch, max_memory)
     with scratch_folder("rosetta-") as scratch:
@@ -342,7 +375,7 @@ def check_given_names(given: dict, inputs: list[str], outputs: list[str]) -> Non
     """Refuse a --pair that names no input or output of the reference (it would be silently ignored)."""
     for name in given:
         if name not in inputs and name not in outputs:
-            raise RosettaError(f"--pair {name}=...: the reference has no input or output {name!r}; its inputs: "
+            raise RosettaError(f"pair={name}=...: the reference has no input or output {name!r}; its inputs: "
                                f"{', '.join(inputs) or 'none'}; its outputs: {', '.join(outputs) or 'none'}")
 
 
@@ -444,7 +477,7 @@ def _locate_conversion(first, target, cell, feeds: dict, policy: TolerancePolicy
     from rosetta.convert.targets import load_verify_runner
     from rosetta.frameworks import runner_for_format
     from rosetta.manifest import Manifest
-    from rosetta.verify.locate import locate
+    from rosetta.verify.locate import TargetFiles, locate
 
     chain = first.chain_for(target)
     hub = chain.index("onnx")
@@ -454,7 +487,7 @@ def _locate_conversion(first, target, cell, feeds: dict, policy: TolerancePolicy
                                              cell.threads, cell.trust_code)
     modules = {name for name, _ in first.module.named_modules() if name} if first.module is not None else None
     return locate(Path(source), along(chain[hub:], options), load, feeds, policy, work, cell.target, modules,
-                  artifact=Path(cell.folder))
+                  files=TargetFiles(artifact=Path(cell.folder)))
 
 
 def _locate_port(first, cell, feeds: dict, policy: TolerancePolicy, reference_side: list, module,
@@ -583,5 +616,5 @@ def check_inputs_used(inputs: list, models: list) -> None:
     names = {spec.name for model in models for spec in model.inputs}
     unused = [spec for spec in inputs if spec.name not in names]
     if unused:
-        raise RosettaError(f"--input {unused[0].name!r}: no model compared takes it (as named, shaped and typed); "
+        raise RosettaError(f"inputs={unused[0].name!r}: no model compared takes it (as named, shaped and typed); "
                            "give the inputs of one of them")

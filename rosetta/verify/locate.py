@@ -394,21 +394,31 @@ class Probe:
         return self._origins(rows)
 
 
+@dataclass(frozen=True)
+class TargetFiles:
+    """What a target's artifact was made from and into, where known: `export`, the ONNX export it was made
+    from; `artifact`, the artifact itself (both looked at before converting again)."""
+
+    export: Path | None = None
+    artifact: Path | None = None
+
+
 def locate(reference: Path, convert: Callable[[Path, Path], Path], load: Callable[[Path], object], feeds: dict,
            policy: TolerancePolicy, work: Path, target: str = "", modules: set[str] | None = None,
-           mechanisms: tuple[str, ...] = ("intermediates", "bisection"), export: Path | None = None,
-           artifact: Path | None = None) -> LocateReport:
+           mechanisms: tuple[str, ...] = ("intermediates", "bisection"),
+           files: TargetFiles = TargetFiles()) -> LocateReport:
     """The first node whose value in the target fails `policy` against the reference values on `feeds`, looked
     for where the error can be, in order:
-    1. `export`, the ONNX export the target's artifact was made from, where it is not the `reference` export
-       (a wrong model was exported: a fault, a user's other model): its tensors in ONNX Runtime, by name;
-    2. `artifact`, where its tensors can be read (an onnx2torch graph with its weights, a Keras model of
+    1. `files.export`, the ONNX export the target's artifact was made from, where it is not the `reference`
+       export (a wrong model was exported: a fault, a user's other model): its tensors in ONNX Runtime, by name;
+    2. `files.artifact`, where its tensors can be read (an onnx2torch graph with its weights, a Keras model of
        rosetta's mapper: Probe.artifact_intermediates), as it is, so an artifact edited after conversion is seen
        as it runs;
     3. the conversion: models cut from the reference export, made by `convert` (ONNX folder, destination ->
        artifact) and run by `load`'s runner (see the module docstring)."""
     from rosetta.manifest import Manifest
 
+    export, artifact = files.export, files.artifact
     model, manifest = inferred(reference)
     references = References.of(model, feeds)
     work = Path(work)

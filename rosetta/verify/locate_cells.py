@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.errors import RosettaError, one_line
-from rosetta.verify.locate import LocateReport, locate
+from rosetta.verify.locate import LocateReport, TargetFiles, locate
 
 LOCATE_JOB = "rosetta.verify.locate_cells:locate_job"
 
@@ -51,7 +51,7 @@ def locate_job(argument: dict) -> dict:
     modules = {name for name, _ in spec.build(cell.seed).named_modules() if name}
     try:
         return locate(source, convert, load, feeds, cell.tolerance, work, cell.target, modules,
-                      artifact=artifact).to_json()
+                      files=TargetFiles(artifact=artifact)).to_json()
     except RosettaError as error:
         return LocateReport(cell.target, "not located", reason=one_line(error)).to_json()
 

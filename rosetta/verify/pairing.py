@@ -20,7 +20,7 @@ import numpy as np
 
 from rosetta.errors import BadInput
 
-PAIR_HELP = "--pair REFERENCE_NAME=OTHER_NAME[:PERMUTATION] (e.g. --pair image=input_1:0,2,3,1)"
+PAIR_HELP = "pair=REFERENCE_NAME=OTHER_NAME[:PERMUTATION] (e.g. pair=image=input_1:0,2,3,1)"
 
 
 @dataclass(frozen=True)
@@ -92,17 +92,17 @@ def parse_pairs(texts) -> dict[str, tuple[str, tuple[int, ...] | None]]:
         reference, equals, rest = text.partition("=")
         other, _, permutation = rest.partition(":")
         if not equals or not reference or not other:
-            raise BadInput(f"--pair {text!r}: expected {PAIR_HELP}")
+            raise BadInput(f"pair={text!r}: expected {PAIR_HELP}")
         axes = None
         if permutation:
             try:
                 axes = tuple(int(a) for a in permutation.split(","))
             except ValueError:
-                raise BadInput(f"--pair {text!r}: the permutation is axes like 0,2,3,1") from None
+                raise BadInput(f"pair={text!r}: the permutation is axes like 0,2,3,1") from None
             if sorted(axes) != list(range(len(axes))):
-                raise BadInput(f"--pair {text!r}: {permutation} is not a permutation of 0..{len(axes) - 1}")
+                raise BadInput(f"pair={text!r}: {permutation} is not a permutation of 0..{len(axes) - 1}")
         if reference in pairs:
-            raise BadInput(f"--pair {reference} is given twice; pair each tensor once")
+            raise BadInput(f"pair={reference} is given twice; pair each tensor once")
         pairs[reference] = (other, axes)
     return pairs
 
@@ -157,7 +157,7 @@ def _given_pair(name: str, shape, dtype: str, given: tuple, others: dict, kind: 
     """The pair `--pair NAME=OTHER[:PERMUTATION]` asks for, checked against both signatures: BadInput where the
     other model has no such tensor, or the permutation does not turn the one's shape into the other's."""
     other_name, permutation = given
-    text = f"--pair {name}={other_name}" + (f":{','.join(map(str, permutation))}" if permutation else "")
+    text = f"pair={name}={other_name}" + (f":{','.join(map(str, permutation))}" if permutation else "")
     if other_name not in others:
         raise BadInput(f"{text}: {other_label} has no {kind} {other_name!r}; its {kind}s: "
                        f"{', '.join(f'{n} {_shape(s)}' for n, (s, _) in others.items()) or 'none'}")

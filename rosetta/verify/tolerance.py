@@ -119,7 +119,7 @@ def policy_from_options(atol: list[tuple[str, float]], rtol: list[tuple[str, flo
     such wins); `multiple`: --tolerance-multiple, or None for `default_multiple` (None: DEFAULT_MULTIPLE)."""
     given = {"atol": atol, "rtol": rtol}
     if multiple is not None and (atol or rtol):
-        raise RosettaError("give either --tolerance-multiple or --atol/--rtol, not both")
+        raise RosettaError("give either tolerance= or atol=/rtol=, not both")
     overall = {kind: next((v for name, v in reversed(values) if not name), None) for kind, values in given.items()}
     per_output = tuple((name, kind, value) for kind, values in given.items() for name, value in values if name)
     if multiple is None:

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from rosetta.bench.run import NOT_AVAILABLE, run_bench
+from rosetta.bench.run import NOT_AVAILABLE, BenchOptions, run_bench
+from rosetta.settings import RunSettings
 from rosetta.bench.workloads import parse_workloads
 from rosetta.convert.targets import parse_target_list
 
 
 def test_training_runs_data_parallel_on_two_workers(store):
-    results, overheads, _ = run_bench(parse_workloads("cnn-train"), parse_target_list("keras,mxnet"), store, steps=2,
-                                      progress=False, workers=2)
+    results, overheads, _ = run_bench(parse_workloads("cnn-train"), parse_target_list("keras,mxnet"), store,
+                                      BenchOptions(workers=2), RunSettings(), steps=2)
     reference, keras, mxnet = results
     assert [r.status for r in results] == ["ok", "ok", NOT_AVAILABLE] and not overheads
     for row in (reference, keras):

@@ -10,7 +10,9 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from rosetta.bench.run import BenchCell, BenchResult, execute_cell, execute_overhead, run_bench, workload_batches
+from rosetta.bench.run import (BenchCell, BenchOptions, BenchResult, execute_cell, execute_overhead, run_bench,
+                               workload_batches)
+from rosetta.settings import RunSettings
 from rosetta.bench.workloads import WORKLOADS, parse_workloads
 from rosetta.convert.targets import parse_target_list
 from rosetta.errors import RosettaError
@@ -51,8 +53,8 @@ def test_bench_runs_converted_targets_in_workers_and_keeps_failures_as_rows(stor
     """keras runs in its own worker and reports its own peak memory; a target whose conversion fails is a
     FAIL row; an inference-only target is noted for training workloads, not timed."""
     targets = parse_target_list("keras,onnxruntime")
-    results, overheads, notes = run_bench(parse_workloads("cnn-train"), targets, store, steps=1, threads=1,
-                                          overhead=False, progress=False)
+    results, overheads, notes = run_bench(parse_workloads("cnn-train"), targets, store, BenchOptions(overhead=False),
+                                          RunSettings(threads=1), steps=1)
     assert [r.target for r in results] == ["torch (reference)", "keras"]
     assert all(r.status == "ok" and r.peak_rss_mb > 100 for r in results), results
     assert "tensorflow backend" in results[1].version and notes == ["cnn-train: onnxruntime is inference-only (timed in resnet50-features)"]
@@ -66,15 +68,16 @@ def test_bench_runs_converted_targets_in_workers_and_keeps_failures_as_rows(stor
         raise RosettaError("conversion onnx -> mxnet failed: synthetic failure")
 
     monkeypatch.setattr(store, "get", broken)
-    results, _, _ = run_bench(parse_workloads("gru-train"), parse_target_list("mxnet"), store, steps=1,
-                              overhead=False, progress=False)
+    results, _, _ = run_bench(parse_workloads("gru-train"), parse_target_list("mxnet"), store,
+                              BenchOptions(overhead=False), RunSettings(), steps=1)
     assert [(r.target, r.status) for r in results] == [("torch (reference)", "ok"), ("mxnet", "FAIL")]
     assert "synthetic failure" in results[1].reason
     json.dumps([r.to_json() for r in results], allow_nan=True)
 
 
 def test_overhead_is_measured_against_a_bare_loop(store):
-    results, overheads, _ = run_bench(parse_workloads("gru-train"), [], store, steps=2, overhead=True, progress=False)
+    results, overheads, _ = run_bench(parse_workloads("gru-train"), [], store, BenchOptions(overhead=True), RunSettings(),
+                                    steps=2)
     overhead = overheads["gru-train"]
     assert overhead["rounds"] == 5 and overhead["bare_s_per_step"] > 0 and overhead["harness_s_per_step"] > 0
     assert overhead["devices"] == {"bare": "cpu", "harness": "cpu"}  # read back from each loop's weights
@@ -89,8 +92,8 @@ def test_native_baseline_alternates_converted_and_native_in_one_worker(store):
     native model is the reference itself, so it gets the ratio and no extra row."""
     from rosetta.report.tables import bench_lines, bench_table
 
-    results, _, _ = run_bench(parse_workloads("cnn-train"), parse_target_list("keras,torch"), store, steps=1,
-                              overhead=False, progress=False, baseline="native", rounds=2)
+    results, _, _ = run_bench(parse_workloads("cnn-train"), parse_target_list("keras,torch"), store,
+                              BenchOptions(overhead=False, baseline="native", rounds=2), RunSettings(), steps=1)
     assert [r.target for r in results] == ["torch (reference)", "keras", "keras (native)", "torch"]
     keras, native, torch = results[1:]
     versus = keras.extra["versus_native"]
@@ -142,9 +145,10 @@ def test_a_gpu_run_records_device_memory_peak_fraction_and_its_speed_variants(tm
     measured once for the run."""
     from rosetta.bench.plan import bench_workloads
 
-    done = bench_workloads("cnn-train,resnet50-features", "torch", device="cuda", steps=20, work_dir=tmp_path,
-                           overhead=False, speed={"precision": "amp-bf16", "channels_last": True,
-                                                  "cuda_graphs": True, "resident_data": True})
+    done = bench_workloads(["cnn-train", "resnet50-features"], ["torch"],
+                           BenchOptions(steps=20, overhead=False, speed={"precision": "amp-bf16", "channels_last": True,
+                                                                         "cuda_graphs": True, "resident_data": True}),
+                           RunSettings(device="cuda", work_dir=tmp_path))
     assert done.peak["device"].startswith("cuda:0") and done.peak["dtype"] == "bfloat16"
     for row in done.results:
         assert row.status == "ok", row.reason

@@ -109,7 +109,7 @@ def test_circular_tasks_and_unknown_executors_are_refused():
         _topological([Task(Job("os:getcwd", {}), after=(1,)), Task(Job("os:getcwd", {}), after=(0,))])
     with pytest.raises(RosettaError, match="unknown executor 'spark'; choose from: local, ray"):
         get_executor("spark")
-    with pytest.raises(RosettaError, match="--address is for --executor ray"):
+    with pytest.raises(RosettaError, match="address= is for executor=ray"):
         get_executor("local", "auto")
 
 

@@ -59,9 +59,9 @@ def test_force_replaces_only_what_rosetta_wrote(tmp_path):
     _write(out, {"torch": "second"}, force=True)
     assert _content(out) == {"torch": "second", "keras": "first"}  # rosetta's other entry is left as it was
     (out / "mxnet").mkdir()  # the user's own folder under a target's name
-    with pytest.raises(RosettaError, match="out/mxnet was not written by rosetta, and --force replaces only"):
+    with pytest.raises(RosettaError, match="out/mxnet was not written by rosetta, and force= replaces only"):
         OutputFolder(out, force=True, entries=["mxnet"]).__enter__()
-    with pytest.raises(RosettaError, match="exists and is not empty; choose another or pass --force"):
+    with pytest.raises(RosettaError, match="exists and is not empty; choose another or pass force="):
         OutputFolder(out).__enter__()
 
 

@@ -23,7 +23,7 @@ def test_a_speed_variant_is_validated_and_labelled():
         Speed(channels_last=True).require("MXNet", "cpu")
     Speed(compile=True).require("MXNet", "cpu", compile="hybridize")  # has it: no refusal
     assert Speed("amp-bf16", cuda_graphs=True, resident_data=True).label == "amp-bf16+cuda-graphs+resident-data"
-    with pytest.raises(RosettaError, match="--eager runs no graph"):
+    with pytest.raises(RosettaError, match="eager= runs no graph"):
         Speed(eager=True, compile=True)
     with pytest.raises(SettingUnavailable, match="--cuda-graphs is CUDA-only"):
         Speed(cuda_graphs=True).require("PyTorch", "cpu", cuda_graphs="CUDAGraph")
@@ -55,13 +55,14 @@ def test_torch_compile_runs_on_the_cpu():
 def test_bench_runs_variants_where_a_framework_has_them_and_says_not_available_where_not(store):
     """keras trains in mixed_bfloat16 with XLA; MXNet has no bfloat16 path in rosetta: an n/a row, not a FAIL;
     the settings of every row name the variant."""
-    from rosetta.bench.run import NOT_AVAILABLE, run_bench
+    from rosetta.bench.run import NOT_AVAILABLE, BenchOptions, run_bench
+    from rosetta.settings import RunSettings
     from rosetta.bench.workloads import parse_workloads
     from rosetta.convert.targets import parse_target_list
 
     speed = {"precision": "amp-bf16", "compile": True}
-    results, overheads, _ = run_bench(parse_workloads("gru-train"), parse_target_list("keras,mxnet"), store, steps=1,
-                                      progress=False, speed=speed)
+    results, overheads, _ = run_bench(parse_workloads("gru-train"), parse_target_list("keras,mxnet"), store,
+                                      BenchOptions(speed=speed), RunSettings(), steps=1)
     reference, keras, mxnet = results
     assert [r.status for r in results] == ["ok", "ok", NOT_AVAILABLE] and not overheads
     assert reference.settings["speed"] == keras.settings["speed"] == "amp-bf16+compile"
