@@ -146,14 +146,20 @@ def test_no_import_circles():
 
 
 def climbs_to_the_public_face(name: str, path: Path, known: dict[str, Path]) -> list[str]:
-    """The imports in `name` that reach the package's public face: `import rosetta`, rosetta.api (or
-    rosetta.testing, which is built on it), or a name taken from rosetta/__init__.py that is not a module of its
-    own (`from rosetta import __version__`)."""
+    """The imports in `name` that reach the package's public face: rosetta.api (or rosetta.testing, which is
+    built on it), or a name of rosetta/__init__.py that is not a module of its own, taken (`from rosetta import
+    __version__`) or read after `import rosetta` (`rosetta.verify(...)`)."""
     climbs = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    # `import rosetta` for the package's own file (rosetta.__file__) is no climb; rosetta.verify(...) would be
+    face = sorted({f"rosetta.{node.attr}" for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                   and isinstance(node.value, ast.Name) and node.value.id == "rosetta"
+                   and node.attr not in ("__file__", "__path__", "__name__")
+                   and (f"rosetta.{node.attr}" not in known or node.attr in ("api", "testing"))})
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            climbs += [alias.name for alias in node.names
-                       if alias.name == "rosetta" or alias.name.startswith(("rosetta.api", "rosetta.testing"))]
+            climbs += [alias.name for alias in node.names if alias.name.startswith(("rosetta.api", "rosetta.testing"))]
+            climbs += face if any(alias.name == "rosetta" and not alias.asname for alias in node.names) else []
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             if node.module.startswith(("rosetta.api", "rosetta.testing")):
                 climbs.append(node.module)
@@ -177,8 +183,10 @@ def test_the_climb_check_sees_a_climb(tmp_path):
     known = {"rosetta.errors": Path("errors.py"), "rosetta.version": Path("version.py")}
     module = tmp_path / "m.py"
     module.write_text("from rosetta import errors, version\nfrom rosetta.version import __version__\n"
-                      "def f():\n    from rosetta import __version__\n    import rosetta.api\n")
-    assert climbs_to_the_public_face("rosetta.m", module, known) == ["rosetta.__version__", "rosetta.api"]
+                      "def f():\n    from rosetta import __version__\n    import rosetta.api\n"
+                      "def g():\n    import rosetta\n    return rosetta.__file__, rosetta.errors, rosetta.verify\n")
+    assert climbs_to_the_public_face("rosetta.m", module, known) == ["rosetta.__version__", "rosetta.api",
+                                                                      "rosetta.verify"]
 
 
 def test_the_checks_see_a_violation_and_a_circle():
