@@ -16,7 +16,7 @@ FLAGS = {
     "models": "--model", "targets": "--targets", "to": "--to", "via": "--via", "inputs": "--input",
     "inputs_file": "--inputs", "load_outputs": "--load-outputs", "save_inputs": "--save-inputs",
     "save_outputs": "--save-outputs", "layer_map": "--layer-map", "locate": "--locate", "pair": "--pair",
-    "train_steps": "--train-steps", "train_batch": "--train-batch", "seeds": "--seed", "force": "--force",
+    "train_steps": "--train-steps", "train_batch": "--train-batch", "labels": "--labels", "seeds": "--seed", "force": "--force",
     "opset": "--opset", "exporter": "--exporter", "training": "--training", "verify": "--no-verify",
     "workloads": "--workload", "steps": "--steps", "epochs": "--epochs", "data": "--data", "workers": "--workers",
     "baseline": "--baseline", "rounds": "--rounds", "precision": "--precision", "channels_last": "--channels-last",
