@@ -246,6 +246,11 @@ HAND_BUILT = {
                                                          nearest_mode="ceil", coordinate_transformation_mode="asymmetric")],
                                        13, [helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])]),
     "softmax_opset_11_flattens_from_axis_1": ([helper.make_node("Softmax", ["x"], ["y"])], 11, ()),
+    # issue 45: LRN (Caffe2-era models), after a Conv, which leaves the tensor held channels-last (ONNX Runtime
+    # takes odd sizes only)
+    "lrn_after_a_conv": ([helper.make_node("Conv", ["x", "w"], ["c"]),
+                          helper.make_node("LRN", ["c"], ["y"], size=3, alpha=0.01, beta=0.5, bias=2.0)],
+                         13, [helper.make_tensor("w", TensorProto.FLOAT, [3, 3, 1, 1], np.linspace(-1, 1, 9))]),
 }
 
 
@@ -530,7 +535,7 @@ REGISTRY_CASES = {
     "Hardmax": ("test_hardmax_axis_0", "plain"), "Identity": ("test_identity", "plain"),
     "InstanceNormalization": ("test_instancenorm_example", "initializers"), "IsInf": ("test_isinf", "plain"),
     "IsNaN": ("test_isnan", "plain"), "LSTM": ("test_lstm_bidirectional", "initializers"),
-    "LayerNormalization": ("test_layer_normalization_4d_axis0", "initializers"),
+    "LayerNormalization": ("test_layer_normalization_4d_axis0", "initializers"), "LRN": ("test_lrn", "plain"),
     "LeakyRelu": ("test_leakyrelu_example", "plain"), "Less": ("test_less", "plain"),
     "LessOrEqual": ("test_less_equal", "plain"), "Log": ("test_log_example", "plain"),
     "LogSoftmax": ("test_logsoftmax_example_1", "plain"),
@@ -601,3 +606,16 @@ def test_each_registered_op_computes_its_suite_case(op, tmp_path):
         for value, wanted in zip(got, [expected[name] for name in expected.files]):
             np.testing.assert_allclose(np.asarray(value).astype(np.float64), wanted.astype(np.float64),
                                        rtol=case.rtol, atol=case.atol)
+
+
+def test_lrn_of_an_even_size_computes_the_spec_formula(tmp_path):
+    """An even size: channel c's window runs from c - floor(3/2) = c - 1 to c + ceil(3/2) = c + 2, clipped to the
+    channels. ONNX Runtime refuses even sizes and ONNX's reference evaluator (onnx 1.23) loops over the batch where
+    the spec says channels, so the formula is written here from the spec."""
+    onnx_model = _node_graph([helper.make_node("LRN", ["x"], ["y"], size=4, alpha=0.01, beta=0.5, bias=2.0)],
+                             ["N", 3, 4, 5], 13, ())
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float64)
+    square_sum = np.stack([np.sum(x[:, max(0, c - 1):min(3, c + 3)] ** 2, axis=1) for c in range(3)], axis=1)
+    expected = x / (2.0 + 0.01 / 4 * square_sum) ** 0.5
+    got = np.asarray(_to_keras(onnx_model, tmp_path)([x.astype(np.float32)], training=False))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)

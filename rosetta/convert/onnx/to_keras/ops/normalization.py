@@ -1,6 +1,6 @@
 """BatchNormalization, LayerNormalization, InstanceNormalization and GroupNormalization as Keras' trainable
-normalization layers; the statistics a LayerNormalization outputs, and normalizations whose parameters are
-computed at run time, by keras.ops."""
+normalization layers; the statistics a LayerNormalization outputs, normalizations whose parameters are computed at
+run time, and LRN (across channels, no weights), by keras.ops."""
 
 from __future__ import annotations
 
@@ -157,3 +157,25 @@ def group_normalization_per_group(context, node, attrs):
 @add_converter("GroupNormalization", 1, domain=FUSED)
 def group_normalization(context, node, attrs):
     return _group_normalization(context, node, attrs, per_group=False)
+
+
+@add_converter("LRN", 1)
+def local_response_normalization(context, node, attrs):
+    """x / (bias + alpha / size * the sum of squares over `size` neighbouring channels) ** beta, channel c's window
+    running from c - floor((size - 1) / 2) to c + ceil((size - 1) / 2), clipped to the channels (ONNX's LRN, the
+    same function at opset 13): the squares padded with zeros on the channel axis and the window summed from
+    `size` shifted copies (keras.ops.take), in ONNX's layout."""
+    x = onnx_order(context, context.values[node.input[0]])
+    channels = context.static_shape(node.input[0])[1]
+    if channels is None:
+        raise RosettaError("keras mapper: LRN needs its number of channels known at conversion time")
+    ops, size, rank = context.keras.ops, attrs["size"], len(x.axes)
+    before = (size - 1) // 2
+    squares = ops.pad(ops.square(x.tensor), [(0, 0), (before, size - 1 - before)] + [(0, 0)] * (rank - 2))
+    window = ops.take(squares, np.arange(channels), axis=1)
+    for shift in range(1, size):
+        window = add(ops, window, ops.take(squares, np.arange(shift, shift + channels), axis=1))
+    dtype = str(x.tensor.dtype)
+    scale = add(ops, ops.multiply(window, np.asarray(attrs.get("alpha", 1e-4) / size, dtype)),
+                np.asarray(attrs.get("bias", 1.0), dtype))
+    return [in_onnx_order(ops.divide(x.tensor, ops.power(scale, np.asarray(attrs.get("beta", 0.75), dtype))))]
