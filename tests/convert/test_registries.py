@@ -76,3 +76,16 @@ def test_an_artifact_made_by_other_conversion_code_is_made_again(tmp_path, monke
     assert manifest.code_digest("convert") != manifest.code_digest("convert", "frameworks")
     monkeypatch.setattr(stores, "code_digest", lambda *packages: "edited")
     assert store.folder_for(spec, 0, chain) != before
+
+
+def test_each_bridge_reports_its_coverage_from_its_registry():
+    """What conformance can show per target: the ops each bridge registers (with the opsets they start at) and
+    the rewrites each pipeline runs, read from the registries, not from a table."""
+    from rosetta.convert.onnx.bridges import registered_ops, rewrites
+    from rosetta.convert.onnx.to_keras.registry import converter_for
+
+    assert registered_ops("keras")["LRN"] == [1] and converter_for("", "LRN", 13) is not None
+    assert 7 in registered_ops("torch")["Dropout"] and registered_ops("torch")["GRU"] == [7, 14]
+    assert registered_ops("mxnet")["Mod"] == [10]
+    assert registered_ops("tensorflow") == {} and registered_ops("onnxruntime") == {}
+    assert "explicit_pads" in rewrites("tensorflow") and rewrites("onnxruntime") == []
