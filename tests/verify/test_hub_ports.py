@@ -10,7 +10,6 @@ localisations, as in test_unaligned_ports.py)."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.shared import shared_folder
-from tests.test_cli import run_here
-from tests.verify.test_unaligned_ports import problems_of
+from tests.verify.ports.checks import PASS, verify_ports
 
 pytestmark = pytest.mark.skipif(
     any(importlib.util.find_spec(module) is None for module in ("keras_hub", "transformers")),
@@ -47,7 +45,6 @@ def pairs(*texts: str) -> list[str]:
     return [option for text in texts for option in ("--pair", text)]
 
 
-PASS = ("PASS", (), (), "", ())
 BERT_EMBEDDINGS = {"embeddings", "embeddings.word_embeddings", "embeddings.position_embeddings",
                    "embeddings.token_type_embeddings", "embeddings.LayerNorm", "token_embedding",
                    "position_embedding", "segment_embedding", "embeddings_add", "embeddings_layer_norm"}
@@ -150,12 +147,7 @@ KNOWN_GAPS: dict[str, str] = {}  # GPT-2's fused c_attn was one (now read in thi
 def test_hub_ports_verify_and_every_bug_is_located_in_its_block(family, hub, tmp_path, monkeypatch):
     monkeypatch.chdir(hub)  # the factories are named as a user in that folder names them
     reference, options, expected = HUB[family]
-    out = run_here("verify", reference, "--trust-code", *options, *expected, "--locate", "--no-progress",
-                   "--json", tmp_path / "r.json")
-    assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
-    rows = {row["target"]: row for row in json.loads((tmp_path / "r.json").read_text())["results"]}
-    found = {port: problems_of(port, rows[port], expectation) if port in rows else [f"{port}: no result"]
-             for port, expectation in expected.items()}
+    found = verify_ports(reference, options, expected, tmp_path / "r.json")
     fixed = [port for port in KNOWN_GAPS if port in found and not found[port]]
     assert not fixed, f"{fixed}: now as the issue wants; take them out of KNOWN_GAPS"
     wrong = [problem for port, problems in found.items() if port not in KNOWN_GAPS for problem in problems]

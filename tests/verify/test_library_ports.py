@@ -8,7 +8,6 @@ cause named, and no segment holds a layer outside that block (0 wrong localisati
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.shared import shared_folder
-from tests.test_cli import run_here
-from tests.verify.test_unaligned_ports import PASS, problems_of
+from tests.verify.ports.checks import PASS, all_problems, verify_ports
 
 HERE = Path(__file__).parent / "ports"
 
@@ -65,10 +63,5 @@ LIBRARY = {
 def test_a_library_port_verifies_and_its_stride_placement_is_located(direction, library, tmp_path, monkeypatch):
     monkeypatch.chdir(library)  # the factories are named as a user in that folder names them
     reference, inputs, expected = LIBRARY[direction]
-    out = run_here("verify", reference, "--trust-code", *inputs, *expected, "--locate", "--no-progress",
-                   "--json", tmp_path / "r.json")
-    assert out.returncode == any(e[0] != "PASS" for e in expected.values()), out.stdout[-3000:] + out.stderr[-3000:]
-    rows = {row["target"]: row for row in json.loads((tmp_path / "r.json").read_text())["results"]}
-    found = [problem for port, expectation in expected.items()
-             for problem in (problems_of(port, rows[port], expectation) if port in rows else [f"{port}: no result"])]
-    assert not found, "\n".join(found)
+    found = verify_ports(reference, inputs, expected, tmp_path / "r.json")
+    assert not all_problems(found), all_problems(found)

@@ -8,7 +8,6 @@ localisations is the acceptance)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.shared import shared_folder
-from tests.test_cli import run_here
+from tests.verify.ports.checks import PASS, all_problems, problems_of, verify_ports  # noqa: F401 - problems_of: its old home
 
 HERE = Path(__file__).parent / "ports"
 
@@ -37,7 +36,6 @@ def unaligned(tmp_path_factory) -> Path:
 
 IMAGE, SIGNAL = ["--input", "image:Nx3x16x16:float32"], ["--input", "signal:Nx4x12:float32"]
 TOKENS, X = ["--input", "tokens:Nx8:int64:0:50"], ["--input", "x:Nx6x8x8:float32"]
-PASS = ("PASS", (), (), "", ())
 # (reference, its --input, {port: (verdict, reference modules of which one must be in segment["reference"], port
 #  layers of which one must be in segment["port"], a phrase of the diagnosis ("" where no class is expected),
 #  correct layers that neither side of the segment may hold)})
@@ -88,47 +86,9 @@ UNALIGNED = {
 }
 
 
-def problems_of(port: str, row: dict, expected: tuple) -> list[str]:
-    """What in one port's result misses its expectation (all of it, so one run shows every gap)."""
-    verdict, reference_names, port_names, named, never = expected
-    if row["verdict"] != verdict:
-        return [f"{port}: verdict {row['verdict']}, expected {verdict} ({row.get('reason', '')})"]
-    if verdict == "PASS":
-        return [] if row["pairing"]["inputs"] else [f"{port}: the pairing it used is not said"]
-    located = row.get("locate") or {}
-    if located.get("verdict") != "located":
-        return [f"{port}: locate {located.get('verdict')}: {located.get('reason', '')}"]
-    segment = located.get("segment") or {}
-    reference_side, port_side = list(segment.get("reference") or []), list(segment.get("port") or [])
-    first = located.get("first") or {}
-    if segment:
-        found = []
-        if not set(reference_names) & set(reference_side):
-            found.append(f"{port}: reference segment {reference_side} holds none of {sorted(reference_names)}")
-        if not set(port_names) & set(port_side):
-            found.append(f"{port}: port segment {port_side} holds none of {sorted(port_names)}")
-        if [first.get("node"), first.get("source_layer")] != reference_side[-1:] + port_side[-1:]:
-            found.append(f"{port}: first {first.get('node')} / {first.get('source_layer')} is not the segment's "
-                         "last layers")
-    else:  # no segment: the layers it names are checked against those it must not blame
-        found = [f"{port}: no segment (first at {first.get('node')} / {first.get('source_layer')})"]
-        reference_side, port_side = [first.get("node")], [first.get("source_layer")]
-    wrong = set(never) & (set(reference_side) | set(port_side))
-    if wrong:
-        found.append(f"{port}: {sorted(wrong)} named, correct layers (a wrong localisation)")
-    if named not in located.get("diagnosis", ""):
-        found.append(f"{port}: diagnosis {located.get('diagnosis')!r} does not say {named!r}")
-    return found
-
-
 @pytest.mark.parametrize("direction", UNALIGNED)
 def test_unaligned_ports_verify_and_every_bug_is_located_at_its_segment(direction, unaligned, tmp_path, monkeypatch):
     monkeypatch.chdir(unaligned)  # the factories are named as a user in that folder names them
     reference, inputs, expected = UNALIGNED[direction]
-    out = run_here("verify", reference, "--trust-code", *inputs, *expected, "--locate", "--no-progress",
-                   "--json", tmp_path / "r.json")
-    assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
-    rows = {row["target"]: row for row in json.loads((tmp_path / "r.json").read_text())["results"]}
-    found = [problem for port, expectation in expected.items()
-             for problem in (problems_of(port, rows[port], expectation) if port in rows else [f"{port}: no result"])]
-    assert not found, "\n".join(found)
+    found = verify_ports(reference, inputs, expected, tmp_path / "r.json")
+    assert not all_problems(found), all_problems(found)
