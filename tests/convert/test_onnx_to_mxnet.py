@@ -275,6 +275,8 @@ REGISTRY_CASES = {
                                         "v": _x(3, seed=4, positive=True)}),
     "Cast": lambda: _one("Cast", {"x": np.round(_x(2, 3) * 5)}, to=TensorProto.INT32),
     "Clip": lambda: _one("Clip", {"x": _x(2, 5)}, {"lo": np.float32(-0.5), "hi": np.float32(0.7)}),
+    # issue 45: CumSum (position ids of Hugging Face decoders), reversed and exclusive
+    "CumSum": lambda: _one("CumSum", {"x": _x(2, 5)}, {"axis": np.asarray(1, np.int64)}, exclusive=1, reverse=1),
     "ConvTranspose": lambda: _one("ConvTranspose", {"x": _x(1, 2, 4, 4)}, {"w": _x(2, 3, 3, 3, seed=1)},
                                   strides=[2, 2], pads=[1, 1, 1, 1]),
     "Erf": lambda: _one("Erf", {"x": _x(2, 5)}),

@@ -1,5 +1,5 @@
 """Ops that move, select or cast elements: Cast in MXNet's float32 world, Slice, Gather, Split, Where, Tile, Pad,
-and Expand/ConstantOfShape of a shape computed at run time.
+CumSum, and Expand/ConstantOfShape of a shape computed at run time.
 
 Integers: MXNet carries them as float32 (the importer loads every initializer as float32, the runner feeds
 integer inputs as float32), so `cast` keeps the dtype where ONNX casts to an integer type or to float32: to an
@@ -161,6 +161,23 @@ def where(attrs, inputs, importer):
     zeros = sym.broadcast_add(sym.broadcast_add(sym.zeros_like(condition), sym.zeros_like(x)), sym.zeros_like(y))
     broadcast = [sym.broadcast_add(value, zeros) for value in (condition, x, y)]
     return sym.where(*broadcast), attrs, inputs
+
+
+@add_converter("CumSum", 11)
+def cumsum(attrs, inputs, importer):
+    """ONNX CumSum (the importer has none) along a constant axis -> `cumsum`; `exclusive` (each sum without its
+    own element) as the sum less the element, `reverse` as the sum of the reversed axis, reversed back."""
+    sym = symbols()
+    if inputs[1].name not in importer._params:
+        raise RosettaError("CumSum along an axis computed at run time cannot be converted to mxnet")
+    axis = int(importer._params[inputs[1].name].asnumpy().ravel()[0])
+    reverse, x = bool(int(attrs.get("reverse", 0))), inputs[0]
+    if reverse:
+        x = sym.reverse(x, axis=axis)
+    summed = sym.cumsum(x, axis=axis)
+    if int(attrs.get("exclusive", 0)):
+        summed = summed - x
+    return (sym.reverse(summed, axis=axis) if reverse else summed), {}, inputs[:1]
 
 
 @add_converter("Tile", 1)
