@@ -80,12 +80,13 @@ def internal_error(error: BaseException) -> str:
 
 def _internal_in_text(detail: str, message: str) -> str:
     """internal_error for a worker's traceback text (the last exception block: its innermost frame, its type)."""
-    lines = [line for line in detail.strip().splitlines() if line.strip()]
-    if not lines:
-        return ""
-    match = _EXCEPTION_LINE.match(lines[-1])
     frames = list(_FRAME_LINE.finditer(detail))
-    if match is None or not frames:
+    if not frames:
+        return ""
+    # after the innermost frame: its code lines (indented), then the exception's own first line
+    after = [line for line in detail[frames[-1].end():].splitlines()[1:] if line.strip()]
+    match = next((_EXCEPTION_LINE.match(line) for line in after if not line[:1].isspace()), None)
+    if match is None:
         return ""
     kind = match.group("type")
     if kind.startswith("rosetta.") or kind.rsplit(".", 1)[-1] == "NotImplementedError":
@@ -112,9 +113,7 @@ def _message_suffix(error: BaseException) -> str:
 
 def _rosetta_path(filename: str) -> str | None:
     """'rosetta/convert/x.py' for a file of the rosetta package, None for any other (a converter's, a user's)."""
-    import rosetta
-
-    root = Path(rosetta.__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # the rosetta package: this file is rosetta/convert/runs.py
     try:
         relative = Path(filename).resolve().relative_to(root)
     except (ValueError, OSError):

@@ -1,0 +1,89 @@
+"""scripts/sweep.py (issue 45's whole-library sweep) on a fixed, seeded sample of three tiny models: the JSON and
+the markdown are written, rows are counted per target, library and family, every cell that does not PASS is
+grouped by cause, a model that cannot be built has no cells, and --resume runs only what is missing."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "sweep.py"
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    spec = importlib.util.spec_from_file_location("rosetta_sweep", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def _mlp():
+    import torch
+
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)).eval(), ["x:Nx6:float32"]
+
+
+def _shrinking():
+    """An ONNX model of one Shrink, which onnx2torch has no converter for: its torch cell is CANNOT."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Shrink", ["x"], ["y"], lambd=0.1)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 6])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model, None
+
+
+def _unbuildable():
+    raise RuntimeError("needs weights this machine does not have")
+
+
+def _sample(sweep):
+    return [sweep.Entry("plain", "mlp", "mlp", _mlp), sweep.Entry("plain", "shrink", "shrinking", _shrinking),
+            sweep.Entry("other", "broken", "unbuildable", _unbuildable)]
+
+
+def test_the_sweep_writes_its_rows_grouped_per_target_library_family_and_cause(sweep, tmp_path):
+    records = sweep.run(["timm"], "onnx,torch", tmp_path / "s.json", tmp_path / "s.md", entries=_sample(sweep),
+                        jobs=1)
+    assert [r["model"] for r in records] == ["mlp", "shrinking", "unbuildable"]
+    written = json.loads((tmp_path / "s.json").read_text())
+    summary = written["summary"]
+    assert (summary["models"], summary["unbuilt"], summary["cells"], summary["passed"]) == (3, 1, 4, 3)
+    assert summary["target"] == {"onnx": {"PASS": 2}, "torch": {"PASS": 1, "CANNOT": 1}}
+    assert summary["library"] == {"plain": {"PASS": 3, "CANNOT": 1}}
+    assert summary["family"]["plain/shrink"] == {"PASS": 1, "CANNOT": 1}
+    [cause] = summary["causes"]
+    assert cause["count"] == 1 and cause["cells"] == ["shrinking -> torch"]
+    assert cause["cause"].startswith("CANNOT: ") and "Shrink" in cause["cause"]
+    assert written["models"][2]["unbuilt"] == "RuntimeError: needs weights this machine does not have"
+    text = (tmp_path / "s.md").read_text()
+    assert text.startswith("# Sweep: 3 models (1 unbuilt), 4 cells, 3 PASS (75 %)")
+    for heading in ("## Per target", "## Per library", "## Per family", "## Cells that do not PASS, by cause",
+                    "## Not built (no cells)"):
+        assert heading in text
+    assert "| torch | 1 of 2 (50 %) | 1 | 0 | 1 | 0 | 0 |" in text
+    assert "| 1 | CANNOT: " in text and "shrinking -> torch" in text
+
+    def must_not_run():
+        raise AssertionError("a finished model ran again")
+    kept = [sweep.Entry(e.library, e.family, e.name, must_not_run) for e in _sample(sweep)]
+    again = sweep.run(["timm"], "onnx,torch", tmp_path / "s.json", tmp_path / "s.md", resume=True, entries=kept)
+    assert again == records
+
+
+def test_a_family_is_swept_at_its_smallest_variant(sweep):
+    assert sweep.smallest(["convnext_base", "convnext_atto", "convnext_tiny"]) == "convnext_atto"
+    assert sweep.smallest(["cait_m36_384", "cait_xxs24_224", "cait_s24_224"]) == "cait_xxs24_224"
+    assert sweep.smallest(["ConvNeXtBase", "ConvNeXtTiny", "ConvNeXtLarge"]) == "ConvNeXtTiny"
+    assert sweep.smallest(["NASNetLarge", "NASNetMobile"]) == "NASNetMobile"
+    assert sweep.smallest(["swin_b", "swin_s", "swin_t"]) == "swin_t"
