@@ -438,3 +438,27 @@ def test_an_array_named_after_no_input_of_either_model_is_bad_input():
         rosetta.verify(small_net(), small_net(), inputs=arrays)
     assert rosetta.verify(NamedForward(), exported(small_net()), inputs={"image": arrays["nope"]}).passed
     assert rosetta.verify(PositionalForward(), exported(small_net()), inputs=arrays).passed
+
+
+def test_the_settings_objects_and_their_fields_as_keywords_are_one_run(tmp_path):
+    """settings=RunSettings(...) and tolerance=Tolerance(...) carry what the keywords do; a keyword wins over the
+    object's field; each is checked where it is built, naming the field, and an unknown keyword lists the ones
+    the function takes."""
+    model = exported(small_net())
+    settings = rosetta.RunSettings(batch=3, seed=2)
+    rosetta.verify(model, model, settings=settings, save_inputs=tmp_path / "objects.npz")
+    rosetta.verify(model, model, batch=3, seed=2, save_inputs=tmp_path / "keywords.npz")
+    rosetta.verify(model, model, settings=settings, batch=5, save_inputs=tmp_path / "over.npz")
+    objects, keywords, over = (np.load(tmp_path / f"{name}.npz") for name in ("objects", "keywords", "over"))
+    assert objects["image"].shape[0] == 3 and np.array_equal(objects["image"], keywords["image"])
+    assert over["image"].shape[0] == 5
+    report = rosetta.verify(model, model, tolerance=rosetta.Tolerance(atol=1e-6))
+    assert report.passed and report.to_json()["tolerance"]["atol"] == 1e-6
+    with pytest.raises(rosetta.BadInput, match=r"^unknown option\(s\) bach; verify takes .*\bbatch\b"):
+        rosetta.verify(model, model, bach=3)
+    with pytest.raises(rosetta.BadInput, match=r"^settings: a rosetta.RunSettings"):
+        rosetta.verify(model, model, settings={"batch": 3})
+    with pytest.raises(rosetta.BadInput, match=r"^batch: a whole number, 1 or more; got 0"):
+        rosetta.RunSettings(batch=0)
+    with pytest.raises(rosetta.BadInput, match=r"^atol: a number"):
+        rosetta.Tolerance(atol={"logits": -1})
