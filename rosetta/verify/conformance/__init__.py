@@ -20,6 +20,10 @@ op schema's input names) bound as initializers with the case's values, as an exp
 case gets this variant when it has such an input and keeps at least one graph input. Trainable converters
 (rosetta's Keras mapper, onnx2torch, MXNet's importer) need these constant: the plain mode alone measures
 them on inputs no real model gives them. A row records its mode and the inputs it bound.
+
+This module holds the cases, the job and the expectations; `run.py` a whole run as `rosetta conformance` asks
+for it (the cases chosen, an earlier run's rows kept, the results file rewritten as it goes, expectations
+written or checked), which rosetta.conformance wraps.
 """
 
 from __future__ import annotations
