@@ -151,7 +151,7 @@ def test_existing_non_empty_output_is_refused_unless_forced(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("user data")
-    with pytest.raises(RosettaError, match="exists and is not empty.*--force"):
+    with pytest.raises(RosettaError, match="exists and is not empty.*force="):
         run_conversion(torch_source(get_model("cnn"), 0), ONNX, out)
     assert (out / "keep.txt").read_text() == "user data"
     run_conversion(torch_source(get_model("cnn"), 0), ONNX, out, force=True)
