@@ -482,16 +482,18 @@ def verify(reference, candidate=None, *, inputs=None, targets: str | Sequence[st
             where = "" if run.device == "cpu" else f", targets on {run.device}"
             return Report(done.results, f"rosetta verify ({done.policy.describe()}{where})",
                           {"tolerance": done.policy.to_json(), "device": run.device})
-        from rosetta.verify.port_training import is_training_setup
+        from rosetta.sources.training_setup import is_training_setup
 
-        setup = reference if is_training_setup(reference) else None
-        if setup is not None:
-            reference = setup[0]  # inference compares the module; training the whole setup
+        if isinstance(candidate, list) and len(candidate) == 1:
+            candidate = candidate[0]  # one candidate, given as the command line's list of them
+        setups = (reference if is_training_setup(reference) else None,
+                  candidate if is_training_setup(candidate) else None)
+        given = (reference, candidate)  # inference compares a setup's module; training the whole setup
+        reference, candidate = (setup[0] if setup is not None else model for setup, model in zip(setups, given))
         labels = options.pop("labels", None)
-        if targets is not None or (train_steps and setup is None):
-            raise BadInput("targets= and train_steps= are for reference models (verify('cnn', targets='keras')), "
-                           "or train_steps= for a PyTorch training setup (module, optimizer, loss_fn) against a "
-                           "compiled keras.Model; give a candidate model to compare with the reference instead")
+        if targets is not None:
+            raise BadInput("targets= is for reference models (verify('cnn', targets='keras')); give a candidate "
+                           "model to compare with the reference instead")
         from rosetta.verify.files import FileOptions, verify_files
 
         specs, arrays = _inputs(inputs)
@@ -504,50 +506,67 @@ def verify(reference, candidate=None, *, inputs=None, targets: str | Sequence[st
             _check_arrays_fit(arrays, run.max_memory)
         candidates = [] if candidate is None else list(candidate) if isinstance(candidate, (list, tuple)) else [candidate]
         _check_models([reference, *candidates])
-        label_spec = _check_port_training(candidates, labels) if train_steps else None
+        training = _port_training(given, setups, specs, labels, train_steps, run, bounds.multiple) \
+            if train_steps else None
         done = verify_files([reference, *candidates], run, bounds, inputs=specs, feeds=arrays, files=files,
                             executor=_executor(run), locate=locate, pairs=pairs)
         rows = list(done.results)
-        if train_steps:
-            rows.append(_port_training_row(setup, candidates[0], specs, label_spec, train_steps, run, bounds.multiple))
+        if training is not None:
+            rows.append(training())
     where = "" if run.device == "cpu" else f", compared models on {run.device}"
     return Report(rows, f"rosetta verify: against {done.reference} ({done.policy.describe()}{where})",
                   {"reference": done.reference, "tolerance": done.policy.to_json(), "device": run.device},
                   {"reference": done.reference, "inputs": done.inputs, "outputs": done.outputs})
 
 
-def _check_port_training(candidates: list, labels):
-    """Refuse, before any work, what train_steps= between a PyTorch setup and a port cannot train: anything but one
-    compiled keras.Model as the candidate, and no labels; the labels' TensorSpec."""
+def _port_training(given: tuple, setups: tuple, specs: list, labels, steps: int, run: RunSettings,
+                   multiple: float | None) -> Callable[[], VerifyResult]:
+    """What makes the training row of train_steps= between two models (rosetta.verify.port_training), checked
+    before any work: a PyTorch training setup (module, optimizer, loss_fn) against one compiled keras.Model, in
+    memory in either order, or as files (a factory `setup.py:fn` returning the setup and a saved .keras file with
+    its compile config), with the labels' spec; the first model is the reference."""
     from rosetta.sources.memory import kind_of, label_of
     from rosetta.sources.signature import parse_input_option
 
-    if len(candidates) != 1 or isinstance(candidates[0], (str, os.PathLike)) or kind_of(candidates[0]) != "keras":
-        raise BadInput("train_steps= between two models: the candidate must be one compiled keras.Model "
-                       "(model.compile(optimizer, loss)); other frameworks and files come later (issue 44)")
-    if getattr(candidates[0], "optimizer", None) is None:
-        raise BadInput(f"{label_of(candidates[0])}: not compiled; model.compile(optimizer, loss) says how it "
-                       "trains, rosetta would have to guess")
     if labels is None or not (_text(labels) or (hasattr(labels, "shape") and hasattr(labels, "dtype"))):
         raise BadInput("labels: train_steps= between two models needs the labels' spec, e.g. "
                        f"labels='labels:N:int64:0:4' (class indices 0..3); got {_shown(labels)}")
-    return labels if hasattr(labels, "shape") else parse_input_option(labels)
+    label_spec = labels if hasattr(labels, "shape") else parse_input_option(labels)
+    if not specs:
+        raise BadInput("inputs: train_steps= between two models needs the inputs' specs, e.g. inputs=['x:Nx6:float32']")
+    batch = run.batch or DEFAULT_BATCH
+    if all(isinstance(model, (str, os.PathLike)) for model in given):
+        from rosetta.sources.training_setup import check_compiled_keras, is_setup_text
+        from rosetta.verify.port_training import TrainingOptions, verify_port_training_files
 
+        texts = [str(model) for model in given]
+        if sorted(is_setup_text(name) for name in texts) != [False, True]:
+            raise BadInput("train_steps= between two model files takes a PyTorch factory returning (module, "
+                           f"optimizer, loss_fn), e.g. setup.py:fn, and a compiled .keras file; got {', '.join(texts)}")
+        check_compiled_keras(texts[0] if is_setup_text(texts[1]) else texts[1])
+        options = TrainingOptions(multiple=multiple, trust_code=run.trust_code)
+        return lambda: verify_port_training_files(texts[0], texts[1], specs, label_spec, steps, batch, run.seed,
+                                                  options)
+    side = "torch" if setups[0] is not None else "keras"
+    setup, port = (setups[0], given[1]) if side == "torch" else (setups[1], given[0])
+    if setup is None or isinstance(port, (str, os.PathLike, list)) or kind_of(port) != "keras":
+        raise BadInput("train_steps= between two models: a PyTorch training setup, the tuple (module, optimizer, "
+                       "loss_fn), and one compiled keras.Model (model.compile(optimizer, loss)), either first; or "
+                       "their files (setup.py:fn and a .keras file)")
+    if getattr(port, "optimizer", None) is None:
+        raise BadInput(f"{label_of(port)}: not compiled; model.compile(optimizer, loss) says how it trains, rosetta "
+                       "would have to guess")
 
-def _port_training_row(setup: tuple, port, specs: list, label_spec, steps: int, run: RunSettings,
-                       multiple: float | None) -> VerifyResult:
-    """The training row of a PyTorch setup against a compiled keras.Model (rosetta.verify.port_training)."""
-    from rosetta.scratch import scratch_folder
-    from rosetta.sources.memory import label_of
-    from rosetta.verify.port_training import verify_port_training
+    def row() -> VerifyResult:
+        from rosetta.scratch import scratch_folder
+        from rosetta.verify.port_training import verify_port_training
 
-    with scratch_folder("rosetta-port-training-") as scratch:
-        path = Path(scratch) / "port.keras"
-        port.save(str(path))  # with its compile config: the worker trains it as compiled
-        done = verify_port_training(setup, str(path), specs, label_spec, steps, batch=run.batch or DEFAULT_BATCH,
-                                    seed=run.seed,
-                                    multiple=multiple, label=label_of(setup[0]))
-    return done.row
+        with scratch_folder("rosetta-port-training-") as scratch:
+            path = Path(scratch) / "port.keras"
+            port.save(str(path))  # with its compile config: the worker trains it as compiled
+            return verify_port_training(setup, str(path), specs, label_spec, steps, batch, run.seed, multiple,
+                                        label_of(setup[0] if side == "torch" else port), side).row
+    return row
 
 
 def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: str | os.PathLike | None = None,

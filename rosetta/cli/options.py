@@ -82,7 +82,7 @@ def seed_list(text: str) -> list[int]:
     return seeds
 
 
-def _input_option(text: str):
+def input_spec(text: str):
     try:
         return api.parse_input(text)
     except RosettaError as error:
@@ -131,7 +131,7 @@ def check_input_options(args) -> None:
 
 def add_user_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", action="append", default=[], metavar="NAME:SHAPE:DTYPE[:LOW:HIGH]",
-                        type=_input_option, help="an input's shape, dtype and value range, e.g. "
+                        type=input_spec, help="an input's shape, dtype and value range, e.g. "
                         "image:Nx3x32x32:float32 or tokens:Nx100:int64:0:20000 (N: batch); needed where the "
                         "model does not say (PyTorch factories, MXNet symbols, free axes); repeatable")
     parser.add_argument("--batch", type=positive_int, default=8, help="batch size of the generated inputs (default: 8)")

@@ -11,7 +11,7 @@ from rosetta.api import MODEL_FORMATS as FORMATS_HELP
 from rosetta.cli.options import (EPILOG_EXIT, add_executor_options, add_export_options, add_locate_options,
                                  add_threads_option, add_tolerance_options, add_user_model_options,
                                  check_input_options, check_locate_options, executor_options, exit_for,
-                                 export_options, positive_int, print_report, progress, refuse_unused, seed_list,
+                                 export_options, input_spec, positive_int, print_report, progress, refuse_unused, seed_list,
                                  target_names, write_locate)
 from rosetta.errors import RosettaError
 
@@ -36,6 +36,8 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                "  rosetta verify model.onnx optimised.onnx --locate                (first node that differs)\n"
                "  rosetta verify --model resnet50 --via onnx,mmdnn --targets torch,tensorflow,keras,mxnet,onnxruntime\n"
                "  rosetta verify --model cnn,gru --targets torch,keras,mxnet --train-steps 5 --precision float64\n"
+               "  rosetta verify setup.py:fn port.keras --trust-code --input x:Nx16:float32 --labels labels:N:int64:0:4 "
+               "--train-steps 8\n"
                "  rosetta verify --model cnn,gru,resnet50 --targets torch,keras --device cuda   (GPU vs CPU reference)\n"
                + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -49,8 +51,16 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                                                        "with model files: one seed, for the generated inputs)")
     add_tolerance_options(verify)
     verify.add_argument("--train-steps", type=positive_int, metavar="K",
-                        help="also check training: K optimiser steps (DLF optimiser) from the same weights on the same "
-                             "batches in each trainable target (torch, keras, mxnet), comparing losses and weights")
+                        help="also check training: with --model, K optimiser steps (DLF optimiser) from the same "
+                             "weights on the same batches in each trainable target (torch, keras, mxnet), comparing "
+                             "losses and weights; with two MODEL files, a PyTorch factory returning (module, "
+                             "optimizer, loss_fn) (--trust-code) and a compiled .keras file, either first: each "
+                             "trained K steps by its own optimiser and loss on the same batches, the loss and every "
+                             "paired parameter compared after each step, the first diverging step and the "
+                             "training bug named (needs --input and --labels; docs/port-training.md)")
+    verify.add_argument("--labels", type=input_spec, metavar="NAME:SHAPE:DTYPE[:LOW:HIGH]",
+                        help="with --train-steps between two model files: the labels' spec, in --input's syntax, "
+                             "e.g. labels:N:int64:0:4 (class indices 0..3)")
     verify.add_argument("--precision", choices=("float32", "float64"),
                         help="training check precision: float32 (calibrated tolerance) or float64 (must agree to "
                              "~1e-10: separates conversion bugs from float32 noise); default float32")
@@ -88,11 +98,10 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 
 
 # options of one form of the command only: given to the other, each is refused rather than ignored
-REFERENCE_MODEL_ONLY = {"model": "--model", "targets": "--targets", "via": "--via", "train_steps": "--train-steps",
-                        "precision": "--precision", "train_batch": "--train-batch", "work_dir": "--work-dir"}
+REFERENCE_MODEL_ONLY = {"model": "--model", "targets": "--targets", "via": "--via", "precision": "--precision", "train_batch": "--train-batch", "work_dir": "--work-dir"}
 MODEL_FILES_ONLY = {"inputs": "--inputs", "save_inputs": "--save-inputs", "save_outputs": "--save-outputs",
                     "load_outputs": "--load-outputs", "input": "--input", "trust_code": "--trust-code",
-                    "pair": "--pair", "layer_map": "--layer-map"}
+                    "pair": "--pair", "layer_map": "--layer-map", "labels": "--labels"}
 
 
 def run(args) -> int:
@@ -101,13 +110,17 @@ def run(args) -> int:
     if args.paths:
         refuse_unused(args, REFERENCE_MODEL_ONLY, "is for reference models (--model); with model files, each file "
                                                   "is compared with the first")
+        if args.labels is not None and not args.train_steps:
+            raise RosettaError("--labels is for --train-steps between two model files (the labels each side's loss "
+                               "is trained on); give --train-steps K")
+        training = {"train_steps": args.train_steps, "labels": args.labels} if args.train_steps else {}
         if args.seed is not None and len(args.seed) > 1:
             raise RosettaError("--seed: model files take one seed (for the generated inputs); run once per seed")
         report = api.verify(args.paths[0], args.paths[1:], inputs=args.input, inputs_file=args.inputs,
                             load_outputs=args.load_outputs, save_inputs=args.save_inputs,
                             save_outputs=args.save_outputs, trust_code=args.trust_code, batch=args.batch,
                             pair=args.pair, layer_map=args.layer_map, device=args.device or "cpu",
-                            seed=(args.seed or [0])[0], threads=args.threads, **_shared(args))
+                            seed=(args.seed or [0])[0], threads=args.threads, **training, **_shared(args))
     else:
         refuse_unused(args, MODEL_FILES_ONLY, "needs model files: rosetta verify MODEL [MODEL ...]")
         report = api.verify(args.model or "all", targets=args.targets or "onnxruntime", via=args.via or "onnx",

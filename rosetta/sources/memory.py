@@ -6,6 +6,8 @@ the caller built it, so a Keras Lambda layer or a custom Gluon block are read wi
 
 from __future__ import annotations
 
+import copy
+
 import hashlib
 import json
 from dataclasses import replace
@@ -150,7 +152,7 @@ def as_artifact(model, feeds: dict[str, np.ndarray], scratch: Path):
     arguments = tuple(torch.from_numpy(np.ascontiguousarray(feeds[spec.name])) for spec in model.inputs)
     try:
         with deadline(timeout_seconds(), f"exporting {model.label}"):  # its forward runs, in this process
-            program = torch.export.export(model.module.eval(), arguments)
+            program = torch.export.export(copy.deepcopy(model.module).eval(), arguments)  # the user's object unchanged
     except WorkerTimedOut:
         raise
     except Exception as error:  # noqa: BLE001 - what torch.export cannot trace, said in one line

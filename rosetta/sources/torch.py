@@ -47,6 +47,15 @@ def read(argument: dict) -> dict:
     return write_manifest(argument, ARTIFACT, "torch-export", inputs, outputs)
 
 
+def is_training_setup(value) -> bool:
+    """(torch.nn.Module, torch.optim.Optimizer, callable loss): a PyTorch side that brings how it trains."""
+    if not isinstance(value, tuple) or len(value) != 3:
+        return False
+    names = [{(c.__module__, c.__name__) for c in type(v).__mro__} for v in value[:2]]
+    return (("torch.nn.modules.module", "Module") in names[0] and ("torch.optim.optimizer", "Optimizer") in names[1]
+            and callable(value[2]))
+
+
 def load_factory(model_file, trust_code: bool):
     """The torch.nn.Module a factory builds, in eval mode. Importing the file and calling it runs its code, here
     in this process, so under the --timeout deadline (execution.deadline) that a worker's job would have."""
@@ -60,6 +69,8 @@ def load_factory(model_file, trust_code: bool):
     make_importable()  # torchvision, timm and transformers import torchvision, whose PyPI build may not load here
     with deadline(timeout_seconds(), f"building {model_file.text}"):
         model = _built(model_file)
+        if is_training_setup(model):  # (module, optimizer, loss_fn): its inference is the module's
+            model = model[0]
         if not isinstance(model, torch.nn.Module):
             raise RosettaError(f"{model_file.text} returned a {type(model).__name__}, not a torch.nn.Module")
         check_not_on_meta(model, model_file.text)

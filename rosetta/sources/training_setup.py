@@ -10,17 +10,9 @@ import zipfile
 from pathlib import Path
 
 from rosetta.errors import BadInput, RosettaError, one_line
+from rosetta.sources.torch import is_training_setup  # noqa: F401 - where training setups are told apart
 
 SETUP_HELP = "a PyTorch factory file returning (module, optimizer, loss_fn), e.g. setup.py:fn"
-
-
-def is_training_setup(value) -> bool:
-    """(torch.nn.Module, torch.optim.Optimizer, callable loss): a PyTorch side that brings how it trains."""
-    if not isinstance(value, tuple) or len(value) != 3:
-        return False
-    names = [{(c.__module__, c.__name__) for c in type(v).__mro__} for v in value[:2]]
-    return (("torch.nn.modules.module", "Module") in names[0] and ("torch.optim.optimizer", "Optimizer") in names[1]
-            and callable(value[2]))
 
 
 def is_setup_text(text) -> bool:
