@@ -445,8 +445,9 @@ def verify(reference, candidate=None, *, inputs=None, targets: str | Sequence[st
         ("cnn", "gru", "resnet50", "all") and no candidate: that model converted to `targets` (default
         "onnxruntime") by `via` ("onnx", "mmdnn"), run on `device` ("cpu", "cuda") and verified against PyTorch
         on the CPU; `train_steps` then adds training. A PyTorch training setup, the tuple (module, torch.optim
-        optimizer, loss_fn), against one compiled keras.Model (its optimiser and loss from model.compile): the
-        inference rows of the module, and with `train_steps` a training row (rosetta.verify.port_training: both
+        optimizer, loss_fn), and one compiled keras.Model (its optimiser and loss from model.compile), either one
+        first, or their files (`setup.py:fn` returning the setup, a saved .keras file): the inference rows of the
+        module, and with `train_steps` a training row (rosetta.verify.port_training: both
         sides trained on the same seeded batches, the loss and every paired parameter compared after every step,
         the first diverging step and the training bug named); it needs `labels`.
     inputs: arrays (dict by input name, or a list in input order) to run, or specs ("name:SHAPE:DTYPE[:LOW:HIGH]")

@@ -29,9 +29,10 @@ def verify_table(results: list[VerifyResult], title: str = "rosetta verify"):
         for output in result.outputs:
             ratio = "-" if math.isnan(output.error_ratio) else f"{output.error_ratio:.2f}"
             cosine = "-" if math.isnan(output.cosine) else f"{output.cosine:.8f}"
+            within = "-" if math.isnan(output.within_tolerance) else f"{100 * output.within_tolerance:.1f}%"
             table.add_row(result.model, result.route, result.target, output.name,
                           _fmt(output.max_abs_error), _fmt(output.scaled_error), _fmt(output.noise_floor),
-                          ratio, cosine, f"{100 * output.within_tolerance:.1f}%",
+                          ratio, cosine, within,
                           _verdict(FAIL if not output.passed else INCONCLUSIVE if output.uninformative else PASS))
     return table
 
