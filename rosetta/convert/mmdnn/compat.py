@@ -168,7 +168,7 @@ def keras_parser():
         def graph_init(original):
             def __init__(self, model):
                 if not isinstance(model, tf_keras.Model):
-                    raise TypeError(f"Keras layer of type {type(model)} is not supported.")
+                    raise NotImplementedError(f"Keras layer of type {type(model)} is not supported.")  # MMdnn's refusal
                 Graph.__init__(self, model)
                 self.model = model
             return __init__
