@@ -98,7 +98,8 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
 
 
 # options of one form of the command only: given to the other, each is refused rather than ignored
-REFERENCE_MODEL_ONLY = {"model": "--model", "targets": "--targets", "via": "--via", "precision": "--precision", "train_batch": "--train-batch", "work_dir": "--work-dir"}
+REFERENCE_MODEL_ONLY = {"model": "--model", "targets": "--targets", "via": "--via", "precision": "--precision",
+                        "train_batch": "--train-batch", "work_dir": "--work-dir"}
 MODEL_FILES_ONLY = {"inputs": "--inputs", "save_inputs": "--save-inputs", "save_outputs": "--save-outputs",
                     "load_outputs": "--load-outputs", "input": "--input", "trust_code": "--trust-code",
                     "pair": "--pair", "layer_map": "--layer-map", "labels": "--labels"}
