@@ -18,7 +18,7 @@ from rosetta.convert.targets import get_target, load_verify_runner
 from rosetta.models import get_model
 from rosetta.verify.cells import reference_for
 from rosetta.verify.faults import CONVERTER_FAULTS, fault_cases, faulty_chain
-from rosetta.verify.locate import INHERITED, INTRODUCED, locate, source_layer, tensor_references
+from rosetta.verify.locate import INHERITED, INTRODUCED, TargetFiles, locate, source_layer, tensor_references
 from rosetta.verify.tolerance import TolerancePolicy
 
 
@@ -32,8 +32,9 @@ def _locate(store, model_name, target_name, edit, tmp_path, batch=4, **options):
     source = store.get(spec, 0, ("torch", "onnx"), get_target(target_name).export_options())
     convert, load = _converter(target_name, edit)
     modules = {name for name, _ in spec.build(0).named_modules() if name}
+    files = TargetFiles(options.pop("export", None), options.pop("artifact", None))
     return locate(source, convert, load, reference_for(model_name, 0, batch).feeds, TolerancePolicy(), tmp_path,
-                  target_name, modules, **options)
+                  target_name, modules, files=files, **options)
 
 
 @pytest.mark.parametrize("model_name", ["cnn", "gru"])
