@@ -527,15 +527,7 @@ def _port_training(given: tuple, setups: tuple, specs: list, labels, steps: int,
     memory in either order, or as files (a factory `setup.py:fn` returning the setup and a saved .keras file with
     its compile config), with the labels' spec; the first model is the reference."""
     from rosetta.sources.memory import kind_of, label_of
-    from rosetta.sources.signature import parse_input_option
 
-    if labels is None or not (_text(labels) or (hasattr(labels, "shape") and hasattr(labels, "dtype"))):
-        raise BadInput("labels: train_steps= between two models needs the labels' spec, e.g. "
-                       f"labels='labels:N:int64:0:4' (class indices 0..3); got {_shown(labels)}")
-    label_spec = labels if hasattr(labels, "shape") else parse_input_option(labels)
-    if not specs:
-        raise BadInput("inputs: train_steps= between two models needs the inputs' specs, e.g. inputs=['x:Nx6:float32']")
-    batch = run.batch or DEFAULT_BATCH
     if all(isinstance(model, (str, os.PathLike)) for model in given):
         from rosetta.sources.training_setup import check_compiled_keras, is_setup_text
         from rosetta.verify.port_training import TrainingOptions, verify_port_training_files
@@ -545,6 +537,7 @@ def _port_training(given: tuple, setups: tuple, specs: list, labels, steps: int,
             raise BadInput("train_steps= between two model files takes a PyTorch factory returning (module, "
                            f"optimizer, loss_fn), e.g. setup.py:fn, and a compiled .keras file; got {', '.join(texts)}")
         check_compiled_keras(texts[0] if is_setup_text(texts[1]) else texts[1])
+        label_spec, batch = _training_data(labels, specs, run)
         options = TrainingOptions(multiple=multiple, trust_code=run.trust_code)
         return lambda: verify_port_training_files(texts[0], texts[1], specs, label_spec, steps, batch, run.seed,
                                                   options)
@@ -557,6 +550,7 @@ def _port_training(given: tuple, setups: tuple, specs: list, labels, steps: int,
     if getattr(port, "optimizer", None) is None:
         raise BadInput(f"{label_of(port)}: not compiled; model.compile(optimizer, loss) says how it trains, rosetta "
                        "would have to guess")
+    label_spec, batch = _training_data(labels, specs, run)
 
     def row() -> VerifyResult:
         from rosetta.scratch import scratch_folder
@@ -568,6 +562,19 @@ def _port_training(given: tuple, setups: tuple, specs: list, labels, steps: int,
             return verify_port_training(setup, str(path), specs, label_spec, steps, batch, run.seed, multiple,
                                         label_of(setup[0] if side == "torch" else port), side).row
     return row
+
+
+def _training_data(labels, specs: list, run: RunSettings) -> tuple:
+    """The labels' TensorSpec and the batch of train_steps= between two models, refused in one line where missing."""
+    from rosetta.sources.signature import parse_input_option
+
+    if labels is None or not (_text(labels) or (hasattr(labels, "shape") and hasattr(labels, "dtype"))):
+        raise BadInput("labels: train_steps= between two models needs the labels' spec, e.g. "
+                       f"labels='labels:N:int64:0:4' (class indices 0..3); got {_shown(labels)}")
+    label_spec = labels if hasattr(labels, "shape") else parse_input_option(labels)
+    if not specs:
+        raise BadInput("inputs: train_steps= between two models needs the inputs' specs, e.g. inputs=['x:Nx6:float32']")
+    return label_spec, run.batch or DEFAULT_BATCH
 
 
 def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: str | os.PathLike | None = None,

@@ -139,14 +139,15 @@ def test_inference_of_the_same_pair_still_passes_without_train_steps(cases):
 
 
 def test_train_steps_between_two_models_takes_a_compiled_keras_port_only():
-    """Refused before any work, in one line: a torch candidate (this slice trains PyTorch against Keras)."""
+    """Refused before any work, in one line: a torch candidate against a setup, and two modules without a setup
+    (PyTorch trains against Keras, either first)."""
     import torch
 
     import rosetta
 
     net = torch.nn.Sequential(torch.nn.Linear(6, 4))
     setup = (net, torch.optim.SGD(net.parameters(), lr=0.1), torch.nn.CrossEntropyLoss())
-    with pytest.raises(rosetta.BadInput, match="the candidate must be one compiled keras.Model"):
+    with pytest.raises(rosetta.BadInput, match="and one compiled keras.Model"):
         rosetta.verify(setup, net, inputs=["x:Nx6:float32"], labels="labels:N:int64:0:4", train_steps=2)
-    with pytest.raises(rosetta.BadInput, match="train_steps= are for reference models"):
+    with pytest.raises(rosetta.BadInput, match="a PyTorch training setup, the tuple"):
         rosetta.verify(net, net, inputs=["x:Nx6:float32"], train_steps=2)
