@@ -529,14 +529,10 @@ def _port_training(given: tuple, setups: tuple, specs: list, labels, steps: int,
     from rosetta.sources.memory import kind_of, label_of
 
     if all(isinstance(model, (str, os.PathLike)) for model in given):
-        from rosetta.sources.training_setup import check_compiled_keras, is_setup_text
-        from rosetta.verify.port_training import TrainingOptions, verify_port_training_files
+        from rosetta.verify.port_training import TrainingOptions, file_pair, verify_port_training_files
 
         texts = [str(model) for model in given]
-        if sorted(is_setup_text(name) for name in texts) != [False, True]:
-            raise BadInput("train_steps= between two model files takes a PyTorch factory returning (module, "
-                           f"optimizer, loss_fn), e.g. setup.py:fn, and a compiled .keras file; got {', '.join(texts)}")
-        check_compiled_keras(texts[0] if is_setup_text(texts[1]) else texts[1])
+        file_pair(*texts)
         label_spec, batch = _training_data(labels, specs, run)
         options = TrainingOptions(multiple=multiple, trust_code=run.trust_code)
         return lambda: verify_port_training_files(texts[0], texts[1], specs, label_spec, steps, batch, run.seed,

@@ -514,6 +514,22 @@ class TrainingOptions:
     label: str = ""
 
 
+def file_pair(reference, port) -> tuple:
+    """(the factory's text, the checked .keras file, the reference's side "torch" or "keras") of two model files
+    that train against each other: one PyTorch factory and one compiled .keras file, in either order; refused in
+    one line otherwise. Reads no code: callers check this before any work."""
+    from rosetta.sources.training_setup import SETUP_HELP, check_compiled_keras, is_setup_text
+
+    if is_setup_text(reference) and not is_setup_text(port):
+        setup_text, keras_path, side = reference, port, "torch"
+    elif is_setup_text(port) and not is_setup_text(reference):
+        setup_text, keras_path, side = port, reference, "keras"
+    else:
+        raise BadInput(f"--train-steps between two models takes {SETUP_HELP} and a compiled .keras file, one of "
+                       f"each; got {reference} and {port}")
+    return setup_text, check_compiled_keras(keras_path), side
+
+
 def verify_port_training_files(reference, port, inputs: list, labels, steps: int, batch: int = 8, seed: int = 0,
                                options: TrainingOptions = TrainingOptions()) -> VerifyResult:
     """The training row of `rosetta verify REFERENCE PORT --train-steps N` between two model files: one of them a
@@ -522,12 +538,7 @@ def verify_port_training_files(reference, port, inputs: list, labels, steps: int
     the --input texts ("x:Nx6:float32") or TensorSpecs, in the reference's layout; `labels`: the --labels text
     ("labels:N:int64:0:4") or a TensorSpec."""
     from rosetta.sources.signature import parse_input_option
-    from rosetta.sources.training_setup import (
-        SETUP_HELP,
-        check_compiled_keras,
-        is_setup_text,
-        load_torch_setup,
-    )
+    from rosetta.sources.training_setup import load_torch_setup
 
     if not inputs:
         raise BadInput("--input: --train-steps between two models needs the inputs' specs, e.g. --input "
@@ -539,14 +550,7 @@ def verify_port_training_files(reference, port, inputs: list, labels, steps: int
         raise BadInput(f"--train-steps {steps}: give 1 or more")
     specs = [parse_input_option(s) if isinstance(s, str) else s for s in inputs]
     label_spec = parse_input_option(labels) if isinstance(labels, str) else labels
-    if is_setup_text(reference) and not is_setup_text(port):
-        setup_text, keras_path, side = reference, port, "torch"
-    elif is_setup_text(port) and not is_setup_text(reference):
-        setup_text, keras_path, side = port, reference, "keras"
-    else:
-        raise BadInput(f"--train-steps between two models takes {SETUP_HELP} and a compiled .keras file, one of "
-                       f"each; got {reference} and {port}")
-    keras_file = check_compiled_keras(keras_path)  # before any code runs
+    setup_text, keras_file, side = file_pair(reference, port)  # before any code runs
     setup = load_torch_setup(str(setup_text), options.trust_code)
     label = options.label or (str(setup_text) if side == "torch" else keras_file.name)
     return verify_port_training(setup, str(keras_file), specs, label_spec, steps, batch, seed, options.multiple,

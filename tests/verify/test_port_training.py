@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.verify.test_port_training_pairs import BUGS as SEEDED_BUGS, OPTIMIZER
+
 SCRIPT = r'''
 import json, sys
 import numpy as np
@@ -82,15 +84,8 @@ for case in json.loads(sys.argv[1]):
 '''
 
 CORRECT = [{"optimizer": name, "steps": 20} for name in ("sgd", "adam", "adamw")]
-BUGS = {  # bug -> (its name, the first step where it shows, what the per-step structure says)
-    "dropout": ("dropout on one side", 1, "the loss already differs"),
-    "from-logits": ("from_logits", 1, "the loss already differs"),
-    "loss-reduction": ("loss reduction", 1, "the loss already differs"),
-    "weight-decay": ("weight decay", 1, "the loss agrees at step 1"),
-    "adam-epsilon": ("Adam epsilon", 1, "the loss agrees at step 1"),
-    "batchnorm-momentum": ("BatchNorm momentum", 1, "losses and trainable parameters agree"),
-}
-OPTIMIZER = {"weight-decay": "adam", "adam-epsilon": "adam"}
+BUGS = {bug: SEEDED_BUGS[bug] for bug in ("dropout", "from-logits", "loss-reduction", "weight-decay", "adam-epsilon",
+                                          "batchnorm-momentum")}  # the first slice's, on the Keras port of a torch MLP
 
 
 @pytest.fixture(scope="module")
