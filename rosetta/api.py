@@ -477,7 +477,8 @@ def verify(reference, candidate=None, *, inputs=None, targets: str | Sequence[st
             given = {key: options.pop(key) for key in ("seeds", "train_batch", "precision") if key in options}
             _refuse_unused(options, "verify of reference models")
             training = TrainingPlan(train_steps or None, given.get("train_batch", 4), given.get("precision", "float32"))
-            done = verify_reference_models(names, _listed(targets) or ["onnxruntime"], [via], run, bounds,
+            done = verify_reference_models(names, _listed(targets) or ["onnxruntime"], _listed(via) or ["onnx"],
+                                           run, bounds,
                                            seeds=given.get("seeds", [run.seed]), export=export, training=training,
                                            executor=_executor(run), locate=locate)
             where = "" if run.device == "cpu" else f", targets on {run.device}"
