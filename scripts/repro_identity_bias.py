@@ -2,7 +2,9 @@
 '...conv_dw.bias', '...rel_embeddings.weight'): torch.onnx.export merges identical initializers (here two zero
 biases, as timm and transformers initialise them) and feeds the second reader through an Identity node;
 onnx2torch's Conv (and Gemm) converters then look the Identity's output up among the initializers and raise
-KeyError. Exits 1 while the torch target is CANNOT for it, 0 once it PASSes.
+KeyError. Exits 1 while the torch target is CANNOT for it, 0 once it PASSes. It now PASSes: the torch target's
+rewrites give each such Identity an initializer of its own (rewrites.identity_of_initializers_as_initializers;
+tests/convert/test_onnx_to_torch.py converts a module of zero-bias Convs and Linears to PASS).
 
     python scripts/repro_identity_bias.py"""
 

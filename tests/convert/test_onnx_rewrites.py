@@ -289,6 +289,9 @@ def _int64(*values):
     return np.array(values, np.int64)
 
 
+# A generator of its own for cases added later, so that the draws of the cases after them in DIRECT stay as they were
+_RNG_45 = np.random.default_rng(45)
+
 # rewrite -> (graph it changes, what it leaves); each graph's input is x, its output y
 DIRECT = {
     rw.remove_dead_nodes: (_small_graph(
@@ -298,6 +301,16 @@ DIRECT = {
         [helper.make_node("Identity", ["w"], ["w_copy"]), helper.make_node("Add", ["x", "w_copy"], ["sum"]),
          helper.make_node("Mul", ["sum", "w_copy"], ["y"])],
         [("x", ["N", 3])], [("w", RNG.normal(size=3).astype(np.float32))]), "Identity"),
+    rw.identity_of_initializers_as_initializers: (_small_graph(  # torch.onnx's equal biases (zeros, in timm) merged:
+        [helper.make_node("Identity", ["bias"], ["second.bias"]),  # the second reader's behind an Identity, the
+         helper.make_node("Identity", ["second.bias"], ["third.bias"]),  # third's behind an Identity of that
+         helper.make_node("Conv", ["x", "w1", "bias"], ["first"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["first"], ["r"]),
+         helper.make_node("Conv", ["r", "w2", "second.bias"], ["second"], pads=[1, 1, 1, 1]),
+         helper.make_node("Conv", ["second", "w2", "third.bias"], ["y"])],
+        [("x", ["N", 3, 5, 5])], [("w1", _RNG_45.normal(size=(4, 3, 3, 3)).astype(np.float32)),
+                                  ("w2", _RNG_45.normal(size=(4, 4, 3, 3)).astype(np.float32)),
+                                  ("bias", _RNG_45.normal(size=4).astype(np.float32))]), "Identity"),
     rw.constant_reshape_shapes: (_small_graph(  # tf2onnx's Flatten: the batch size read from the input
         [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Gather", ["shape", "first"], ["batch"]),
          helper.make_node("Concat", ["batch", "rest"], ["target"], axis=0),
@@ -462,6 +475,19 @@ def test_the_direct_rewrite_tests_cover_every_registered_rewrite():
     assert set(rw.registered()) == {f.__name__ for f in set(DIRECT) | covered_elsewhere} | mxnet_only
     listed = {f.__name__ for target in (to_keras, to_mxnet, to_tensorflow, to_torch) for f in target.REWRITES}
     assert listed <= set(rw.registered())
+
+
+def test_an_identity_of_an_initializer_a_caller_may_override_or_of_a_graph_output_stays():
+    """identity_of_initializers_as_initializers leaves an Identity alone where its copy would change the function
+    (the initializer is also a graph input, which a caller may feed) or the graph's outputs (it makes one)."""
+    fed = _small_graph([helper.make_node("Identity", ["w"], ["w_copy"]),
+                        helper.make_node("Add", ["x", "w_copy"], ["y"])],
+                       [("x", ["N", 3]), ("w", [3])], [("w", np.ones(3, np.float32))])
+    output = _small_graph([helper.make_node("Identity", ["w"], ["y"])], [("x", ["N", 3])],
+                          [("w", np.ones(3, np.float32))])
+    for model in (fed, output):
+        before = model.SerializeToString()
+        assert rw.identity_of_initializers_as_initializers(model).SerializeToString() == before
 
 
 def test_onnx2tf_keeps_the_upsampling_real_models_use():

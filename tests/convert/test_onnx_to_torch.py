@@ -140,3 +140,27 @@ def test_opset_7_dropout_is_the_identity_at_inference_and_a_read_mask_is_refused
     path, _ = _save(_one("Dropout", 7, {"x": _f(2, 5)}, outputs=2), tmp_path / "mask.onnx")
     with pytest.raises(RosettaError, match="mask output"):
         build_module(path)
+
+
+class _ZeroBiasConvsAndLinears(torch.nn.Module):
+    """Zero biases as timm and transformers initialise them: torch.onnx merges the equal ones into one initializer
+    and feeds each later Conv and Gemm through an Identity of it (issue 45's KeyError 'module.second.bias')."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.first, self.second = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 4, 3, padding=1)
+        self.head, self.out = torch.nn.Linear(4 * 8 * 8, 4), torch.nn.Linear(4, 4)
+        for layer in (self.first, self.second, self.head, self.out):
+            torch.nn.init.zeros_(layer.bias)
+
+    def forward(self, x):
+        return self.out(self.head(self.second(self.first(x).relu()).flatten(1)).relu())
+
+
+def test_a_bias_torch_onnx_merged_behind_an_identity_converts_to_torch():
+    import rosetta
+
+    conversion = rosetta.convert(_ZeroBiasConvsAndLinears().eval(), "onnx,torch", inputs=["x:Nx3x8x8:float32"], batch=2)
+    rows = {row.target: row for row in conversion.report}
+    assert rows["torch"].verdict == "PASS", rows["torch"].reason

@@ -12,7 +12,8 @@ this package, as the pipelines name them (`rewrites.explicit_pads`).
 
 from rosetta.convert.onnx.rewrites.registry import apply, names, registered, rewrite  # noqa: F401
 from rosetta.convert.onnx.rewrites.graph import (bypass_identity_of_initializers, drop_default_training_mode,
-                                                 FLOAT_TYPES, initializers_as_inputs, old_opsets_upgraded,
+                                                 FLOAT_TYPES, identity_of_initializers_as_initializers,
+                                                 initializers_as_inputs, old_opsets_upgraded,
                                                  OLDEST_OPSET_KEPT, remove_dead_nodes, replace_nodes,
                                                  scope_safe_node_names, unnamed_batch_of_5d_inputs,
                                                  UPGRADED_OPSET)  # noqa: F401

@@ -58,6 +58,35 @@ def bypass_identity_of_initializers(model):
     return model
 
 
+@rewrite
+def identity_of_initializers_as_initializers(model):
+    """onnx2torch (its Conv and Gemm look their weight and bias up among the initializers: "KeyError:
+    'stages.0.blocks.1.mlp.fc1.bias'"): an Identity that copies an initializer becomes an initializer of its own,
+    the same data under the Identity's output name. torch.onnx merges initializers of equal values (two zero
+    biases, as timm and transformers initialise them) and feeds every reader after the first through such an
+    Identity. An Identity of such an Identity is done too (nodes are in order); one whose output is a graph output,
+    or whose input is also a graph input (an initializer a caller may override), is left alone."""
+    initializers = {init.name: init for init in model.graph.initializer}
+    overridable = {value.name for value in model.graph.input}
+    outputs = {output.name for output in model.graph.output}
+    kept = []
+    for node in model.graph.node:
+        source = initializers.get(node.input[0]) if node.op_type == "Identity" and node.input else None
+        if source is None or node.domain not in ("", "ai.onnx") or source.name in overridable \
+                or node.output[0] in outputs:
+            kept.append(node)
+            continue
+        copy = model.graph.initializer.add()
+        copy.CopyFrom(source)
+        copy.name = node.output[0]
+        initializers[copy.name] = copy
+    if len(kept) == len(model.graph.node):
+        return model
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    return model
+
+
 OLDEST_OPSET_KEPT, UPGRADED_OPSET = 11, 13
 
 
