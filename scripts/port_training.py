@@ -1,6 +1,7 @@
 """The port-training benchmark (issue 44): port pairs of tests/verify/port_training_pairs.py (an MLP and a CNN with
-BatchNorm, GRU and LSTM text models; PyTorch -> Keras and Keras -> PyTorch) trained alike or with one seeded
-training bug, through rosetta.verify.port_training. Two tables:
+BatchNorm, GRU and LSTM text models, a pre-LN transformer block; PyTorch -> Keras and Keras -> PyTorch; and the MLP
+and CNN PyTorch -> Gluon and Gluon -> PyTorch) trained alike or with one seeded training bug, through
+rosetta.verify.port_training. Two tables:
 
 - seeded bugs: model x direction x bug -> verdict, first diverging step, the cause named, whether it is the
   expected name (tests/verify/test_port_training_pairs.py's BUGS), the pair's inference verdict, and seconds;
@@ -10,6 +11,10 @@ training bug, through rosetta.verify.port_training. Two tables:
 Writes it all as JSON. Exits 0 whatever the verdicts: it measures; the tests hold the expected ones.
 
     python scripts/port_training.py --json port-training.json [--steps 8] [--correct-steps 20] [--seeds 0,1,2]
+        [--models mlp,cnn,gru,lstm,transformer] [--gluon-models mlp,cnn] (an empty list skips that side)
+
+The Gluon rows' optimisers are SGD-momentum, Adam and Adam with wd (MXNet 1.9.1 has no AdamW; Gluon's wd is L2,
+PyTorch's Adam(weight_decay=...)); their bugs are tests/verify/port_training_pairs.py's GLUON_BUGS.
 """
 
 from __future__ import annotations
@@ -28,16 +33,21 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.verify, from a checkout
 
 from rosetta.atomic import atomic_write_text  # noqa: E402
-from tests.verify.test_port_training_pairs import BUGS, OPTIMIZER  # noqa: E402
+from tests.verify.port_training_pairs import GLUON_BUGS, GLUON_OPTIMIZERS  # noqa: E402
+from tests.verify.test_port_training_gluon import EXPECTED as BUGS  # noqa: E402: the Keras bugs' and Gluon's own
+from tests.verify.test_port_training_pairs import OPTIMIZER  # noqa: E402
 
 PAIRS = ROOT / "tests" / "verify" / "port_training_pairs.py"
 DIRECTIONS = ("torch->keras", "keras->torch")
+GLUON_DIRECTIONS = ("torch->gluon", "gluon->torch")
 NOT_IN = {  # model -> the bugs its pair cannot hold (no Dropout layer, no BatchNorm, no LSTM)
     "mlp": {"lstm-biases"},
     "cnn": {"dropout", "lstm-biases"},
     "gru": {"dropout", "batchnorm-momentum", "bn-inference", "bn-eval", "lstm-biases"},
     "lstm": {"dropout", "batchnorm-momentum", "bn-inference", "bn-eval"},
+    "transformer": {"dropout", "batchnorm-momentum", "bn-inference", "bn-eval", "lstm-biases"},
 }
+KERAS_BUGS = [bug for bug in BUGS if bug != "step-rescale"]  # Gluon's own
 
 
 def run(cases: list[dict]) -> list[dict]:
@@ -55,16 +65,23 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8, help="steps of a seeded-bug pair")
     parser.add_argument("--correct-steps", type=int, default=20, help="steps of a correct pair")
     parser.add_argument("--seeds", default="0,1,2", help="seeds of the correct pairs")
-    parser.add_argument("--models", default="mlp,cnn,gru,lstm")
+    parser.add_argument("--models", default="mlp,cnn,gru,lstm,transformer")
+    parser.add_argument("--gluon-models", default="mlp,cnn")
     args = parser.parse_args()
-    models = args.models.split(",")
+    models = [m for m in args.models.split(",") if m]
+    gluon = [m for m in args.gluon_models.split(",") if m]
     seeds = [int(s) for s in args.seeds.split(",")]
     start = time.perf_counter()
     bugs = run([{"model": m, "direction": d, "bug": bug, "optimizer": OPTIMIZER.get(bug, "sgd"),
-                 "steps": args.steps} for m in models for d in DIRECTIONS for bug in BUGS if bug not in NOT_IN[m]])
+                 "steps": args.steps} for m in models for d in DIRECTIONS for bug in KERAS_BUGS
+                if bug not in NOT_IN[m]]
+               + [{"model": m, "direction": d, "bug": bug, "optimizer": OPTIMIZER.get(bug, "sgd"), "steps": args.steps}
+                  for m in gluon for d in GLUON_DIRECTIONS for bug in GLUON_BUGS if bug not in NOT_IN[m]])
     correct = run([{"model": m, "direction": d, "optimizer": o, "seed": s, "steps": args.correct_steps,
                     "inference": False} for m in models for d in DIRECTIONS for o in ("sgd", "adam", "adamw")
-                   for s in seeds])
+                   for s in seeds]
+                  + [{"model": m, "direction": d, "optimizer": o, "seed": s, "steps": args.correct_steps}
+                     for m in gluon for d in GLUON_DIRECTIONS for o in GLUON_OPTIMIZERS for s in seeds])
     console = Console(width=200)
     table = Table(title=f"Seeded training bugs ({args.steps} steps, batch 8)")
     for column in ("model", "direction", "bug", "verdict", "first step", "named", "expected", "inference", "s"):
@@ -91,6 +108,13 @@ def main() -> None:
     worst_correct = max(case["training"][0]["worst"] for case in correct)
     named = [case["training"][0] for case in bugs if case["training"][0]["verdict"] == "FAIL"]
     weakest = min((r["worst"] for r in named), default=float("nan"))
+    for side, directions in (("Keras", DIRECTIONS), ("Gluon", GLUON_DIRECTIONS)):
+        mine = [case["training"][0]["worst"] for case in correct if case["direction"] in directions]
+        found = [case["training"][0]["worst"] for case in bugs if case["direction"] in directions
+                 and case["training"][0]["verdict"] == "FAIL"]
+        if mine:
+            console.print(f"{side}: largest correct figure {max(mine):.3g} x floor; weakest detected bug "
+                          f"{min(found, default=float('nan')):.3g} x")
     console.print(f"largest correct figure {worst_correct:.3g} x floor; weakest detected bug {weakest:.3g} x; "
                   f"{len(named)}/{len(bugs)} bugs FAIL, "
                   f"{sum(1 for c in bugs if c['training'][0]['named'] == BUGS[c['bug']][0])}/{len(bugs)} named as "

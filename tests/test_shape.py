@@ -38,11 +38,6 @@ STILL_NAMING_FLAGS = {
     ("rosetta/verify/port_locate.py", "--locate"): "verify/port_locate.py is another change's",
     # issue 44's training of a port from files (committed beside this change): its messages name the flags
     # planned for the command line; cli/flags.py has train_steps, labels, inputs and trust_code for them
-    ("rosetta/sources/training_setup.py", "--train-steps"): "issue 44's (another change's)",
-    ("rosetta/sources/training_setup.py", "--trust-code"): "issue 44's (another change's)",
-    ("rosetta/verify/port_training.py", "--input --train-steps"): "verify/port_training.py is another change's",
-    ("rosetta/verify/port_training.py", "--labels --train-steps"): "verify/port_training.py is another change's",
-    ("rosetta/verify/port_training.py", "--train-steps"): "verify/port_training.py is another change's",
 }
 
 

@@ -46,6 +46,14 @@ seed 2: a BatchNorm's moving mean and the conv bias before it, whose gradient Ba
 rounding moves it; 2.5 x or less everywhere else), the weakest of 104 seeded bugs 46 x (Adam's epsilon on the
 CNN, Keras -> PyTorch; 90 x the other way). The multiple, 20, sits 2 x above the first and 2.3 x below the
 second: the weakest bug is the one that shows only where gradients are tiny.
+
+Gluon (MXNet) ports: the other side may instead be a Gluon setup, a factory file `gluon_setup.py:fn` returning
+(block, trainer, loss), told apart by its imports (rosetta.sources.training_setup) and built and trained only in
+the MXNet worker (rosetta.train.port_mxnet: Gluon's loop, loss(...).backward() and trainer.step(batch_size)); its
+parameters come back by structural name in PyTorch's forms (Dense (out, in), Conv OIHW) and pair by value and role
+as Keras' do (gamma/beta/running_mean/running_var). Modelled there: Adam's epsilon placement (MXNet, like Keras,
+adds it before the bias correction); MXNet's BatchNorm momentum is Keras' convention (0.9 = PyTorch's 0.1) and its
+running variance the biased one. `reference="gluon"` makes the Gluon setup the reference (same inputs, NCHW both).
 """
 
 from __future__ import annotations
@@ -69,6 +77,9 @@ FLOAT32_EPS = 2.0 ** -23
 ROLES = {"kernel": "weight", "gamma": "weight", "embeddings": "weight", "beta": "bias",
          "moving_mean": "running_mean", "moving_variance": "running_var"}
 STATISTICS = ("running_mean", "running_var")
+GLUON_ROLES = {"gamma": "weight", "beta": "bias"}  # Gluon's BatchNorm names; running_mean/var are PyTorch's
+SIDES = {"keras": "Keras", "gluon": "Gluon"}  # the other side's framework, as rows say it
+POSSESSIVE = {"keras": "Keras'", "gluon": "Gluon's"}
 CLIPPING = ("clip_grad_norm", "clip_grad_value")  # optimizer attributes: what the user's loop clips (see train_torch)
 
 
@@ -250,17 +261,22 @@ def initial_tensors(module) -> dict:
 # ---- pairing ---------------------------------------------------------------------------------------------------
 def _role(label: str) -> str:
     last = re.split(r"[/.]", label)[-1]
+    last = GLUON_ROLES.get(last, last)
     return ROLES.get(last, last)
 
 
 def canonical(label: str, owner: str, value) -> np.ndarray:
     """A Keras weight in PyTorch's form: a GRU's kernels and biases with their gate blocks in PyTorch's order
     (z, r, h -> r, z, n), an LSTM's kernels transposed (the gate order i, f, c, o is PyTorch's), everything else
-    as the inference pairing reads it (rosetta.verify.diagnoses.matching.from_keras)."""
+    as the inference pairing reads it (rosetta.verify.diagnoses.matching.from_keras); a MultiHeadAttention's
+    EinsumDense kernels and biases as the (d, d) weights and (d,) biases of hand-written q, k, v, o Linears; a Gluon parameter (owner
+    "gluon:...") as it is (Gluon holds Dense weights (out, in) and Conv kernels OIHW, as PyTorch does)."""
     from rosetta.frameworks.layers import GATES_KERAS_GRU_TO_TORCH, gate_blocks
     from rosetta.verify.diagnoses.matching import from_keras
 
     value = np.asarray(value, np.float64)
+    if owner.startswith("gluon:"):
+        return value
     last = label.split("/")[-1]
     if owner == "GRU" and last in ("kernel", "recurrent_kernel"):
         return gate_blocks(value.T, GATES_KERAS_GRU_TO_TORCH)
@@ -268,6 +284,11 @@ def canonical(label: str, owner: str, value) -> np.ndarray:
         return gate_blocks(value, GATES_KERAS_GRU_TO_TORCH, axis=value.ndim - 1)
     if owner == "LSTM" and last in ("kernel", "recurrent_kernel"):
         return value.T
+    if owner == "MultiHeadAttention":  # hand q/k/v/o Linears: (d, heads, d/heads) kernels as (d, d) weights
+        which = label.split("/")[-2]
+        if which == "attention_output":
+            return value.reshape(-1, value.shape[-1]).T if last == "kernel" else value
+        return value.reshape(value.shape[0], -1).T if last == "kernel" else value.reshape(-1)
     return from_keras(label, value)
 
 
@@ -319,20 +340,27 @@ def _floor(value32, value64) -> float:
 
 
 def step_figures(keras: dict, torch32: dict, torch64: dict, pairs: list) -> list[list[StepFigure]]:
-    """Per step, the figure of the loss and of every pair (Keras error against PyTorch float64, and the floor)."""
+    """Per step, the figure of the loss and of every pair (Keras error against PyTorch float64, and the floor; where
+    the other side also trained in float64, keras["float64"] (Gluon), the floor is the larger of the two sides' own
+    float32 - float64)."""
     figures = []
     owners = keras.get("classes") or [""] * len(keras["names"])
+    wide = keras.get("float64")
     for index in range(len(keras["losses"])):
+        own = _floor(keras["losses"][index], wide["losses"][index]) if wide else 0.0
         row = [StepFigure(index + 1, "loss", "loss", abs(keras["losses"][index] - torch64["losses"][index]),
-                          _floor(torch32["losses"][index], torch64["losses"][index]))]
+                          max(own, _floor(torch32["losses"][index], torch64["losses"][index])))]
         for keras_index, torch_name in pairs:
             label = keras["names"][keras_index]
             value = canonical(label, owners[keras_index], keras["weights"][index][keras_index])
             reference = torch64["states"][index][torch_name]
             error = float(np.max(np.abs(value - reference), initial=0.0)) if value.shape == reference.shape else math.inf
             kind = "statistic" if _role(torch_name) in STATISTICS else "trainable"
-            row.append(StepFigure(index + 1, f"{label} ~ {torch_name}", kind, error,
-                                  _floor(torch32["states"][index][torch_name], reference)))
+            floor = _floor(torch32["states"][index][torch_name], reference)
+            if wide:
+                floor = max(floor, _floor(value, canonical(label, owners[keras_index],
+                                                           wide["weights"][index][keras_index])))
+            row.append(StepFigure(index + 1, f"{label} ~ {torch_name}", kind, error, floor))
         figures.append(row)
     return figures
 
@@ -422,8 +450,14 @@ def verify_port_training(setup: tuple, keras_path: str, specs: list, labels, ste
     from rosetta.models.inputs import generate_inputs
     from rosetta.verify.training_diagnoses import Evidence, diagnose_training
 
-    if reference not in ("torch", "keras"):
-        raise BadInput(f"reference={reference!r}: 'torch' or 'keras'")
+    from rosetta.sources.training_setup import is_gluon_setup_text
+
+    if reference not in ("torch", "keras", "gluon"):
+        raise BadInput(f"reference={reference!r}: 'torch', 'keras' or 'gluon'")
+    side = "gluon" if is_gluon_setup_text(keras_path) else "keras"
+    if reference not in ("torch", side):
+        raise BadInput(f"reference={reference!r} with a {SIDES[side]} port: 'torch' or {side!r}")
+    other_name = SIDES[side]
     module, optimizer, loss_fn = setup
     multiple = PORT_TRAINING_MULTIPLE if multiple is None else multiple
     if labels is None:
@@ -436,10 +470,16 @@ def verify_port_training(setup: tuple, keras_path: str, specs: list, labels, ste
         batches.append(([feeds[spec.name] for spec in specs], target))
     start = time.perf_counter()
     mine = torch_setup(module, optimizer, loss_fn)
-    keras = execute(Job("rosetta.train.port_keras:train_port_job",
-                        {"path": str(keras_path), "batches": batches,
-                         "torch_dropout_rates": [d["rate"] for d in mine["dropout"]]},
-                        isolation("keras"), "keras port training")).result
+    rates = [d["rate"] for d in mine["dropout"]]
+    if side == "gluon":  # built and trained only in the MXNet worker (MXNet never in this process)
+        keras = execute(Job("rosetta.train.port_mxnet:train_port_job",
+                            {"setup": str(keras_path), "batches": batches, "torch_dropout_rates": rates},
+                            isolation("mxnet"), "gluon port training")).result
+        keras["classes"] = [f"gluon:{owner}" for owner in keras["classes"]]
+    else:
+        keras = execute(Job("rosetta.train.port_keras:train_port_job",
+                            {"path": str(keras_path), "batches": batches, "torch_dropout_rates": rates},
+                            isolation("keras"), "keras port training")).result
     layout = _torch_layout(module, batches[0][0]) if batches and reference == "keras" else ""
     torch_batches = [([_moved(np.asarray(a), layout) for a in feeds], target) for feeds, target in batches]
     torch32, torch64 = (train_torch(module, optimizer, loss_fn, torch_batches, precision, keras["dropout_off"])
@@ -447,7 +487,7 @@ def verify_port_training(setup: tuple, keras_path: str, specs: list, labels, ste
     initial = initial_tensors(module)
     pairs, unpaired = pair_weights(list(keras["names"]), list(keras["initial"]), initial, keras.get("classes"))
     figures = step_figures(keras, torch32, torch64, pairs)
-    other = "keras" if reference == "torch" else "torch"
+    other = {"keras": "keras", "gluon": "mxnet"}[side] if reference == "torch" else "torch"
     row = VerifyResult(model=label or type(module).__name__, route="port", target=other, verdict=PASS, reason="",
                        seed=seed, batch=batch, check="training", framework_version=str(keras["version"]),
                        tolerance={"multiple": multiple, "noise_floor": "PyTorch float32 vs float64, per step"})
@@ -459,10 +499,10 @@ def verify_port_training(setup: tuple, keras_path: str, specs: list, labels, ste
     if layout:
         assumed.append("inputs channels-first on the PyTorch side (the Keras reference's are channels-last)")
     if any(layer["momentum"] is not None for layer in mine["batchnorm"]):
-        assumed.append("running variances compared in Keras' convention (biased batch variance), modelled on the "
-                       "PyTorch side")
+        assumed.append(f"running variances compared in {POSSESSIVE[side]} convention (biased batch variance), modelled "
+                       "on the PyTorch side")
     if unpaired:
-        assumed.append(f"{len(unpaired)} Keras weight(s) equal no PyTorch tensor before training, not compared: "
+        assumed.append(f"{len(unpaired)} {other_name} weight(s) equal no PyTorch tensor before training, not compared: "
                        + ", ".join(unpaired[:4]))
     first_step = _first(figures, multiple)
     statistics = [(k, t) for k, t in pairs if _role(t) in STATISTICS]
@@ -485,7 +525,7 @@ def verify_port_training(setup: tuple, keras_path: str, specs: list, labels, ste
             by_pair[f.name].append(f)
     row.outputs += [_comparison(pair, values, multiple) for pair, values in by_pair.items()]
     row.training = {"steps": steps, "precision": "float32", "reference": reference, "torch": mine,
-                    "keras": keras["setup"], "assumed": assumed, "paired": len(pairs), "unpaired": unpaired,
+                    side: keras["setup"], "port_framework": other_name, "assumed": assumed, "paired": len(pairs), "unpaired": unpaired,
                     "first_step": first_step, "diagnosis": {"name": name, "says": said}}
     notes = "; ".join(assumed)
     if first_step is None:
@@ -515,19 +555,23 @@ class TrainingOptions:
 
 
 def file_pair(reference, port) -> tuple:
-    """(the factory's text, the checked .keras file, the reference's side "torch" or "keras") of two model files
-    that train against each other: one PyTorch factory and one compiled .keras file, in either order; refused in
-    one line otherwise. Reads no code: callers check this before any work."""
-    from rosetta.sources.training_setup import SETUP_HELP, check_compiled_keras, is_setup_text
+    """(the factory's text, the checked .keras file or the Gluon factory's text, the reference's side "torch",
+    "keras" or "gluon") of two model files that train against each other: one PyTorch factory and one compiled
+    .keras file or one Gluon factory (a factory file that imports mxnet), in either order; refused in one line
+    otherwise. Runs no code (a Gluon file's imports are read, not run): callers check this before any work."""
+    from rosetta.sources.training_setup import GLUON_HELP, SETUP_HELP, check_compiled_keras, is_gluon_setup_text, \
+        is_setup_text
 
     if is_setup_text(reference) and not is_setup_text(port):
-        setup_text, keras_path, side = reference, port, "torch"
+        setup_text, other, side = reference, port, "torch"
     elif is_setup_text(port) and not is_setup_text(reference):
-        setup_text, keras_path, side = port, reference, "keras"
+        setup_text, other, side = port, reference, "other"
     else:
-        raise BadInput(f"--train-steps between two models takes {SETUP_HELP} and a compiled .keras file, one of "
-                       f"each; got {reference} and {port}")
-    return setup_text, check_compiled_keras(keras_path), side
+        raise BadInput(f"train_steps= between two models takes {SETUP_HELP} and a compiled .keras file or "
+                       f"{GLUON_HELP}, one PyTorch factory and one other; got {reference} and {port}")
+    if is_gluon_setup_text(other):
+        return setup_text, str(other), "gluon" if side == "other" else side
+    return setup_text, check_compiled_keras(other), "keras" if side == "other" else side
 
 
 def verify_port_training_files(reference, port, inputs: list, labels, steps: int, batch: int = 8, seed: int = 0,
@@ -538,20 +582,23 @@ def verify_port_training_files(reference, port, inputs: list, labels, steps: int
     the --input texts ("x:Nx6:float32") or TensorSpecs, in the reference's layout; `labels`: the --labels text
     ("labels:N:int64:0:4") or a TensorSpec."""
     from rosetta.sources.signature import parse_input_option
-    from rosetta.sources.training_setup import load_torch_setup
+    from rosetta.sources.training_setup import check_gluon_setup, load_torch_setup
 
     if not inputs:
-        raise BadInput("--input: --train-steps between two models needs the inputs' specs, e.g. --input "
-                       "x:Nx6:float32")
+        raise BadInput("inputs=: train_steps= between two models needs the inputs' specs, e.g. "
+                       "inputs=['x:Nx6:float32']")
     if labels is None:
-        raise BadInput("--labels: --train-steps between two models needs the labels' spec, e.g. --labels "
-                       "labels:N:int64:0:4 (class indices 0..3)")
+        raise BadInput("labels=: train_steps= between two models needs the labels' spec, e.g. "
+                       "labels='labels:N:int64:0:4' (class indices 0..3)")
     if steps < 1:
-        raise BadInput(f"--train-steps {steps}: give 1 or more")
+        raise BadInput(f"train_steps={steps}: give 1 or more")
     specs = [parse_input_option(s) if isinstance(s, str) else s for s in inputs]
     label_spec = parse_input_option(labels) if isinstance(labels, str) else labels
     setup_text, keras_file, side = file_pair(reference, port)  # before any code runs
+    if isinstance(keras_file, str):  # a Gluon factory: run in the MXNet worker, with trust_code only
+        keras_file = check_gluon_setup(keras_file, options.trust_code)
     setup = load_torch_setup(str(setup_text), options.trust_code)
-    label = options.label or (str(setup_text) if side == "torch" else keras_file.name)
+    label = options.label or (str(setup_text) if side == "torch" else
+                              keras_file.rpartition("/")[2] if isinstance(keras_file, str) else keras_file.name)
     return verify_port_training(setup, str(keras_file), specs, label_spec, steps, batch, seed, options.multiple,
                                 label, side).row

@@ -91,7 +91,7 @@ def _factory(folder: Path, name: str, bug: str | None = None) -> str:
 
 def test_a_factory_runs_only_with_trust_code(tmp_path):
     text = _factory(tmp_path, "setup")
-    with pytest.raises(BadInput, match="it needs --trust-code"):
+    with pytest.raises(BadInput, match="it needs trust_code=True"):
         load_torch_setup(text, trust_code=False)
 
 
@@ -99,7 +99,7 @@ def test_a_factory_returns_a_training_setup(tmp_path):
     text = _factory(tmp_path, "setup")
     setup = load_torch_setup(text, trust_code=True)
     assert is_training_setup(setup)
-    with pytest.raises(BadInput, match=r"returned Sequential; --train-steps between two models needs \(torch"):
+    with pytest.raises(BadInput, match=r"returned Sequential; train_steps= between two models needs \(torch"):
         load_torch_setup(text.replace(":fn", ":module_only"), trust_code=True)
 
 
@@ -137,9 +137,9 @@ def test_a_training_bug_in_the_factory_is_named(files):
 
 
 def test_what_cannot_train_is_refused_in_one_line(files):
-    assert "it needs --trust-code" in files["untrusted"], files["untrusted"]
+    assert "it needs trust_code=True" in files["untrusted"], files["untrusted"]
     assert "saved without a compile config" in files["uncompiled"], files["uncompiled"]
-    assert "one of each" in files["two keras"], files["two keras"]
+    assert "one PyTorch factory and one other" in files["two keras"], files["two keras"]
 
 
 @pytest.mark.parametrize("direction", ["api torch->keras", "api keras->torch"])

@@ -10,7 +10,12 @@ diverging step, named bug, reason, worst figure and seconds. Training runs throu
 (reference="torch" for "torch->keras", "keras" for "keras->torch": the Keras model the reference, the PyTorch setup
 the port), on the port saved as a .keras file with its compile config as rosetta.verify saves it; inference through
 rosetta.verify(module, keras model) in both directions. Used by tests/verify/test_port_training_pairs.py and
-scripts/port_training.py."""
+scripts/port_training.py.
+
+Gluon pairs ("torch->gluon", "gluon->torch"; the MLP and the CNN): the PyTorch module's weights are saved as an
+.npz and a Gluon factory file is written beside it (tests/verify/gluon_port_pairs.py builds the block, trainer and
+loss), trained in rosetta's MXNet worker; their inference is not run here (no in-memory Gluon block crosses into
+this process). GLUON_BUGS are the seeded bugs a Gluon pair holds, "step-rescale" Gluon's own."""
 
 from __future__ import annotations
 
@@ -30,7 +35,12 @@ MODELS = {  # model -> (PyTorch-side inputs, Keras-side inputs)
     "cnn": (["image:Nx3x8x8:float32"], ["image:Nx8x8x3:float32"]),
     "gru": (["tokens:Nx5:int64:0:20"], ["tokens:Nx5:int64:0:20"]),
     "lstm": (["tokens:Nx5:int64:0:20"], ["tokens:Nx5:int64:0:20"]),
+    "transformer": (["x:Nx4x8:float32"], ["x:Nx4x8:float32"]),
 }
+GLUON_BUGS = ("dropout", "weight-decay", "adam-epsilon", "batchnorm-momentum", "nesterov", "frozen", "bn-inference",
+              "step-rescale")
+GLUON_OPTIMIZERS = ("sgd", "adam", "adam-wd")  # MXNet 1.9.1 has no AdamW: Adam with wd (L2) on both sides instead
+HEADS = 2  # the transformer block's attention heads (model width 8)
 LABELS = "labels:N:int64:0:4"
 GRU_ORDER = (1, 0, 2)  # PyTorch r, z, n <-> Keras z, r, h (its own inverse)
 BUGS = ("dropout", "from-logits", "loss-reduction", "weight-decay", "adam-epsilon", "batchnorm-momentum",
@@ -55,6 +65,8 @@ def _torch_model(model: str, bug: str):
     if model == "cnn":
         return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
                                    torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 4))
+    if model == "transformer":
+        return _Block()
 
     class Text(torch.nn.Module):
         def __init__(self):
@@ -75,12 +87,72 @@ def _torch_model(model: str, bug: str):
     return net
 
 
+def _block_class():
+    import math
+
+    import torch
+
+    class Block(torch.nn.Module):
+        """One pre-LN transformer block (hand q/k/v attention, ReLU MLP), mean-pooled, a linear head."""
+
+        def __init__(self, width: int = 8):
+            super().__init__()
+            self.ln1, self.ln2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
+            self.q, self.k, self.v, self.o = (torch.nn.Linear(width, width) for _ in range(4))
+            self.fc1, self.fc2 = torch.nn.Linear(width, 16), torch.nn.Linear(16, width)
+            self.head = torch.nn.Linear(width, 4)
+
+        def forward(self, x):
+            n, t, d = x.shape
+            h = self.ln1(x)
+            split = lambda a: a.view(n, t, HEADS, d // HEADS).transpose(1, 2)  # noqa: E731
+            q, k, v = split(self.q(h)), split(self.k(h)), split(self.v(h))
+            attention = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // HEADS), dim=-1) @ v
+            x = x + self.o(attention.transpose(1, 2).reshape(n, t, d))
+            x = x + self.fc2(torch.relu(self.fc1(self.ln2(x))))
+            return self.head(x.mean(dim=1))
+
+    return Block
+
+
+def _Block():
+    return _block_class()()
+
+
+def _keras_transformer(w: dict):
+    """The block in Keras: LayerNormalization, MultiHeadAttention (its (d, heads, d/heads) kernels are PyTorch's
+    (d, d) Linear weights transposed and split by head), Dense MLP, GlobalAveragePooling1D."""
+    import keras
+
+    x = keras.Input((4, 8), name="x")
+    ln1 = keras.layers.LayerNormalization(epsilon=1e-5, name="ln1")
+    attention = keras.layers.MultiHeadAttention(HEADS, 8 // HEADS, name="attention")
+    h = ln1(x)
+    x1 = keras.layers.Add()([x, attention(h, h)])
+    ln2 = keras.layers.LayerNormalization(epsilon=1e-5, name="ln2")
+    fc1, fc2 = keras.layers.Dense(16, activation="relu", name="fc1"), keras.layers.Dense(8, name="fc2")
+    x2 = keras.layers.Add()([x1, fc2(fc1(ln2(x1)))])
+    port = keras.Model(x, keras.layers.Dense(4, name="head")(keras.layers.GlobalAveragePooling1D()(x2)))
+    split = lambda name: w[f"{name}.weight"].T.reshape(8, HEADS, 8 // HEADS)  # noqa: E731
+    heads = lambda name: w[f"{name}.bias"].reshape(HEADS, 8 // HEADS)  # noqa: E731
+    attention.set_weights([split("q"), heads("q"), split("k"), heads("k"), split("v"), heads("v"),
+                           w["o.weight"].T.reshape(HEADS, 8 // HEADS, 8), w["o.bias"]])
+    for name, layer in (("ln1", ln1), ("ln2", ln2)):
+        layer.set_weights([w[f"{name}.weight"], w[f"{name}.bias"]])
+    for name in ("fc1", "fc2", "head"):
+        port.get_layer(name).set_weights([w[f"{name}.weight"].T, w[f"{name}.bias"]])
+    return port
+
+
 def _keras_model(model: str, bug: str, net):
     import keras
 
     momentum = 0.1 if bug == "batchnorm-momentum" else 0.9
     w = {name: p.detach().numpy() for name, p in net.state_dict().items()}
-    if model == "mlp":
+    bn = None
+    if model == "transformer":
+        port = _keras_transformer(w)
+    elif model == "mlp":
         x = keras.Input((6,), name="x")
         bn = keras.layers.BatchNormalization(momentum=momentum, epsilon=1e-5, name="bn")
         h = keras.layers.ReLU()(bn(keras.layers.Dense(16, name="dense")(x)))
@@ -160,7 +232,63 @@ def build(model: str = "mlp", bug: str = "", optimizer: str = "sgd", seed: int =
     return (net, opt, loss), port
 
 
+def build_torch_for_gluon(model: str, bug: str, optimizer: str, seed: int):
+    """The PyTorch setup of a Gluon pair: a Gluon bug is seeded on the Gluon side (tests/verify/gluon_port_pairs.py),
+    but for Dropout (the PyTorch module drops) and weight decay (PyTorch's AdamW, decoupled, against Gluon's Adam
+    wd, L2)."""
+    import torch
+
+    torch.manual_seed(seed)
+    net = _torch_model(model, "dropout" if bug == "dropout" else "").eval()
+    if optimizer == "sgd":
+        opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    elif optimizer == "adam" and bug == "weight-decay":
+        opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.01)
+    else:
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3, weight_decay=0.01 if optimizer == "adam-wd" else 0.0)
+    return net, opt, torch.nn.CrossEntropyLoss()
+
+
+def gluon_setup_file(folder: Path, model: str, bug: str, optimizer: str, net) -> str:
+    """A Gluon factory file in `folder` building the pair's Gluon side from `net`'s weights: `path:fn`."""
+    weights = folder / "weights.npz"
+    np.savez(weights, **{name: p.detach().numpy() for name, p in net.state_dict().items()
+                         if not name.endswith("num_batches_tracked")})
+    setup = folder / "gluon_setup.py"
+    setup.write_text(f"""import sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+import mxnet  # noqa: F401: a Gluon setup (rosetta reads this import)
+from tests.verify.gluon_port_pairs import build_gluon
+
+
+def fn():
+    return build_gluon({model!r}, {bug!r}, {optimizer!r}, {str(weights)!r})
+""")
+    return f"{setup}:fn"
+
+
+def run_gluon_case(case: dict) -> dict:
+    from rosetta.sources.signature import parse_input_option
+    from rosetta.verify.port_training import verify_port_training
+
+    model, direction, bug = case.get("model", "mlp"), case["direction"], case.get("bug", "")
+    setup = build_torch_for_gluon(model, bug, case.get("optimizer", "sgd"), case.get("seed", 0))
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder:
+        text = gluon_setup_file(Path(folder), model, bug, case.get("optimizer", "sgd"), setup[0])
+        row = verify_port_training(setup, text, [parse_input_option(s) for s in MODELS[model][0]],
+                                   parse_input_option(LABELS), case["steps"], seed=case.get("seed", 0),
+                                   label=f"{model} {direction}", reference=direction.partition("->")[0]).row
+    return {**case, "inference": [], "seconds": time.perf_counter() - start,
+            "training": [{"verdict": row.verdict, "reason": row.reason, "first_step": row.training["first_step"],
+                          "named": row.training["diagnosis"]["name"], "says": row.training["diagnosis"]["says"],
+                          "worst": max(o.error_ratio for o in row.outputs), "paired": row.training["paired"],
+                          "unpaired": row.training["unpaired"]}]}
+
+
 def run_case(case: dict) -> dict:
+    if "gluon" in case.get("direction", ""):
+        return run_gluon_case(case)
     import rosetta
     from rosetta.models.registry import TensorSpec  # noqa: F401: the specs' type
     from rosetta.sources.signature import parse_input_option

@@ -29,14 +29,15 @@ from typing import Callable
 
 DIAGNOSES: list[tuple[str, Callable]] = []  # (name, function(evidence) -> str | None)
 MODULES = ("dropout", "batchnorm_inference", "from_logits", "label_smoothing", "class_weights", "loss_reduction",
-           "frozen_layers", "rnn_biases", "gradient_clipping", "learning_rate", "nesterov", "sgd_momentum",
+           "frozen_layers", "rnn_biases", "step_rescale", "gradient_clipping", "learning_rate", "nesterov", "sgd_momentum",
            "weight_decay", "adam_epsilon", "batchnorm_momentum")
 
 
 @dataclass
 class Evidence:
     torch: dict  # the PyTorch setup: optimizer {class, defaults, groups}, loss {class, ...}, batchnorm, dropout
-    keras: dict  # the Keras setup: optimizer {class, **get_config()}, loss {class, **config}, batchnorm, dropout
+    keras: dict  # the other side's setup: optimizer {class, **get_config()}, loss {class, **config}, batchnorm,
+    # dropout; a Gluon setup in the same terms, with "framework": "Gluon" (rosetta.train.port_mxnet)
     first_step: int | None  # the first step where anything diverges (1-based), None where nothing does
     loss_step: int | None  # the first step whose loss diverges
     trainable_step: int | None  # the first step after which a trainable parameter diverges
@@ -47,6 +48,16 @@ class Evidence:
     trainability: list = field(default_factory=list)  # (pair, trainable in Keras, in PyTorch): one side only
     idle: dict = field(default_factory=dict)  # side -> running statistics step 1 left as they were
     reference: str = "torch"  # which side is the reference: "torch" or "keras"
+
+    @property
+    def port(self) -> str:
+        """The other side's framework as rows say it: "Keras", or "Gluon" (rosetta.train.port_mxnet)."""
+        return self.keras.get("framework", "Keras")
+
+    @property
+    def ports(self) -> str:
+        """Its possessive: "Keras'", "Gluon's"."""
+        return f"{self.port}'" if self.port.endswith("s") else f"{self.port}'s"
 
     @property
     def forward_differs(self) -> bool:

@@ -17,6 +17,6 @@ def adam_epsilon(evidence):
     if eps is None or epsilon is None or abs(float(eps) - float(epsilon)) <= 1e-6 * max(float(eps), float(epsilon)):
         return None
     default = " (Keras' default)" if abs(float(epsilon) - 1e-7) < 1e-12 else ""
-    return (f"Adam epsilon: PyTorch's {torch_class} eps={float(eps):g}, Keras' {keras_class} "
+    return (f"Adam epsilon: PyTorch's {torch_class} eps={float(eps):g}, {evidence.ports} {keras_class} "
             f"epsilon={float(epsilon):g}{default}: the loss of step 1 agrees, the parameters differ after step "
             f"{evidence.trainable_step}")

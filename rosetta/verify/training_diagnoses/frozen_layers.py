@@ -12,7 +12,8 @@ def frozen_layers(evidence):
     diverged = {f.name for f in evidence.first}
     found = [entry for entry in evidence.trainability if entry[0] in diverged] or evidence.trainability
     pair, in_keras, in_torch = found[0]
-    frozen = "PyTorch (requires_grad=False)" if in_keras else "Keras (trainable=False)"
+    setting = "grad_req='null'" if evidence.port == "Gluon" else "trainable=False"
+    frozen = "PyTorch (requires_grad=False)" if in_keras else f"{evidence.port} ({setting})"
     more = f" and {len(found) - 1} more" if len(found) > 1 else ""
-    return (f"frozen on one side: {pair}{more} is trainable in {'Keras' if in_keras else 'PyTorch'}, frozen in "
+    return (f"frozen on one side: {pair}{more} is trainable in {evidence.port if in_keras else 'PyTorch'}, frozen in "
             f"{frozen}: the parameters differ after step {evidence.trainable_step or evidence.first_step}")

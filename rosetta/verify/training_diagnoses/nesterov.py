@@ -14,5 +14,5 @@ def nesterov(evidence):
     keras = bool((evidence.keras.get("optimizer") or {}).get("nesterov", False))
     if torch == keras:
         return None
-    return (f"Nesterov on one side: PyTorch's SGD nesterov={torch}, Keras' SGD nesterov={keras}: the parameters "
+    return (f"Nesterov on one side: PyTorch's SGD nesterov={torch}, {evidence.ports} SGD nesterov={keras}: the parameters "
             f"differ after step {evidence.trainable_step}")

@@ -17,16 +17,21 @@ def weight_decay(evidence):
     if not evidence.optimizer_differs:
         return None
     decay, how = torch_decay(evidence.torch)
-    mine = float((evidence.keras.get("optimizer") or {}).get("weight_decay") or 0.0)
+    optimizer = evidence.keras.get("optimizer") or {}
+    mine = float(optimizer.get("weight_decay") or 0.0)
+    coupled = bool(optimizer.get("weight_decay_coupled"))  # Gluon's wd is L2 added to the gradient
+    mine_how = "coupled (L2, added to the gradient)" if coupled else "decoupled (as PyTorch's AdamW)"
     torch_class, keras_class = optimizer_class(evidence.torch), optimizer_class(evidence.keras)
-    if decay and mine and how.startswith("coupled"):
-        return (f"weight decay: PyTorch's {torch_class}(weight_decay={decay:g}) is {how}; Keras' "
-                f"{keras_class}(weight_decay={mine:g}) is decoupled (as PyTorch's AdamW): the parameters differ "
+    named = "wd" if coupled else "weight_decay"
+    if decay and mine and how.startswith("coupled") != coupled:
+        return (f"weight decay: PyTorch's {torch_class}(weight_decay={decay:g}) is {how}; {evidence.ports} "
+                f"{keras_class}({named}={mine:g}) is {mine_how}: the parameters differ "
                 f"after step {evidence.trainable_step}")
     if bool(decay) != bool(mine):
-        return (f"weight decay on one side only: PyTorch's {torch_class} weight_decay={decay:g} ({how}), Keras' "
-                f"{keras_class} weight_decay={mine:g}: the parameters differ after step {evidence.trainable_step}")
+        return (f"weight decay on one side only: PyTorch's {torch_class} weight_decay={decay:g} ({how}), "
+                f"{evidence.ports} {keras_class} {named}={mine:g}: the parameters differ after step "
+                f"{evidence.trainable_step}")
     if decay and mine and abs(decay - mine) > 1e-9 * max(decay, mine):
-        return (f"weight decay: PyTorch's {torch_class} weight_decay={decay:g}, Keras' {keras_class} "
-                f"weight_decay={mine:g}: the parameters differ after step {evidence.trainable_step}")
+        return (f"weight decay: PyTorch's {torch_class} weight_decay={decay:g}, {evidence.ports} {keras_class} "
+                f"{named}={mine:g}: the parameters differ after step {evidence.trainable_step}")
     return None
