@@ -1,6 +1,7 @@
 """Training equivalence of ports in both directions (issue 44): a PyTorch setup against a compiled Keras port, and a
 compiled Keras reference against a PyTorch port; an MLP with BatchNorm, a CNN with BatchNorm (kernels HWIO/OIHW,
-inputs channels-last on the Keras side) and GRU/LSTM text models (gate blocks, fused biases). Correct pairs PASS over
+inputs channels-last on the Keras side), GRU/LSTM text models (gate blocks, fused biases) and a pre-LN transformer
+block (hand-written q/k/v/o Linears against Keras' MultiHeadAttention). Correct pairs PASS over
 20 steps with SGD-momentum, Adam and AdamW; each seeded training bug FAILs at the first step where it shows with its
 name and what the per-step structure rules out, while the same pair's inference still PASSes. The pairs are built
 by tests/verify/port_training_pairs.py, run in one process of its own (Keras never shares the tests' process)."""
@@ -43,11 +44,12 @@ SEEDED = (  # (model, direction, bugs)
     ("cnn", "keras->torch", ("from-logits", "weight-decay", "batchnorm-momentum", "clipnorm", "nesterov",
                              "sgd-dampening", "frozen", "bn-inference", "bn-eval")),
     ("gru", "keras->torch", ("nesterov", "frozen")),
+    ("transformer", "keras->torch", ("nesterov", "loss-reduction")),  # pre-LN block: MultiHeadAttention's kernels
 )
 CORRECT = [("mlp", "keras->torch", name) for name in ("sgd", "adam", "adamw")] + [
     ("cnn", "keras->torch", "sgd"), ("cnn", "keras->torch", "adam"), ("cnn", "torch->keras", "adamw"),
     ("gru", "keras->torch", "adam"), ("gru", "torch->keras", "sgd"),
-    ("lstm", "keras->torch", "sgd"), ("lstm", "torch->keras", "adamw")]
+    ("lstm", "keras->torch", "sgd"), ("lstm", "torch->keras", "adamw"), ("transformer", "torch->keras", "adamw")]
 VARIANTS = ("clip-global", "smoothing-both")  # settings written differently that train alike
 
 
