@@ -15,21 +15,22 @@ thin layer over these functions (rosetta/cli/)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import math
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rosetta.convert.targets import EXPORT_DEFAULTS
 from rosetta.errors import BadInput, CannotConvert, RosettaError, VerificationFailed, WorkerDied
-from rosetta.execution import DEFAULT_TIMEOUT_S
+from rosetta.execution import DEFAULT_TIMEOUT_S, run_environment
+from rosetta.execution.executors import executor_for
 from rosetta.settings import (FLAG as _FLAG, PATH as _PATH, RUN_TAKES, TEXT as _TEXT, RunSettings, Tolerance, flag,
-                              listed, path_like, positive, shown, text, whole)
+                              listed, path_like, shown, text, whole)
 from rosetta.sources.files import FORMATS_HELP as MODEL_FORMATS
+from rosetta.verify.arguments import (check_arrays_fit, check_models, pair_texts, read_inputs,
+                                     reference_model_names)
 from rosetta.verify.results import CANNOT, ERROR, FAIL, INCONCLUSIVE, PASS, VerifyResult
 from rosetta.verify.tolerance import DEFAULT_MULTIPLE
 
@@ -99,6 +100,8 @@ class Report:
 
     def message(self) -> str:
         """One line per row that is not a PASS, as an assertion says it (verdict_message); "PASS" when all are."""
+        from rosetta.report.tables import verdict_message
+
         lines = [verdict_message(row) for row in self.rows if row.verdict not in (PASS, "converted")]
         return "\n".join(lines) or f"PASS: {len(self.rows)} row(s)"
 
@@ -164,38 +167,6 @@ class Report:
         return results_html(self.rows, self.title)
 
 
-def verdict_message(row: VerifyResult) -> str:
-    """'FAIL: keras: output logits: max |err| 3.1e-02 > tolerance 4.0e-06 (10.5 x noise floor); diverges first at
-    conv2 (introduced)': the row's verdict, its worst output's figures against its tolerance, where it diverges."""
-    if row.check == "training" and row.route == "port":  # a port's training: its first diverging step, named
-        return f"{row.verdict}: {row.target}: training: {row.reason}"
-    failing = [o for o in row.outputs if not o.passed and math.isfinite(o.max_abs_error)]
-    if not failing:
-        text = f"{row.verdict}: {row.target}: {row.reason}"
-    else:
-        worst = max(failing, key=lambda o: o.error_ratio if math.isfinite(o.error_ratio) else math.inf)
-        tolerance = row.tolerance or {}
-        if tolerance.get("atol") is None and tolerance.get("rtol") is None:
-            multiple = tolerance.get("multiple", DEFAULT_MULTIPLE)
-            unit = "noise floor" if tolerance.get("float64_reference", True) else "float32 ulp at scale"
-            limit = f"{multiple * worst.noise_floor:.2g} ({multiple:g} x {unit})"
-        else:
-            limit = f"atol={tolerance.get('atol') or 0:g} rtol={tolerance.get('rtol') or 0:g}"
-        text = f"{row.verdict}: {row.target}: output {worst.name}: max |err| {worst.max_abs_error:.2g} > tolerance {limit}"
-    located = row.locate or {}
-    first = located.get("first") or {}
-    if located.get("verdict") == "located" and first:
-        notes = [located["origin"]] if located.get("origin") else []
-        if located.get("graph") == "layers":  # two models' layers: the reference's, and the port's beside it
-            where = first.get("node")
-            if first.get("source_layer") and first.get("source_layer") != where:
-                notes.append(f"the port's {first['source_layer']}")
-        else:  # an ONNX node or MMdnn IR node: the source model's layer it came from, where known
-            where = first.get("source_layer") or first.get("node")
-        text += f"; diverges first at {where}" + (f" ({'; '.join(notes)})" if notes else "")
-    return text
-
-
 @dataclass
 class Conversion:
     """What `convert` made: each target's artifact folder (where it was written) and the verification report."""
@@ -219,8 +190,18 @@ class BenchReport:
     """The rows of a benchmark (bench.run.BenchResult: status, timings, settings), and its JSON and text."""
 
     results: list
-    payload: dict  # exactly what `rosetta bench --json` writes
-    renderables: list = field(default_factory=list)  # the table and the lines the command prints
+    payload: dict  # what `rosetta bench --json` writes, its "results" read from `results` (to_json)
+    head: list[str] = field(default_factory=list)  # the lines printed after the table, before the rows' own
+    tail: list[str] = field(default_factory=list)  # after the rows' lines: notes, the charts written
+    title: str = "rosetta bench"
+
+    @property
+    def renderables(self) -> list:
+        """The table and the lines the command prints, made from the rows as they are now."""
+        from rosetta.report.tables import bench_lines, bench_table
+
+        return [bench_table(self.results, title=self.title), *self.head,
+                *bench_lines(self.results, self.payload.get("overhead") or {}), *self.tail]
 
     def print(self, console=None) -> None:
         from rich.console import Console
@@ -238,7 +219,9 @@ class BenchReport:
         return iter(self.results)
 
     def to_json(self) -> dict:
-        return self.payload
+        """Exactly what `rosetta bench --json` writes."""
+        return {key: [r.to_json() for r in self.results] if key == "results" else value
+                for key, value in self.payload.items()}
 
     def __str__(self) -> str:
         from rosetta.report.tables import rendered_text
@@ -248,7 +231,7 @@ class BenchReport:
 
 # ---- what the functions take ------------------------------------------------------------------------------------
 # the checks of rosetta.settings, by the short names this module has always used
-_whole, _positive, _flag, _text, _path_like, _shown = whole, positive, flag, text, path_like, shown
+_whole, _flag, _text, _path_like, _shown = whole, flag, text, path_like, shown
 
 
 def _names(value) -> bool:
@@ -321,113 +304,9 @@ def _run_and_options(name: str, settings: RunSettings | None, options: dict) -> 
     return run, own
 
 
-def _check_models(models: Sequence) -> None:
-    """Refuse, before any work, a model that is neither a path nor an object rosetta reads, and an in-memory
-    torch module whose weights are not loaded (on the meta device)."""
-    from rosetta.sources.memory import kind_of, label_of
-    from rosetta.sources.torch import check_not_on_meta
-
-    for model in models:
-        if not isinstance(model, (str, os.PathLike)) and kind_of(model) == "torch":
-            check_not_on_meta(model, label_of(model))
-
-
 def _listed(names: str | Sequence[str] | None) -> list[str] | None:
     """Names as a list: "a,b" split, a list as given (None stays None)."""
     return None if names is None else listed(names)
-
-
-def _array(name: str, value):
-    """One input the caller gave as an array (numpy, or anything numpy reads: a torch tensor, a nested list)."""
-    import numpy as np
-
-    from rosetta.errors import one_line
-
-    try:
-        if hasattr(value, "detach"):  # a torch tensor, perhaps on a GPU or requiring grad
-            value = value.detach().cpu()
-        array = np.asarray(value)
-    except Exception as error:  # noqa: BLE001 - whatever numpy makes of something that is not an array
-        raise BadInput(f"inputs: {name}: not an array ({one_line(error)})") from None
-    if array.dtype.kind not in "biuf":
-        raise BadInput(f"inputs: {name}: an array of numbers or booleans; got dtype {array.dtype}")
-    return array
-
-
-def _check_arrays_fit(arrays, max_memory: float | None) -> None:
-    """Refuse, before any work, arrays given in memory that do not fit in `max_memory` GiB (None: the default
-    share of the machine), as generated inputs of that size are refused (models.inputs.check_memory): the run
-    holds copies of them, and outputs of their size, beside the caller's."""
-    from rosetta.models.inputs import DEFAULT_MEMORY_SHARE, GIB, default_memory_limit, machine_memory, readable_size
-
-    named = arrays if isinstance(arrays, Mapping) else {f"input_{n}": a for n, a in enumerate(arrays)}
-    needed = sum(array.nbytes for array in named.values())
-    limit = default_memory_limit() if max_memory is None else max_memory
-    if needed > limit * GIB:
-        shapes = ", ".join(f"{name} {'x'.join(map(str, a.shape))} {a.dtype}" for name, a in named.items())
-        raise BadInput(f"inputs: the arrays given ({shapes}) take {readable_size(needed)}, more than the "
-                       f"{readable_size(limit * GIB)} allowed; give fewer rows, or raise max_memory= (GiB, default "
-                       f"{DEFAULT_MEMORY_SHARE:.0%} of this machine's {machine_memory() / GIB:.0f} GiB)")
-
-
-def _inputs(inputs) -> tuple[list, Any]:
-    """(input specs, arrays): `inputs` as specs ("name:SHAPE:DTYPE[:LOW:HIGH]" strings or TensorSpecs) or as
-    arrays (a dict by name, or a sequence in the model's input order); the specs of arrays are read off them."""
-    import numpy as np
-
-    from rosetta.models.registry import TensorSpec
-    from rosetta.sources.memory import specs_from_arrays
-    from rosetta.sources.signature import parse_input_option
-
-    takes = ("arrays (a dict by input name, or a list in the model's input order) or specs ('name:SHAPE:DTYPE', "
-             "e.g. 'image:Nx3x32x32:float32')")
-    if inputs is None:
-        return [], None
-    if isinstance(inputs, Mapping):
-        if not all(isinstance(name, str) and name for name in inputs):
-            raise BadInput(f"inputs: a dict of arrays by input name (non-empty strings); got the keys "
-                           f"{_shown(list(inputs))}")
-        arrays = {name: _array(name, value) for name, value in inputs.items()}
-        return specs_from_arrays(arrays), arrays
-    if isinstance(inputs, (str, TensorSpec)) or hasattr(inputs, "shape"):
-        inputs = [inputs]
-    if not isinstance(inputs, (list, tuple)):
-        raise BadInput(f"inputs: {takes}; got {_shown(inputs)}")
-    items = list(inputs)
-    if all(isinstance(item, (str, TensorSpec)) for item in items):
-        return [parse_input_option(item) if isinstance(item, str) else item for item in items], None
-    if all(hasattr(item, "shape") for item in items):
-        arrays = [_array(f"input_{n}", item) for n, item in enumerate(items)]
-        return specs_from_arrays({f"input_{n}": a for n, a in enumerate(arrays)}), arrays
-    raise BadInput(f"inputs: {takes}, not a mix nor anything else; got {_shown(inputs)}")
-
-
-def _reference_model_names(model) -> str | None:
-    """`model` as reference model names ("cnn", "cnn,gru", "all"): a string that names no file and looks like no
-    path (no "/", "." or ":"; an unknown name is then refused with the choices), else None."""
-    if not isinstance(model, str) or Path(model).exists() or any(mark in model for mark in "/.:\\"):
-        return None
-    return model
-
-
-@contextlib.contextmanager
-def _environment(run: RunSettings):
-    """What the command line sets for one run: the workers' timeout, and frameworks' logs off unless verbose."""
-    from rosetta.imports import entries_restored
-
-    with entries_restored(os.environ, ("ROSETTA_WORKER_TIMEOUT", "TF_CPP_MIN_LOG_LEVEL")):
-        if run.timeout is not None:
-            os.environ["ROSETTA_WORKER_TIMEOUT"] = str(run.timeout)
-        if not run.verbose:
-            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        yield
-
-
-def _executor(run: RunSettings):
-    """Where the run's cells go: its executor by name (local, ray), `jobs` at a time, Ray's `address`."""
-    from rosetta.execution.executors import get_executor
-
-    return get_executor(run.executor, run.address, jobs=run.jobs or 1)
 
 
 DEFAULT_BATCH = 8  # rows of generated inputs for verify and convert where the run settings leave it to the call
@@ -469,18 +348,17 @@ def verify(reference, candidate=None, *, inputs=None, targets: str | Sequence[st
     run, options = _run_and_options("verify", settings, options)
     bounds = Tolerance.given(tolerance, options.pop("atol", None), options.pop("rtol", None))
     export = {key: options.pop(key) for key in ("opset", "exporter", "training") if key in options}
-    with _environment(run):
-        names = _reference_model_names(reference) if candidate is None else None
+    with run_environment(run.timeout, run.verbose):
+        names = reference_model_names(reference) if candidate is None else None
         if names is not None:
             from rosetta.verify.matrix import TrainingPlan, verify_reference_models
 
             given = {key: options.pop(key) for key in ("seeds", "train_batch", "precision") if key in options}
             _refuse_unused(options, "verify of reference models")
             training = TrainingPlan(train_steps or None, given.get("train_batch", 4), given.get("precision", "float32"))
-            done = verify_reference_models(names, _listed(targets) or ["onnxruntime"], _listed(via) or ["onnx"],
-                                           run, bounds,
+            done = verify_reference_models(names, _listed(targets) or ["onnxruntime"], _listed(via) or ["onnx"], run, bounds,
                                            seeds=given.get("seeds", [run.seed]), export=export, training=training,
-                                           executor=_executor(run), locate=locate)
+                                           executor=executor_for(run), locate=locate)
             where = "" if run.device == "cpu" else f", targets on {run.device}"
             return Report(done.results, f"rosetta verify ({done.policy.describe()}{where})",
                           {"tolerance": done.policy.to_json(), "device": run.device})
@@ -498,20 +376,20 @@ def verify(reference, candidate=None, *, inputs=None, targets: str | Sequence[st
                            "model to compare with the reference instead")
         from rosetta.verify.files import FileOptions, verify_files
 
-        specs, arrays = _inputs(inputs)
+        specs, arrays = read_inputs(inputs)
         files = FileOptions(**{key: _path(options.pop(key, None)) for key in ("inputs_file", "load_outputs",
                                                                            "save_inputs", "save_outputs", "layer_map")})
-        pairs = _pair_texts(options.pop("pair", None))
+        pairs = pair_texts(options.pop("pair", None))
         _refuse_unused({**export, **options, **({"work_dir": run.work_dir} if run.work_dir else {})},
                        "verify of two or more models")
         if arrays is not None:
-            _check_arrays_fit(arrays, run.max_memory)
+            check_arrays_fit(arrays, run.max_memory)
         candidates = [] if candidate is None else list(candidate) if isinstance(candidate, (list, tuple)) else [candidate]
-        _check_models([reference, *candidates])
+        check_models([reference, *candidates])
         training = _port_training(given, setups, specs, labels, train_steps, run, bounds.multiple) \
             if train_steps else None
         done = verify_files([reference, *candidates], run, bounds, inputs=specs, feeds=arrays, files=files,
-                            executor=_executor(run), locate=locate, pairs=pairs)
+                            executor=executor_for(run), locate=locate, pairs=pairs)
         rows = list(done.results)
         if training is not None:
             rows.append(training())
@@ -593,10 +471,10 @@ def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: st
     export = {key: options.pop(key) for key in ("opset", "exporter", "training") if key in options}
     force = bool(options.pop("force", False))
     bounds = Tolerance.given(tolerance, options.pop("atol", None), options.pop("rtol", None))
-    specs, _ = _inputs(inputs)
+    specs, _ = read_inputs(inputs)
     output = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="rosetta-convert-"))
-    with _environment(run):
-        names = _reference_model_names(model)
+    with run_environment(run.timeout, run.verbose):
+        names = reference_model_names(model)
         if names is not None:
             from rosetta.convert.store import convert_reference_model
 
@@ -610,9 +488,9 @@ def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: st
             return Conversion({manifest.chain[-1]: output}, Report([], "rosetta convert"), output, asdict(manifest))
         from rosetta.verify.files import ConvertRequest, convert_and_verify_file
 
-        _check_models([model])
+        check_models([model])
         request = ConvertRequest(tuple(targets), output, via, export, force, verify, locate)
-        done = convert_and_verify_file(model, request, run, bounds, inputs=specs, executor=_executor(run))
+        done = convert_and_verify_file(model, request, run, bounds, inputs=specs, executor=executor_for(run))
     title = f"rosetta convert {done.model_label}" + (f" ({done.policy.describe()})" if verify else "")
     report = Report(done.results, title, {"model": done.model_file, "output": str(output),
                                           "tolerance": done.policy.to_json(), "verified": verify})
@@ -635,35 +513,19 @@ def bench(workloads: str | Sequence[str] = "all", targets: str | Sequence[str] =
     run, options = _run_and_options("bench", settings, options)
     from rosetta.bench.plan import bench_workloads
     from rosetta.bench.run import BenchOptions
-    from rosetta.report.plots import bench_chart
-    from rosetta.report.tables import bench_lines, bench_table
-    from rosetta.version import __version__
+    from rosetta.report.bench import bench_said
 
     speed = {"precision": options.get("precision", "fp32"),
              **{switch: bool(options.get(switch, False))
                 for switch in ("channels_last", "compile", "eager", "cuda_graphs", "resident_data")}}
-    plot_dir = _path(options.get("plot_dir"))
     timing = BenchOptions(steps=steps, epochs=epochs, data=_path(options.get("data")),
                           overhead=bool(options.get("overhead", True)), baseline=baseline, rounds=rounds, speed=speed,
-                          workers=workers, plot_dir=plot_dir)
-    runs_on = _executor(run)
-    with _environment(run):
+                          workers=workers, plot_dir=_path(options.get("plot_dir")))
+    runs_on = executor_for(run)
+    with run_environment(run.timeout, run.verbose):
         done = bench_workloads(_listed(workloads), _listed(targets), timing, run, runs_on)
-    device = run.device
-    lines = [f"executor: {runs_on.describe()}"]
-    if done.peak:
-        lines.append(f"device peak: {done.peak['flops_per_s'] / 1e12:,.1f} TFLOP/s ({done.peak['matmul']} in "
-                     f"{done.peak['dtype']}, {done.peak['precision in force']}) on {done.peak['device']}")
-    lines += bench_lines(done.results, done.overheads) + done.notes
-    if plot_dir is not None:
-        lines += [f"chart: {bench_chart(w, done.results, plot_dir / f'{w.name}.png', device)}"
-                  for w in done.workloads]
-    payload = {"rosetta_version": __version__, "device": device, "threads": run.threads, "workers": workers,
-               "batch": run.batch, "speed": speed, "peak": done.peak, "baseline": baseline,
-               "rounds": rounds if baseline == "native" else None, "executor": runs_on.describe(),
-               "workloads": [w.__dict__ for w in done.workloads], "results": [r.to_json() for r in done.results],
-               "overhead": done.overheads, "notes": done.notes}
-    return BenchReport(done.results, payload, [bench_table(done.results, title=f"rosetta bench ({device})"), *lines])
+    said = bench_said(done, run, timing, runs_on.describe())
+    return BenchReport(done.results, said.payload, said.head, said.tail, f"rosetta bench ({run.device})")
 
 
 @dataclass
@@ -697,27 +559,18 @@ def conformance(targets: str | Sequence[str] = "all", suite: str | Sequence[str]
     address, timeout (rosetta.verify.conformance.run does the work)."""
     _check_parameters(conformance, locals())
     run, options = _run_and_options("conformance", settings, options)
-    from rosetta.atomic import atomic_write_text
     from rosetta.convert.targets import parse_target_list
-    from rosetta.report.conformance import (conformance_heatmap, conformance_markdown, conformance_table,
-                                            coverage_table, summary)
+    from rosetta.report.conformance import conformance_said, summary
     from rosetta.verify.conformance.run import CaseSelection, Expectations, run_suites
 
     chosen = parse_target_list(listed(targets))
     selection = CaseSelection.given(suite, modes, ops, cases)
     expected = Expectations(check if isinstance(check, bool) else _path(check), _path(options.get("write_expectations")))
-    with _environment(run):
-        done = run_suites(chosen, selection, run, resume=resume, expected=expected, executor=_executor(run),
+    with run_environment(run.timeout, run.verbose):
+        done = run_suites(chosen, selection, run, resume=resume, expected=expected, executor=executor_for(run),
                           summarize=summary)
-    said: list = [conformance_table(done.rows), coverage_table(done.rows), *done.notes]
-    if report_dir is not None:
-        report_dir = Path(report_dir)
-        report_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(report_dir / "conformance.md", conformance_markdown(
-            done.rows, "ONNX backend-test conformance", options.get("command", "rosetta conformance"), done.how))
-        conformance_heatmap(done.rows, report_dir / "conformance.png")
-        said.append(f"wrote {report_dir / 'conformance.md'}, {report_dir / 'conformance.png'}")
-    return ConformanceRun(done.rows, said + done.checked, done.status)
+    said = conformance_said(done, _path(report_dir), options.get("command", "rosetta conformance"))
+    return ConformanceRun(done.rows, said, done.status)
 
 
 @dataclass
@@ -752,23 +605,9 @@ def models() -> Listing:
 def environment() -> Listing:
     """Each framework's version, the devices it sees, its CUDA/cuDNN build and settings, read in the process
     that runs it; the converters' versions."""
-    import platform
-    import sys
+    from rosetta.report.environment import environment_said
 
-    from rosetta.convert.registry import list_conversions
-    from rosetta.frameworks import FRAMEWORKS, environments
-    from rosetta.report.tables import environment_table
-
-    rows = environments()
-    converters: dict = {}
-    for path in list_conversions():
-        converters.update(path.versions())
-    for framework in FRAMEWORKS:  # its version is its row's
-        converters.pop(framework.name, None)
-    line = "converters: " + ", ".join(f"{name} {version}" for name, version in sorted(converters.items()))
-    payload = {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
-               "frameworks": rows, "converters": converters}
-    return Listing([environment_table(rows), line], payload, any(row["error"] for row in rows))
+    return Listing(*environment_said())
 
 
 def list_workloads() -> list[str]:
@@ -825,28 +664,6 @@ def list_targets(route: str = "onnx") -> list[str]:
     from rosetta.convert.targets import list_targets as registered
 
     return ["onnx"] + registered(route) if route == "onnx" else registered(route)
-
-
-def _pair_texts(pair) -> list[str]:
-    """pair= as --pair texts: {"image": "input_1"} or {"image": ("input_1", (0, 2, 3, 1))}, or "REF=OTHER[:P]"s."""
-    takes = ("pair: {reference name: other name} or {reference name: (other name, permutation)}, or "
-             "'REF=OTHER[:PERMUTATION]' strings")
-    if pair is None:
-        return []
-    if isinstance(pair, Mapping):
-        texts = []
-        for reference, other in pair.items():
-            name, permutation = (other, None) if isinstance(other, str) else (
-                other if isinstance(other, (list, tuple)) and len(other) == 2 else (None, None))
-            if not (_text(reference) and _text(name) and (permutation is None or (
-                    isinstance(permutation, (list, tuple)) and all(_whole(0)(axis) for axis in permutation)))):
-                raise BadInput(f"{takes}; got {_shown({reference: other})}")
-            texts.append(f"{reference}={name}" + (f":{','.join(map(str, permutation))}" if permutation else ""))
-        return texts
-    texts = [pair] if isinstance(pair, str) else list(pair) if isinstance(pair, (list, tuple)) else None
-    if texts is None or not all(_text(text) for text in texts):
-        raise BadInput(f"{takes}; got {_shown(pair)}")
-    return texts
 
 
 def _path(value) -> Path | None:

@@ -20,6 +20,7 @@ through entry names only; this package imports nothing above itself.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -145,6 +146,20 @@ def timeout_seconds(timeout: float | None = None) -> float:
         raise EnvironmentFailed(f"ROSETTA_WORKER_TIMEOUT={text!r} is not a number of seconds > 0; unset it or set "
                                 "it to e.g. 600")
     return seconds
+
+
+@contextlib.contextmanager
+def run_environment(timeout: float | None = None, verbose: bool = False):
+    """What one run sets for the workers it starts, restored after it: their timeout (`timeout` seconds,
+    ROSETTA_WORKER_TIMEOUT), and the frameworks' logs off unless `verbose`."""
+    from rosetta.imports import entries_restored
+
+    with entries_restored(os.environ, ("ROSETTA_WORKER_TIMEOUT", "TF_CPP_MIN_LOG_LEVEL")):
+        if timeout is not None:
+            os.environ["ROSETTA_WORKER_TIMEOUT"] = str(timeout)
+        if not verbose:
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        yield
 
 
 def load_npz(path: Path) -> dict[str, np.ndarray]:

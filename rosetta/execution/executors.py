@@ -337,3 +337,9 @@ def get_executor(name: str = "local", address: str | None = None, num_cpus: int 
     raise RosettaError(f"unknown executor {name!r}; choose from: {', '.join(EXECUTORS)}")
 
 
+
+
+def executor_for(run) -> LocalExecutor | RayExecutor:
+    """Where a run's cells go (`run`: a rosetta.settings.RunSettings): its executor by name, `jobs` at a time,
+    Ray's `address`."""
+    return get_executor(run.executor, run.address, jobs=run.jobs or 1)

@@ -170,3 +170,19 @@ def conformance_heatmap(rows: list[dict], path: Path) -> Path:
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     return save_figure(figure, path)
+
+
+def conformance_said(done, report_dir: Path | None, command: str = "rosetta conformance") -> list:
+    """What `rosetta conformance` says of a run (rosetta.verify.conformance.run.SuiteRun): the op x target and
+    coverage tables, its notes, with `report_dir` conformance.md and the heat map written there, then its checks."""
+    from rosetta.atomic import atomic_write_text
+
+    said: list = [conformance_table(done.rows), coverage_table(done.rows), *done.notes]
+    if report_dir is not None:
+        report_dir = Path(report_dir)
+        report_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(report_dir / "conformance.md", conformance_markdown(
+            done.rows, "ONNX backend-test conformance", command, done.how))
+        conformance_heatmap(done.rows, report_dir / "conformance.png")
+        said.append(f"wrote {report_dir / 'conformance.md'}, {report_dir / 'conformance.png'}")
+    return said + done.checked

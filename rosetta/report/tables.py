@@ -45,6 +45,40 @@ def _verdict(verdict: str) -> str:
     return f"[{style}]{verdict}[/{style}]" if style else verdict
 
 
+def verdict_message(row: VerifyResult) -> str:
+    """'FAIL: keras: output logits: max |err| 3.1e-02 > tolerance 4.0e-06 (10.5 x noise floor); diverges first at
+    conv2 (introduced)': the row's verdict, its worst output's figures against its tolerance, where it diverges."""
+    if row.check == "training" and row.route == "port":  # a port's training: its first diverging step, named
+        return f"{row.verdict}: {row.target}: training: {row.reason}"
+    failing = [o for o in row.outputs if not o.passed and math.isfinite(o.max_abs_error)]
+    if not failing:
+        text = f"{row.verdict}: {row.target}: {row.reason}"
+    else:
+        worst = max(failing, key=lambda o: o.error_ratio if math.isfinite(o.error_ratio) else math.inf)
+        tolerance = row.tolerance or {}
+        if tolerance.get("atol") is None and tolerance.get("rtol") is None:
+            from rosetta.verify.tolerance import DEFAULT_MULTIPLE
+
+            multiple = tolerance.get("multiple", DEFAULT_MULTIPLE)
+            unit = "noise floor" if tolerance.get("float64_reference", True) else "float32 ulp at scale"
+            limit = f"{multiple * worst.noise_floor:.2g} ({multiple:g} x {unit})"
+        else:
+            limit = f"atol={tolerance.get('atol') or 0:g} rtol={tolerance.get('rtol') or 0:g}"
+        text = f"{row.verdict}: {row.target}: output {worst.name}: max |err| {worst.max_abs_error:.2g} > tolerance {limit}"
+    located = row.locate or {}
+    first = located.get("first") or {}
+    if located.get("verdict") == "located" and first:
+        notes = [located["origin"]] if located.get("origin") else []
+        if located.get("graph") == "layers":  # two models' layers: the reference's, and the port's beside it
+            where = first.get("node")
+            if first.get("source_layer") and first.get("source_layer") != where:
+                notes.append(f"the port's {first['source_layer']}")
+        else:  # an ONNX node or MMdnn IR node: the source model's layer it came from, where known
+            where = first.get("source_layer") or first.get("node")
+        text += f"; diverges first at {where}" + (f" ({'; '.join(notes)})" if notes else "")
+    return text
+
+
 def failure_lines(results: list[VerifyResult]) -> list[str]:
     """One line per row that is not a PASS: its verdict (styled), the cell, and the reason; under a FAIL that
     was located (--locate), where it diverges."""
