@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from rosetta import api
+from rosetta.cli.flags import said_with_flags
 from rosetta.cli.options import (EXIT_FAIL, EXIT_PASS, add_executor_options, add_threads_option, console,
                                  executor_options, positive_int, progress, workload_names)
 
@@ -100,6 +101,7 @@ def run(args) -> int:
                      precision=args.precision, channels_last=args.channels_last, compile=args.compile,
                      eager=args.eager, cuda_graphs=args.cuda_graphs, resident_data=args.resident_data,
                      **executor_options(args))
+    done = said_with_flags(done)
     done.print(console())
     if args.json:
         api.write_json(args.json, done.to_json())

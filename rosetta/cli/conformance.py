@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from rosetta import api
-from rosetta.cli.flags import as_flags
+from rosetta.cli.flags import said_with_flags
 from rosetta.cli.options import (EPILOG_EXIT, add_executor_options, console, executor_options, positive_int,
                                  progress, target_names)
 
@@ -68,8 +68,6 @@ def run(args) -> int:
                            resume=args.resume, report_dir=args.report, work_dir=args.work_dir, check=args.check,
                            write_expectations=args.write_expectations, command=command, progress=progress(args),
                            **executor_options(args))
-    # the library's lines name its parameters (check: ...); the command line's, its flags
-    done.renderables = [as_flags(line.replace("check: ", "check=: ", 1) if line.startswith("check: ") else line)
-                        if isinstance(line, str) else line for line in done.renderables]
+    done = said_with_flags(done)
     done.print(console())
     return done.status

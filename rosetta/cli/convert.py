@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from rosetta import api
+from rosetta.cli.flags import said_with_flags
 from rosetta.cli.options import (EPILOG_EXIT, EXIT_PASS, add_executor_options, add_export_options, add_locate_options,
                                  add_model_options, add_tolerance_options, add_user_model_options,
                                  check_input_options, check_locate_options, executor_options, exit_for,
@@ -98,6 +99,7 @@ def _convert_file(args) -> int:
                        rtol=dict(args.rtol) or None, max_memory=args.max_memory, verify=not args.no_verify,
                        progress=progress(args), results_file=args.json, locate=args.locate,
                        **export_options(args), **executor_options(args))
+    done = said_with_flags(done)
     print_report(done.report, args.verbose)
     if done.artifacts:
         print(f"written: {', '.join(str(path) for path in done.artifacts.values())}")

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from rosetta import api
+from rosetta.cli.flags import said_with_flags
 from rosetta.api import MODEL_FORMATS as FORMATS_HELP
 from rosetta.cli.options import (EPILOG_EXIT, add_executor_options, add_export_options, add_locate_options,
                                  add_threads_option, add_tolerance_options, add_user_model_options,
@@ -129,6 +130,7 @@ def run(args) -> int:
                             batch=args.batch, threads=args.threads, train_steps=args.train_steps or 0,
                             train_batch=args.train_batch or 4, precision=args.precision or "float32",
                             **export_options(args), **_shared(args))
+    report = said_with_flags(report)
     if report.rows or not args.paths:
         print_report(report, args.verbose)
     else:

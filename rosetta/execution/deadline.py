@@ -22,7 +22,7 @@ RAISE_AGAIN_EVERY_S = 1.0
 
 @contextlib.contextmanager
 def deadline(seconds: float, what: str):
-    """Run the block within `seconds`, else WorkerTimedOut("WHAT timed out after N s (--timeout)"). Nests: an
+    """Run the block within `seconds`, else WorkerTimedOut("WHAT timed out after N s (timeout=)"). Nests: an
     enclosing deadline that is sooner is left to fire, and one that is later is set again for the time it has
     left when the block ends."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
@@ -30,7 +30,7 @@ def deadline(seconds: float, what: str):
         return
 
     def expire(signum, frame):
-        raise WorkerTimedOut(f"{what} timed out after {seconds:g} s (--timeout)")
+        raise WorkerTimedOut(f"{what} timed out after {seconds:g} s (timeout=)")
 
     started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, expire)

@@ -43,7 +43,7 @@ def check_device(device: str) -> None:
     try:
         jax.devices(platform(device))
     except RuntimeError:
-        raise Unsupported(f"--device {device}: JAX sees no GPU (its devices: {', '.join(describe(d) for d in jax.devices())}); "
+        raise Unsupported(f"device={device!r}: JAX sees no GPU (its devices: {', '.join(describe(d) for d in jax.devices())}); "
                           "install jax[cuda13] on a machine with a GPU") from None
 
 

@@ -45,7 +45,7 @@ def mxnet_context(device: str):
     if device != "cuda":
         return mx.cpu()
     if not mx.runtime.Features().is_enabled("CUDA") or mx.context.num_gpus() == 0:
-        raise Unsupported("--device cuda: MXNet sees no GPU: rosetta installs its CPU build, since no MXNet CUDA "
+        raise Unsupported("device='cuda': MXNet sees no GPU: rosetta installs its CPU build, since no MXNet CUDA "
                           "build works with this stack (the newest, mxnet-cu117 1.9.1, needs CUDA 11 and cuDNN 8)")
     return mx.gpu()
 

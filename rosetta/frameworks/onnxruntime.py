@@ -56,7 +56,7 @@ class OnnxRuntimeRunner(Runner):
         self.session = ort.InferenceSession(str(artifact_file(folder, manifest)), options, providers=providers)
         if device == "cuda" and "CUDAExecutionProvider" not in self.session.get_providers():
             # ONNX Runtime only warns and runs on the CPU: a row labelled cuda would be a CPU timing
-            raise Unsupported("--device cuda: ONNX Runtime has no working CUDA execution provider here (available: "
+            raise Unsupported("device='cuda': ONNX Runtime has no working CUDA execution provider here (available: "
                               f"{', '.join(ort.get_available_providers())}); install onnxruntime-gpu on a machine "
                               "with a GPU")
         self.output_names = [o.name for o in self.session.get_outputs()]
@@ -128,7 +128,7 @@ def bounded_run(session, names: list[str], feeds: dict) -> list:
         threading.Thread(target=run, name="onnxruntime-run", daemon=True).start()
         while not done.wait(0.05):
             if time.monotonic() > deadline:
-                raise WorkerTimedOut(f"ONNX Runtime timed out after {timeout_seconds():g} s (--timeout)")
+                raise WorkerTimedOut(f"ONNX Runtime timed out after {timeout_seconds():g} s (timeout=)")
     except BaseException:  # Ctrl-C, SIGTERM (rosetta.processes), the timeout: stop it before going on
         options.terminate = True  # ONNX Runtime checks it between nodes, a Loop's iterations included
         done.wait(10)

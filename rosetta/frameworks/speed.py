@@ -28,9 +28,9 @@ from rosetta.errors import RosettaError, Unsupported
 PRECISIONS = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 CAPTURE_AFTER = 2  # eager steps before --cuda-graphs captures its graph (cuDNN autotuning, an optimiser's state)
 CUDA_ONLY = ("tf32", "amp-fp16", "cuda_graphs")
-# the on/off settings: their option, and why a framework lacks one where its caller gives no reason
-SWITCHES = {"channels_last": "--channels-last", "compile": "--compile", "eager": "--eager",
-            "cuda_graphs": "--cuda-graphs", "resident_data": "--resident-data"}
+# the on/off settings (their parameters; a label names each as "channels-last"), and why a framework lacks one
+# where its caller gives no reason
+SWITCHES = ("channels_last", "compile", "eager", "cuda_graphs", "resident_data")
 LACKING = {"channels_last": "its layout is fixed by the model (the data_format of its layers, or the graph's own)",
            "eager": "it runs a graph",
            "cuda_graphs": "rosetta captures CUDA graphs in PyTorch only",
@@ -70,8 +70,7 @@ class Speed:
 
     @property
     def label(self) -> str:
-        return "+".join([self.precision] + [option.removeprefix("--") for name, option in SWITCHES.items()
-                                            if getattr(self, name)])
+        return "+".join([self.precision] + [name.replace("_", "-") for name in SWITCHES if getattr(self, name)])
 
     def require(self, framework: str, device: str, precisions: tuple[str, ...] = ("fp32",), precision_why: str = "",
                 **ways: str) -> None:
@@ -80,15 +79,15 @@ class Speed:
         where it lacks it (LACKING otherwise)."""
         for name in CUDA_ONLY:
             if device != "cuda" and (self.precision == name or getattr(self, name, False)):
-                option = f"--precision {name}" if name in PRECISIONS else SWITCHES[name]
+                option = f"precision={name}" if name in PRECISIONS else f"{name}="
                 raise SettingUnavailable(f"{option} is CUDA-only: not available on the CPU")
         if self.precision not in precisions:
-            raise SettingUnavailable(f"--precision {self.precision} is not available in {framework}"
+            raise SettingUnavailable(f"precision={self.precision} is not available in {framework}"
                                      f"{precision_why and ': ' + precision_why}")
-        for name, option in SWITCHES.items():
+        for name in SWITCHES:
             if getattr(self, name) and not ways.get(name):
                 why = ways.get(f"{name}_why") or LACKING.get(name, "")
-                raise SettingUnavailable(f"{option} is not available in {framework}{why and ': ' + why}")
+                raise SettingUnavailable(f"{name}= is not available in {framework}{why and ': ' + why}")
 
     def settings(self, **ways: str) -> dict:
         """What a run recorded of its speed variant: the label, and how the framework applied each switch on."""

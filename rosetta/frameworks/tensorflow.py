@@ -57,7 +57,7 @@ def check_device(device: str) -> None:
     from rosetta.errors import Unsupported
 
     if device == "cuda" and not import_tensorflow().config.list_physical_devices("GPU"):
-        raise Unsupported("--device cuda: TensorFlow sees no GPU (tensorflow-cpu, or no CUDA driver); install "
+        raise Unsupported("device='cuda': TensorFlow sees no GPU (tensorflow-cpu, or no CUDA driver); install "
                           "tensorflow[and-cuda] on a machine with a GPU")
 
 

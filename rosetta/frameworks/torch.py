@@ -268,7 +268,7 @@ def compile_errors(compiled: bool):
             raise
         cause = error.__cause__ or error
         raise RosettaError(f"torch.compile cannot compile this model: {one_line(cause)[:300]}; "
-                           "run it without --compile") from None
+                           "run it without compile=") from None
 
 
 class TorchModuleRunner(Runner):
@@ -393,7 +393,7 @@ def torch_device(name: str):
 
     if name == "cuda":  # device-only lines
         if not torch.cuda.is_available():
-            raise Unsupported("--device cuda: PyTorch sees no CUDA device (install a CUDA build of torch on a machine "
+            raise Unsupported("device='cuda': PyTorch sees no CUDA device (install a CUDA build of torch on a machine "
                               "with a GPU)")
         torch.backends.cudnn.benchmark = True
     reset_peak_memory(name)  # the peak of what is built from here on
@@ -508,7 +508,7 @@ class TorchCodeRunner(TorchArtifactRunner):
     def __init__(self, folder, manifest, threads: int = 0, device: str = "cpu", trust_code: bool = False) -> None:
         if not trust_code:
             raise UntrustedModel(f"{folder} holds generated Python code ({manifest.converter.get('code', 'code')}) that "
-                               "running it would execute; pass --trust-code if you trust it")
+                               "running it would execute; pass trust_code=True if you trust it")
         super().__init__(folder, manifest, threads, device)
 
     @staticmethod

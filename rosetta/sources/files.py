@@ -87,7 +87,7 @@ def identify(text: str) -> ModelFile:
         return ModelFile(text, "mxnet", symbol, params=path)
     if name.endswith(PICKLE_SUFFIXES):
         raise RosettaError(f"{text} is a pickle, which runs code when loaded; rosetta does not read pickled models: "
-                           "save it with torch.export.save (.pt2) or give path/to/file.py:function --trust-code")
+                           "save it with torch.export.save (.pt2) or give path/to/file.py:function with trust_code=True")
     if name.endswith(".pb"):
         raise RosettaError(f"{text}: frozen TensorFlow graphs are not supported; give the SavedModel folder")
     raise RosettaError(f"{text}: unknown model format; give {FORMATS_HELP}")

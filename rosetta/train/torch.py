@@ -110,7 +110,7 @@ class TorchTrainer(Trainer):
         check_options(precision, device)
         self.speed = check_speed(speed or {}, device)
         if self.speed.cuda_graphs and self.speed.precision == "amp-fp16":
-            raise SettingUnavailable("--cuda-graphs with --precision amp-fp16 is not available in PyTorch: its "
+            raise SettingUnavailable("cuda_graphs= with precision=amp-fp16 is not available in PyTorch: its "
                                      "GradScaler reads the gradients' inf check back to the host every step")
         changes = model_changes or {}
         if changes.get("batchnorm_momentum") == "flipped":

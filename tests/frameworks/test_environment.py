@@ -70,7 +70,7 @@ def test_a_runner_asked_for_a_gpu_it_does_not_see_refuses_instead_of_running_on_
     row labelled cuda could be a CPU timing."""
     spec, chosen = get_model("cnn"), get_target(target)
     folder = store.get(spec, 0, chosen.chain, chosen.export_options())
-    with pytest.raises(RosettaError, match=r"--device cuda: .*(sees no (GPU|CUDA device)|no working CUDA)"):
+    with pytest.raises(RosettaError, match=r"device='cuda': .*(sees no (GPU|CUDA device)|no working CUDA)"):
         load_runner(chosen.runner, folder, device="cuda").predict(generate_inputs(spec.inputs, 2, 0))
 
 

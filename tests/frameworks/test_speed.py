@@ -19,15 +19,15 @@ def test_a_speed_variant_is_validated_and_labelled():
         Speed("fp8")
     with pytest.raises(SettingUnavailable, match="amp-fp16 is CUDA-only"):
         Speed("amp-fp16").require("PyTorch", "cpu", ("fp32", "amp-fp16"))
-    with pytest.raises(SettingUnavailable, match="--channels-last is not available in MXNet"):
+    with pytest.raises(SettingUnavailable, match="channels_last= is not available in MXNet"):
         Speed(channels_last=True).require("MXNet", "cpu")
     Speed(compile=True).require("MXNet", "cpu", compile="hybridize")  # has it: no refusal
     assert Speed("amp-bf16", cuda_graphs=True, resident_data=True).label == "amp-bf16+cuda-graphs+resident-data"
     with pytest.raises(RosettaError, match="eager= runs no graph"):
         Speed(eager=True, compile=True)
-    with pytest.raises(SettingUnavailable, match="--cuda-graphs is CUDA-only"):
+    with pytest.raises(SettingUnavailable, match="cuda_graphs= is CUDA-only"):
         Speed(cuda_graphs=True).require("PyTorch", "cpu", cuda_graphs="CUDAGraph")
-    with pytest.raises(SettingUnavailable, match="--resident-data is not available in MXNet: its runner takes"):
+    with pytest.raises(SettingUnavailable, match="resident_data= is not available in MXNet: its runner takes"):
         Speed(resident_data=True).require("MXNet", "cpu")
     assert Speed(cuda_graphs=True).warmup(2) == 3 and Speed().warmup(2) == 2  # no capture is timed
 
@@ -68,7 +68,7 @@ def test_bench_runs_variants_where_a_framework_has_them_and_says_not_available_w
     assert reference.settings["speed"] == keras.settings["speed"] == "amp-bf16+compile"
     assert reference.settings["compile"] is True and keras.settings["jit_compile"] is True
     assert np.isfinite(keras.extra["losses"]).all()
-    assert mxnet.reason.startswith("--precision amp-bf16 is not available in MXNet")
+    assert mxnet.reason.startswith("precision=amp-bf16 is not available in MXNet")
 
 
 def test_a_model_torch_compile_cannot_trace_is_one_line_with_its_cause():
@@ -78,7 +78,7 @@ def test_a_model_torch_compile_cannot_trace_is_one_line_with_its_cause():
     from rosetta.frameworks.torch import compile_errors
 
     with pytest.raises(RosettaError, match=r"^torch.compile cannot compile this model: TypeError: torch.Size\(\) "
-                                           r"takes an iterable of 'int'; run it without --compile$"):
+                                           r"takes an iterable of 'int'; run it without compile=$"):
         with compile_errors(True):
             try:
                 raise TypeError("torch.Size() takes an iterable of 'int'\n\nfrom user code: ...")
@@ -138,7 +138,7 @@ def test_onnxruntime_records_the_precision_its_providers_run(store):
     runner = load_runner("onnxruntime", store.get(spec, 0, target.chain, target.export_options()))
     assert runner.settings() == {"device used": "CPUExecutionProvider",
                                  "precision in force": {"matmul and convolution": "float32 (CPU provider)"}}
-    with pytest.raises(SettingUnavailable, match="--precision tf32 is CUDA-only"):
+    with pytest.raises(SettingUnavailable, match="precision=tf32 is CUDA-only"):
         load_runner("onnxruntime", store.get(spec, 0, target.chain, target.export_options()), speed={"precision": "tf32"})
 
 

@@ -125,5 +125,5 @@ def test_a_blocking_module_given_to_the_api_raises_worker_timed_out(nets, tmp_pa
               "    print(error)\n")
     status, stdout, stderr, seconds = _run(tmp_path, ["-c", script])
     assert status == 0 and "Traceback" not in stderr, stderr
-    assert stdout.endswith(f" timed out after {TIMEOUT_S} s (--timeout)\n") and stdout.count("\n") == 1, stdout
+    assert stdout.endswith(f" timed out after {TIMEOUT_S} s (timeout=)\n") and stdout.count("\n") == 1, stdout
     assert seconds < TIMEOUT_S + SLACK_S

@@ -89,7 +89,7 @@ def test_cuda_graphs_on_the_cpu_are_not_available_and_say_why(store, framework):
     spec = get_model("cnn")
     options = {**training_options(spec), "speed": {"cuda_graphs": True}}
     folder = store.get(spec, 0, get_target(framework).chain, get_target(framework).export_options())
-    with pytest.raises(RosettaError, match="--cuda-graphs is CUDA-only: not available on the CPU") as raised:
+    with pytest.raises(RosettaError, match="cuda_graphs= is CUDA-only: not available on the CPU") as raised:
         run_training(framework, folder, training_batches(spec, 2, 2, 0), options, warmup=1)
     assert framework != "torch" or isinstance(raised.value, SettingUnavailable)  # in-process: the type itself
 

@@ -21,14 +21,15 @@ def test_a_verify_row_records_the_device_its_framework_reports(store, references
 def test_a_gpu_the_framework_does_not_see_is_a_cannot_row(store, references, target):
     """keras runs in its worker: the refusal crosses the process boundary as a refusal (CANNOT), not an ERROR."""
     result = run_cell(VerifyCell("cnn", target, device="cuda"), store, references)
-    assert result.verdict == "CANNOT" and "--device cuda: " in result.reason and "sees no" in result.reason
+    assert result.verdict == "CANNOT" and "device='cuda': " in result.reason and "sees no" in result.reason
     assert result.device == ""
 
 
 @pytest.mark.skipif(torch_has_cuda(), reason="checks the refusal on a machine without a GPU")
-def test_model_files_compared_on_a_gpu_no_framework_sees_are_cannot_rows_never_cpu_runs(tmp_path):
+def test_model_files_compared_on_a_gpu_no_framework_sees_are_cannot_rows_never_cpu_runs(tmp_path, capsys):
     """--device cuda with model files was silently ignored: a PASS computed on the CPU. Each compared model (an
-    ONNX file in ONNX Runtime, a PyTorch factory run as its export, an in-memory module) is a CANNOT row."""
+    ONNX file in ONNX Runtime, a PyTorch factory run as its export, an in-memory module) is a CANNOT row, whose
+    reason names the flag in what the command line prints and writes, and the parameter in what the API returns."""
     import json
 
     import numpy as np
@@ -48,10 +49,12 @@ def test_model_files_compared_on_a_gpu_no_framework_sees_are_cannot_rows_never_c
             assert row["verdict"] == verdict and (device == "cpu") == (row["device"] in ("cpu", "CPUExecutionProvider")), row
             if device == "cuda":
                 assert row["reason"].startswith("loading failed: --device cuda: ") and row["outputs"] == [], row
+                assert "loading failed: --device cuda: " in " ".join(capsys.readouterr().out.split())  # the table's
     torch.manual_seed(0)
     net = torch.nn.Linear(6, 4)
     report = rosetta.verify(net, net, inputs={"input": np.ones((2, 6), np.float32)}, device="cuda")
-    assert [row.verdict for row in report.rows] == ["CANNOT"] and "--device cuda" in report.rows[0].reason
+    assert [row.verdict for row in report.rows] == ["CANNOT"] and "device='cuda': " in report.rows[0].reason
+    assert "--device" not in report.rows[0].reason and "--device" not in str(report.to_json())
 
 
 def test_a_run_on_another_device_than_asked_is_a_cannot_row():
