@@ -99,7 +99,8 @@ def reference_model_names(model) -> str | None:
 
 
 def pair_texts(pair) -> list[str]:
-    """pair= as the texts verify/ reads ('REF=OTHER[:PERMUTATION]'): {"image": "input_1"} or {"image": ("input_1", (0, 2, 3, 1))}, or "REF=OTHER[:P]"s."""
+    """pair= ({"image": "input_1"} or {"image": ("input_1", (0, 2, 3, 1))}, or "REF=OTHER[:P]" strings) as the
+    'REF=OTHER[:PERMUTATION]' texts verify/ reads."""
     takes = ("pair: {reference name: other name} or {reference name: (other name, permutation)}, or "
              "'REF=OTHER[:PERMUTATION]' strings")
     if pair is None:
