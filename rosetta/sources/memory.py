@@ -6,10 +6,7 @@ the caller built it, so a Keras Lambda layer or a custom Gluon block are read wi
 
 from __future__ import annotations
 
-import copy
-
 import hashlib
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,22 +15,18 @@ import numpy as np
 from rosetta.errors import BadInput, RosettaError
 from rosetta.models.registry import TensorSpec
 
-KINDS = {  # a class in the object's method resolution order (module, name) -> its kind
-    ("torch.nn.modules.module", "Module"): "torch",
-    ("keras.src.models.model", "Model"): "keras",
-    ("mxnet.gluon.block", "HybridBlock"): "gluon",
-    ("onnx.onnx_ml_pb2", "ModelProto"): "onnx",
-    ("onnx.onnx_pb", "ModelProto"): "onnx",
-}
 SUPPORTED = "a torch.nn.Module, a keras.Model, an MXNet Gluon HybridBlock or an onnx.ModelProto"
 
 
 def kind_of(model) -> str:
     """'torch', 'keras', 'gluon' or 'onnx' for a model object (without importing any framework); '' for a path."""
+    from rosetta.frameworks import memory_kinds
+
     if isinstance(model, (str, Path)):
         return ""
+    kinds = memory_kinds()  # a class in the object's method resolution order (module, name) -> its kind
     for cls in type(model).__mro__:
-        found = KINDS.get((cls.__module__, cls.__name__))
+        found = kinds.get((cls.__module__, cls.__name__))
         if found:
             return found
     if type(model).__name__ == "ModelProto" and type(model).__module__.startswith("onnx"):
@@ -67,19 +60,14 @@ def open_object(model, inputs: list[TensorSpec], scratch: Path, like: tuple = ()
     kind, label = kind_of(model), label_of(model)
     folder = Path(scratch) / f"memory-{hashlib.sha256(f'{id(model)}{label}'.encode()).hexdigest()[:10]}"
     folder.mkdir(parents=True, exist_ok=True)
-    if kind == "torch":
-        return _torch_model(model, inputs, label)
-    if kind == "onnx":
-        import onnx
+    from rosetta.frameworks import memory_exporter
 
-        path = folder / "model.onnx"
-        onnx.save(model, str(path))
-    elif kind == "keras":
-        path = folder / "model.keras"
-        model.save(str(path))
-    else:
-        path, names = _export_gluon(model, inputs, folder)
-        inputs = [replace(spec, name=name) for spec, name in zip(inputs, names)]  # the symbol's own names
+    export = memory_exporter(kind)  # None: a module that runs here (torch), as a factory's would
+    if export is None:
+        return _torch_model(model, inputs, label)
+    path, names = export(model, inputs, folder, label)
+    if names is not None:  # the file's own input names (a Gluon symbol's)
+        inputs = [replace(spec, name=name) for spec, name in zip(inputs, names)]
     opened = open_model(str(path), inputs, kind in ("keras", "gluon"), Path(scratch), like, partial)
     return replace(opened, display=label)
 
@@ -107,28 +95,6 @@ def _torch_model(module, inputs: list[TensorSpec], label: str):
                      key=f"memory-{digest.hexdigest()[:12]}", display=label)
 
 
-def _export_gluon(block, inputs: list[TensorSpec], folder: Path) -> Path:
-    """The block as NAME-symbol.json + NAME-0000.params (HybridBlock.export, which needs a hybridized block that
-    has run once: it is run on generated inputs of the given specs)."""
-    from rosetta.frameworks.mxnet import import_mxnet
-    from rosetta.models.inputs import generate_inputs
-
-    if not inputs:
-        raise BadInput(f"{label_of(block)}: a Gluon block does not say its inputs; give inputs= as arrays or specs, "
-                       "e.g. inputs=['data:Nx3x32x32:float32']")
-    mx = import_mxnet()
-    block.hybridize()
-    block(*[mx.nd.array(array) for array in generate_inputs(tuple(inputs), 2, 0).values()])
-    block.export(str(folder / "model"), 0)
-    path = folder / "model-symbol.json"
-    if not path.is_file():
-        raise RosettaError(f"{label_of(block)}: HybridBlock.export wrote no model-symbol.json")
-    parameters = {name.split(":", 1)[-1] for name in mx.nd.load(str(folder / "model-0000.params"))}
-    graph = json.loads(path.read_text())
-    names = [graph["nodes"][i]["name"] for i in graph["arg_nodes"] if graph["nodes"][i]["name"] not in parameters]
-    return path, names
-
-
 def specs_from_arrays(arrays: dict[str, np.ndarray]) -> list[TensorSpec]:
     """Input specs from the caller's arrays: their names and dtypes, the first axis the batch."""
     return [TensorSpec(name, (None,) + tuple(np.shape(array)[1:]), str(np.asarray(array).dtype))
@@ -139,9 +105,8 @@ def as_artifact(model, feeds: dict[str, np.ndarray], scratch: Path):
     """A PyTorch module to compare with a reference (not to be the reference) as an artifact rosetta runs: the
     module exported by torch.export on the run's own inputs (static shapes) to a .pt2 in `scratch`, and opened
     as such (it is the caller's, or a --trust-code factory's, own code)."""
-    import torch
-
     from rosetta.errors import WorkerTimedOut
+    from rosetta.frameworks.torch_sources import export_program
     from rosetta.execution import timeout_seconds
     from rosetta.execution.deadline import deadline
     from rosetta.manifest import Manifest
@@ -149,10 +114,10 @@ def as_artifact(model, feeds: dict[str, np.ndarray], scratch: Path):
 
     folder = Path(scratch) / f"exported-{model.key or 'module'}"
     folder.mkdir(parents=True, exist_ok=True)
-    arguments = tuple(torch.from_numpy(np.ascontiguousarray(feeds[spec.name])) for spec in model.inputs)
     try:
         with deadline(timeout_seconds(), f"exporting {model.label}"):  # its forward runs, in this process
-            program = torch.export.export(copy.deepcopy(model.module).eval(), arguments)  # the user's object unchanged
+            # from a copy: the user's object unchanged
+            export_program(model.module, [feeds[spec.name] for spec in model.inputs], folder / "model.pt2")
     except WorkerTimedOut:
         raise
     except Exception as error:  # noqa: BLE001 - what torch.export cannot trace, said in one line
@@ -160,7 +125,6 @@ def as_artifact(model, feeds: dict[str, np.ndarray], scratch: Path):
 
         raise RosettaError(f"{model.label}: torch.export cannot trace it to run it as a candidate "
                            f"({one_line(error)}); give it as the reference (first), or as a .pt2") from None
-    torch.export.save(program, str(folder / "model.pt2"))
     opened = open_model(str(folder / "model.pt2"), [], True, Path(scratch))  # its inputs: the run's, as exported
     # its inputs and outputs named as rosetta names the module's (the --input names; output_0, ... or a mapping's
     # keys), not as torch.export names its graph's nodes (it is fed in order): a module then pairs with itself,

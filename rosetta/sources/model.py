@@ -138,9 +138,9 @@ def own_specs(module, specs) -> list[TensorSpec]:
 def with_embedding_range(spec: TensorSpec, module) -> TensorSpec:
     """An integer input without a given range, of a module with embeddings: drawn from the rows of the smallest
     (the usual case: one input of token ids, one table), not from [0, 2)."""
-    import torch
+    from rosetta.frameworks.torch_sources import embedding_rows
 
-    rows = [m.num_embeddings for m in module.modules() if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag))]
+    rows = embedding_rows(module)
     if rows and np.dtype(spec.dtype).kind in "iu" and spec.low is None and spec.high is None:
         return replace(spec, high=min(rows))
     return spec
@@ -157,6 +157,12 @@ def open_model(text: str, overrides: list[TensorSpec], trust_code: bool, scratch
     text = str(text)
     model_file = identify(text)
     if model_file.format == "torch-factory":
+        from rosetta.sources.training_setup import exported_gluon_setup, is_gluon_setup_text
+
+        if is_gluon_setup_text(text):  # a Gluon training setup: its block exported in the MXNet worker, read as MXNet
+            path, names = exported_gluon_setup(text, trust_code, overrides, scratch)
+            inputs = [replace(spec, name=name) for spec, name in zip(overrides, names)]
+            return replace(open_model(str(path), inputs, trust_code, scratch, like, partial), display=text)
         from rosetta.sources.torch import load_factory
 
         module = load_factory(model_file, trust_code)
@@ -216,17 +222,15 @@ def check_given_folder(folder: Path, manifest, trust_code: bool, label: str) -> 
 
 def torch_outputs(module, inputs: tuple[TensorSpec, ...], text: str) -> tuple[object, tuple[TensorSpec, ...]]:
     """A factory's module as rosetta runs and exports it (inputs by keyword where they name its parameters, a
-    mapping of outputs returned as a tuple: sources.torch.as_rosetta_calls) and its outputs, found by running
+    mapping of outputs returned as a tuple: frameworks.torch_sources.as_rosetta_calls) and its outputs, found by running
     it once on generated inputs of batch 2, under the --timeout deadline."""
-    import torch
-
     from rosetta.frameworks.torch import TorchModuleRunner
-    from rosetta.sources.torch import as_rosetta_calls
+    from rosetta.frameworks.torch_sources import as_rosetta_calls
 
     feeds = generate_inputs(inputs, 2, 0)
     try:
         with deadline(timeout_seconds(), f"running {text}"):
-            module, names = as_rosetta_calls(module, tuple(torch.from_numpy(array) for array in feeds.values()),
+            module, names = as_rosetta_calls(module, tuple(feeds.values()),
                                              [spec.name for spec in inputs])
             runner = TorchModuleRunner(module, names or [f"output_{i}" for i in range(64)], "float32")
             result = runner.predict(feeds)
