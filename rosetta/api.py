@@ -476,16 +476,10 @@ def convert(model, to: str | Sequence[str], *, via: str = "onnx", output_dir: st
     with run_environment(run.timeout, run.verbose):
         names = reference_model_names(model)
         if names is not None:
-            from rosetta.convert.store import convert_reference_model
+            from rosetta.verify.matrix import convert_reference
 
-            from dataclasses import asdict
-
-            check_writable(run.results_file)  # a reference model's size is known: max_memory bounds nothing
-            manifest = convert_reference_model(names, ",".join(targets), via, output, seed=run.seed, export=export,
-                                               force=force)
-            if run.results_file:
-                write_json(run.results_file, asdict(manifest))
-            return Conversion({manifest.chain[-1]: output}, Report([], "rosetta convert"), output, asdict(manifest))
+            manifest = convert_reference(names, targets, via, output, run, export=export, force=force)
+            return Conversion({manifest["chain"][-1]: output}, Report([], "rosetta convert"), output, manifest)
         from rosetta.verify.files import ConvertRequest, convert_and_verify_file
 
         check_models([model])

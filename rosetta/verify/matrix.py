@@ -117,3 +117,22 @@ def verify_reference_models(models: str | Sequence[str], targets: str | Sequence
         if locate:
             locate_failures(plan.cells, results, store, Path(scratch) / "locate", executor, progress)
     return VerifiedModels(results, plan.policy)
+
+
+def convert_reference(names: str, targets: Sequence[str], route: str, output: Path, run: RunSettings = RunSettings(),
+                      *, export: dict | None = None, force: bool = False) -> dict:
+    """A reference model converted along `route`'s chain to its one target (convert.store.convert_reference_model)
+    into `output`: its manifest as JSON, written to `run.results_file` too, which is checked writable before any
+    work (a reference model's size is known: max_memory bounds nothing)."""
+    from dataclasses import asdict
+
+    from rosetta.atomic import atomic_write_json
+    from rosetta.convert.store import convert_reference_model
+    from rosetta.output import check_writable_file
+
+    check_writable_file(run.results_file)
+    manifest = asdict(convert_reference_model(names, ",".join(targets), route, output, seed=run.seed, export=export,
+                                              force=force))
+    if run.results_file:
+        atomic_write_json(Path(run.results_file), manifest)
+    return manifest
