@@ -22,8 +22,6 @@ STILL_NAMING_FLAGS = {
     ("rosetta/bench/parallel.py", "--workers"): "a bench row's reason (SettingUnavailable in the cell's worker)",
     ("rosetta/bench/parallel.py", "--cuda-graphs --resident-data --workers"): "a bench row's reason",
     ("rosetta/sources/model.py", "--via"): "a CANNOT row's reason (MMdnn's parsers)",
-    ("rosetta/verify/port_locate.py", "--layer-map"): "verify/port_locate.py is another change's",
-    ("rosetta/verify/port_locate.py", "--locate"): "verify/port_locate.py is another change's",
     # issue 44's training of a port from files (committed beside this change): its messages name the flags
     # planned for the command line; cli/flags.py has train_steps, labels, inputs and trust_code for them
 }

@@ -49,7 +49,7 @@ def read_layer_map(path: Path | None) -> dict[str, str]:
     try:
         text = Path(path).read_text()
     except OSError as error:
-        raise BadInput(f"--layer-map {path}: {error.strerror or error}") from None
+        raise BadInput(f"layer_map={path}: {error.strerror or error}") from None
     try:
         found = json.loads(text)
         if isinstance(found, dict):
@@ -63,7 +63,7 @@ def read_layer_map(path: Path | None) -> dict[str, str]:
             continue
         reference, equals, port = (part.strip() for part in line.partition("="))
         if not equals or not reference or not port:
-            raise BadInput(f"--layer-map {path}:{number}: expected REFERENCE_LAYER = PORT_LAYER, got {line!r}")
+            raise BadInput(f"layer_map={path}:{number}: expected REFERENCE_LAYER = PORT_LAYER, got {line!r}")
         pairs[reference] = port
     return pairs
 
@@ -114,15 +114,15 @@ def _by_layer_map(reference: Side, port: Side, matcher, target: str, layer_map: 
     port_names = {layer.name: k for k, layer in enumerate(port.layers)}
     unknown = sorted(set(layer_map) - set(ref_names))
     if unknown:
-        raise BadInput(f"--layer-map: the reference has no layer {unknown[0]!r} (its layers: "
+        raise BadInput(f"layer_map=: the reference has no layer {unknown[0]!r} (its layers: "
                        f"{', '.join(list(ref_names)[:8])}, ...)")
     missing = sorted(set(layer_map.values()) - set(port_names))
     if missing:
-        raise BadInput(f"--layer-map: {port.label} has no layer {missing[0]!r} (its layers: "
+        raise BadInput(f"layer_map=: {port.label} has no layer {missing[0]!r} (its layers: "
                        f"{', '.join(list(port_names)[:8])}, ...)")
     pairs = sorted(((ref_names[a], port_names[b]) for a, b in layer_map.items()))
     rows = [_row(matcher, matcher.reference.output_of[i], matcher.port.output_of[j]) for i, j in pairs]
-    mechanism = f"{len(pairs)} layer pairs given by --layer-map"
+    mechanism = f"{len(pairs)} layer pairs given by layer_map="
     first = next((row for row in rows if row.passed is False), None)
     if first is None:
         unmeasured = [row for row in rows if row.passed is None]
@@ -226,7 +226,7 @@ class Alignment:
             return LocateReport(self.target, "not reproduced", rows=rows, graph="layers", mechanism=mechanism,
                                 reason="every tensor of the reference that the port can be compared on agrees, or "
                                        "what is computed from it does: the difference is in a tensor no layer of "
-                                       "the reference outputs (give --layer-map to pair blocks)")
+                                       "the reference outputs (give layer_map= to pair blocks)")
         starts = [i for i in ref.inputs_of[k] if ref.points[i].floating or ref.points[i].is_input]
         port_starts = {p for i in starts for p in matcher.anchors.get(i, [])}
         frontier = [j for j in range(len(other.layers)) if self._diverges(other, matcher.anchored_port, j)]
@@ -282,7 +282,7 @@ class Alignment:
     def _unaligned(self, rows, mechanism, k, why: str) -> LocateReport:
         return LocateReport(self.target, "not located", rows=rows, graph="layers", mechanism=mechanism,
                             reason=f"the reference first differs after the inputs of {self.ref.layers[k].name}, but "
-                                   f"{why}; give the pairing with --layer-map")
+                                   f"{why}; give the pairing with layer_map=")
 
     def _end(self, k: int, j: int) -> tuple[int, int, bool] | None:
         """(reference point, port point, confirmed) where the segment from layers k and j ends: of the confirmed
@@ -434,7 +434,7 @@ def side_of(label: str, folder: Path | None, module, feeds: dict, inputs: list[s
             "mxnet": ("rosetta.frameworks.mxnet_layers:trace_job", "rosetta.frameworks.mxnet_layers:run_node_job",
                       "node")}
     if framework not in jobs:
-        raise Unsupported(f"--locate reads the layers of PyTorch, Keras, MXNet and ONNX models; a {fmt} artifact "
+        raise Unsupported(f"locate=True reads the layers of PyTorch, Keras, MXNet and ONNX models; a {fmt} artifact "
                           "keeps none it can read one by one")
     trace, alone, key = jobs[framework]
 
