@@ -374,3 +374,87 @@ def test_a_fused_query_key_value_projection_is_read_in_thirds():
                      params={"in_proj_weight": np.concatenate([q, k, v]), "in_proj_bias": bias}), reference[3]]
     assert _diagnose(in_proj, _keras_block(reference)) == ""
     assert "transposed" in _diagnose(in_proj, _keras_block(reference, {"query": q.T}))
+
+
+def test_an_activation_a_keras_port_leaves_out_is_named_and_a_torch_port_says_nothing():
+    """deconv -> relu2 -> head against a Keras port with no ReLU: Keras's own layers record every activation they
+    apply, so the reference's relu2 has no counterpart; a PyTorch port (torch.relu in forward) proves nothing."""
+    weight = RNG.standard_normal((2, 3, 3, 3))
+    reference = [_activation("relu2", "relu"), _conv("head", 2, 3, 3, 1, weight)]
+    keras_head = Layer("head", "conv", "Conv2D", NOWHERE, params={"weight": weight}, config={"strides": [1, 1]})
+    assert "relu2 has no counterpart" in _diagnose(reference, [keras_head])
+    torch_head = Layer("head", "conv", "Conv2d", NOWHERE, params={"weight": weight}, config={"strides": [1, 1]})
+    assert not _diagnose(reference, [torch_head]).startswith("activation")
+
+
+def _lstm_halves(swapped: bool):
+    rng = np.random.default_rng(1)
+    names = ("weight_ih_l0", "weight_hh_l0", "bias_l0")
+    forward = {name: rng.standard_normal((8, 3)) for name in names}
+    backward = {name: rng.standard_normal((8, 3)) for name in names}
+    whole = Layer("rnn", "lstm", "LSTM", NOWHERE, params={**forward, **{n + "_reverse": v for n, v in backward.items()}},
+                  config={"bidirectional": True})
+    halves = [Layer("rnn/forward_lstm", "lstm", "LSTM", NOWHERE, params=backward if swapped else forward),
+              Layer("rnn/backward_lstm", "lstm", "LSTM", NOWHERE, params=forward if swapped else backward),
+              Layer("rnn", "other", "Bidirectional", NOWHERE)]
+    return whole, halves
+
+
+def test_bidirectional_halves_swapped_are_named_and_correct_halves_are_not_blamed():
+    whole, halves = _lstm_halves(swapped=True)
+    assert "bidirectional halves swapped" in _diagnose([whole], halves)
+    whole, halves = _lstm_halves(swapped=False)
+    found = _diagnose([whole], halves)
+    assert "swapped" not in found and "differs" not in found, found  # the backward half read against *_reverse
+    # the end pair alone (the backward half against the whole module) names no parameter either
+    assert "differs" not in diagnose(whole, halves[1], {"segment": ([whole], [halves[1]])})
+
+
+def _average_pool(name, image, counts_padding: bool, channels_last: bool):
+    padded = np.pad(image, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ones = np.pad(np.ones_like(image), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    total = sum(padded[:, :, i:i + 5, j:j + 5] for i in range(3) for j in range(3))
+    count = sum(ones[:, :, i:i + 5, j:j + 5] for i in range(3) for j in range(3))
+    output = total / 9 if counts_padding else total / count
+    to_layout = (lambda a: np.moveaxis(a, 1, -1)) if channels_last else (lambda a: a)  # noqa: E731
+    return Layer(name, "pool", "AveragePooling2D" if channels_last else "AvgPool2d", to_layout(output),
+                 inputs=[to_layout(image)], channels_last=channels_last,
+                 config={"kernel": [3, 3], "strides": [1, 1], "pads": [(1, 1), (1, 1)], "type": "average"})
+
+
+def test_average_pooling_that_counts_its_padding_on_one_side_only_is_named_from_the_layers_values():
+    image = RNG.standard_normal((2, 3, 5, 5)) + 2.0
+    reference = _average_pool("pool", image, counts_padding=True, channels_last=False)
+    same = _average_pool("pool", image, counts_padding=False, channels_last=True)
+    assert "average pooling count" in _diagnose([reference], [same])
+    assert "count_include_pad=True" in _diagnose([reference], [same])
+    explicit = _average_pool("pool", image, counts_padding=True, channels_last=True)
+    assert "average pooling count" not in _diagnose([reference], [explicit])
+
+
+def test_a_bidirectional_keras_wrapper_with_correct_halves_is_not_blamed_and_a_flipped_kernel_is_named():
+    """The Bidirectional wrapper's weights by path in Keras's layout ((in, 4h) kernels, one summed bias) are read
+    in PyTorch's form: correct halves leave no tensor unmatched (nor PyTorch's two biases, held as their sum)."""
+    rng = np.random.default_rng(2)
+    state = {f"{name}{suffix}": rng.standard_normal(shape) for suffix in ("", "_reverse")
+             for name, shape in (("weight_ih_l0", (20, 6)), ("weight_hh_l0", (20, 5)), ("bias_ih_l0", (20,)),
+                                 ("bias_hh_l0", (20,)))}
+    summed = {name.replace("bias_ih", "bias"): value + state[name.replace("bias_ih", "bias_hh")]
+              for name, value in state.items() if name.startswith("bias_ih")}
+    whole = Layer("rnn", "lstm", "LSTM", NOWHERE, params={**state, **summed}, config={"bidirectional": True})
+
+    def wrapper(zero_bias=False):
+        params = {}
+        for half, suffix in (("forward_lstm", ""), ("backward_lstm", "_reverse")):
+            params[f"{half}/lstm_cell/kernel"] = state["weight_ih_l0" + suffix].T
+            params[f"{half}/lstm_cell/recurrent_kernel"] = state["weight_hh_l0" + suffix].T
+            bias = summed["bias_l0" + suffix]
+            params[f"{half}/lstm_cell/bias"] = np.zeros_like(bias) if zero_bias and suffix else bias
+        return Layer("rnn", "other", "Bidirectional", NOWHERE, params=params)
+
+    assert _diagnose([whole], [wrapper()]) == "", _diagnose([whole], [wrapper()])
+    assert "backward_lstm/lstm_cell/bias matches no tensor" in _diagnose([whole], [wrapper(zero_bias=True)])
+    weight = RNG.standard_normal((3, 6, 4, 4))
+    reference = [Layer("deconv", "conv", "ConvTranspose2d", NOWHERE, params={"weight": weight})]
+    flipped = [Layer("deconv", "other", "Custom", NOWHERE, params={"kernel": weight.transpose(2, 3, 1, 0)[::-1, ::-1]})]
+    assert _diagnose(reference, flipped).startswith("kernel flipped in space"), _diagnose(reference, flipped)

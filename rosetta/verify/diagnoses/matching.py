@@ -63,9 +63,9 @@ def from_keras(label: str, value: np.ndarray) -> np.ndarray:
     last = label.split("/")[-1]
     if last == "bias" and value.ndim == 2:  # MultiHeadAttention's (heads, head_dim)
         return value.ravel()
-    if last != "kernel":
+    if last not in ("kernel", "recurrent_kernel"):
         return value
-    if value.ndim == 2:
+    if value.ndim == 2:  # a Dense's kernel, a recurrent cell's kernel and recurrent kernel: (in, out)
         return value.T
     if value.ndim == 3:
         a, b, c = value.shape
@@ -148,12 +148,16 @@ def head_count(layers) -> int | None:
 
 
 def relation(mine: Tensor, theirs: Tensor) -> tuple | None:
-    """How a port tensor is the reference's: ("equal",), ("transposed",) (a square matrix), ("heads", h, d) (its
-    rows read as (d, h) where the reference's are (h, d)), ("scaled", s), or None."""
+    """How a port tensor is the reference's: ("equal",), ("transposed",) (a square matrix), ("flipped",) (a
+    kernel reversed along every spatial axis), ("heads", h, d) (its rows read as (d, h) where the reference's are
+    (h, d)), ("scaled", s), or None."""
     a, b = mine.value, theirs.value
     if a.shape == b.shape and close(a, b):
         return ("equal",)
     permuted = a.shape == b.shape and close(mine.sorted_values(), theirs.sorted_values())
+    spatial = tuple(range(2, a.ndim))
+    if permuted and spatial and any(a.shape[axis] > 1 for axis in spatial) and close(a, np.flip(b, spatial)):
+        return ("flipped",)
     if permuted and a.ndim == 2 and a.shape[0] == a.shape[1] and close(a, b.T):
         return ("transposed",)
     if permuted and a.ndim in (1, 2):

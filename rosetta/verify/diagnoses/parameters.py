@@ -16,8 +16,12 @@ def parameters(reference, port, context):
 
     differing = []
     reordered = in_port_order(reference, port, context)  # a Dense after a flatten in the other layout
+    # one half of a bidirectional RNN (Keras's "rnn/backward_lstm") against PyTorch's whole module: the backward
+    # half is compared with the module's *_reverse tensors, the forward half with the others
+    suffix = "_reverse" if reference.config.get("bidirectional") and \
+        port.name.rsplit("/", 1)[-1].startswith("backward") else ""
     for name in sorted(set(reference.params) & set(port.params)):
-        a, b = reference.params[name], port.params[name]
+        a, b = reference.params.get(name + suffix), port.params[name]
         if a is None or b is None:
             continue
         if name == "weight" and reordered is not None and close(reordered, b):

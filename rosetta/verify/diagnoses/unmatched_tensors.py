@@ -3,6 +3,8 @@ PyTorch's form, a BatchNorm folded into its conv counted as the port would hold 
 far it is; or the reference's tensor that the port does not hold. The last resort, after `parameters` (which reads
 the end pair by parameter name)."""
 
+import re
+
 from rosetta.verify.diagnoses import diagnosis, segment
 from rosetta.verify.diagnoses.matching import (
     difference,
@@ -23,6 +25,10 @@ def unmatched_tensors(reference, port, context):
         held.update(id(other) for other in equal)
         if equal:
             continue
+        flipped = next((other for other, how in found if how == ("flipped",)), None)
+        if flipped:
+            return (f"kernel flipped in space: {tensor.label} is the reference's {flipped.label} reversed "
+                    "along its spatial axes (a kernel flipped: convolution against correlation)")
         scaled = next(((other, how[1]) for other, how in found if how and how[0] == "scaled"), None)
         if scaled:
             return (f"no known porting bug recognised; {tensor.label} is the reference's {scaled[0].label} x "
@@ -45,6 +51,10 @@ def _not_held(theirs, held: set) -> str | None:
         if tensor.third_of:
             thirds.setdefault(tensor.third_of, []).append(tensor.label in held_labels)
     for tensor in theirs:
+        # an LSTM's two biases (PyTorch's bias_ih and bias_hh), held by the port as their sum (bias_l0)
+        two = re.search(r"bias_(ih|hh)(_l\d+(?:_reverse)?)$", tensor.label)
+        if two and tensor.label[:two.start()] + "bias" + two.group(2) in held_labels:
+            continue
         if id(tensor) in held or tensor.covers or tensor.layer in covered or \
                 tensor.third_of in held_labels or (tensor.label in thirds and all(thirds[tensor.label])) or \
                 any(id(other) in held and relation(tensor, other) == ("equal",) for other in theirs):
