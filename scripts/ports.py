@@ -6,7 +6,10 @@ activations, folded BatchNorm, a transformer block as one Keras layer, ResNet v1
 by model libraries (tests/verify/test_library_ports.py: keras.applications' ResNet50 with rosetta's ResNet-50
 weights copied in, against the v1 network and against rosetta's v1.5 model; tests/verify/test_hub_ports.py:
 keras-hub's BERT, GPT-2, Llama and ViT converted from tiny seeded Hugging Face checkpoints, each correct and with
-bugs seeded inside blocks).
+bugs seeded inside blocks); and more hand ports of architectures the others lack (tests/verify/ports/
+more_table.py: depthwise-separable conv with ReLU6, squeeze-and-excitation, a bidirectional LSTM, a projection
+shortcut, a dilated causal Conv1d, GroupNorm with SiLU, embedding + mean-pool + tanh-GELU, a U-Net upsample +
+concat, PReLU, average pooling that counts its padding, a transposed conv; `--tables more`).
 
 Prints, per port: the verdict, the located segment on each side (the reference modules and the port layers
 between two matched tensors; where locate gives no segment, the one pair of layers it names), whether the bug was
@@ -37,11 +40,13 @@ from tests.verify.test_hub_ports import _build as _build_hub  # noqa: E402
 from tests.verify.test_library_ports import LIBRARY  # noqa: E402
 from tests.verify.test_library_ports import _build as _build_library  # noqa: E402
 from tests.verify.test_ports import DIRECTIONS, _build  # noqa: E402
+from tests.verify.ports.more_table import MORE  # noqa: E402
+from tests.verify.ports.more_table import build as _build_more  # noqa: E402
 from tests.verify.test_unaligned_ports import UNALIGNED  # noqa: E402
 from tests.verify.test_unaligned_ports import _build as _build_unaligned  # noqa: E402
 
 TABLES = {"hand": (DIRECTIONS, _build), "unaligned": (UNALIGNED, _build_unaligned),
-          "library": (LIBRARY, _build_library), "hub": (HUB, _build_hub)}
+          "library": (LIBRARY, _build_library), "hub": (HUB, _build_hub), "more": (MORE, _build_more)}
 
 
 def segment_of(located: dict) -> tuple[list[str], list[str]]:
