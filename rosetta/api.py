@@ -402,9 +402,10 @@ def verify(reference, candidate=None, *, inputs=None, targets: str | Sequence[st
 def _port_training(given: tuple, setups: tuple, specs: list, labels, steps: int, run: RunSettings,
                    multiple: float | None) -> Callable[[], VerifyResult]:
     """What makes the training row of train_steps= between two models (rosetta.verify.port_training), checked
-    before any work: a PyTorch training setup (module, optimizer, loss_fn) against one compiled keras.Model, in
-    memory in either order, or as files (a factory `setup.py:fn` returning the setup and a saved .keras file with
-    its compile config), with the labels' spec; the first model is the reference."""
+    before any work: a PyTorch training setup (module, optimizer, loss_fn) against one compiled keras.Model or a
+    Gluon factory file (gluon_setup.py:fn, trained in the MXNet worker), in memory in either order, or as files (a
+    factory `setup.py:fn` returning the setup and a saved .keras file with its compile config, or a Gluon factory),
+    with the labels' spec; the first model is the reference."""
     from rosetta.sources.memory import kind_of, label_of
 
     if all(isinstance(model, (str, os.PathLike)) for model in given):
@@ -418,6 +419,19 @@ def _port_training(given: tuple, setups: tuple, specs: list, labels, steps: int,
                                                   options)
     side = "torch" if setups[0] is not None else "keras"
     setup, port = (setups[0], given[1]) if side == "torch" else (setups[1], given[0])
+    from rosetta.sources.training_setup import check_gluon_setup, is_gluon_setup_text
+
+    if setup is not None and isinstance(port, (str, os.PathLike)) and is_gluon_setup_text(port):  # a Gluon file
+        text = check_gluon_setup(port, run.trust_code)
+        label_spec, batch = _training_data(labels, specs, run)
+
+        def gluon_row() -> VerifyResult:
+            from rosetta.verify.port_training import verify_port_training
+
+            return verify_port_training(setup, text, specs, label_spec, steps, batch, run.seed, multiple,
+                                        label_of(setup[0]) if side == "torch" else str(port),
+                                        "torch" if side == "torch" else "gluon").row
+        return gluon_row
     if setup is None or isinstance(port, (str, os.PathLike, list)) or kind_of(port) != "keras":
         raise BadInput("train_steps= between two models: a PyTorch training setup, the tuple (module, optimizer, "
                        "loss_fn), and one compiled keras.Model (model.compile(optimizer, loss)), either first; or "

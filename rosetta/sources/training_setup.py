@@ -87,6 +87,28 @@ def check_gluon_setup(text, trust_code: bool) -> str:
     return f"{Path(model_file.path).absolute()}:{model_file.function}"
 
 
+def exported_gluon_setup(text, trust_code: bool, specs: list, scratch) -> tuple[Path, list[str]]:
+    """The block of a Gluon setup file built and exported (HybridBlock.export) in the MXNet worker into `scratch`,
+    for the pair's inference rows: (its model-symbol.json, the symbol's input names, in the order of `specs`)."""
+    import hashlib
+
+    from rosetta.execution import Job, execute
+    from rosetta.frameworks import isolation
+    from rosetta.models.inputs import generate_inputs
+
+    checked = check_gluon_setup(text, trust_code)
+    if not specs:
+        raise BadInput(f"{text}: a Gluon block does not say its inputs; give inputs= specs, e.g. "
+                       "inputs=['x:Nx6:float32']")
+    folder = Path(scratch) / f"gluon-setup-{hashlib.sha256(checked.encode()).hexdigest()[:10]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    feeds = generate_inputs(tuple(specs), 2, 0)
+    result = execute(Job("rosetta.train.port_mxnet:export_setup_job",
+                         {"setup": checked, "feeds": [feeds[spec.name] for spec in specs], "folder": str(folder)},
+                         isolation("mxnet"), "gluon setup export")).result
+    return Path(result["path"]), list(result["names"])
+
+
 def load_torch_setup(text: str, trust_code: bool) -> tuple:
     """(module, optimizer, loss_fn) that the factory `text` returns; its code runs only with trust_code."""
     from rosetta.execution import timeout_seconds

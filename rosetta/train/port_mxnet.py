@@ -50,6 +50,44 @@ def _factory(text: str):
     return factory
 
 
+def _built_setup(text: str, gluon) -> tuple:
+    built = _factory(text)()
+    if not (isinstance(built, tuple) and len(built) == 3 and isinstance(built[0], gluon.Block)
+            and isinstance(built[1], gluon.Trainer) and callable(built[2])):
+        shown = f"a tuple of {', '.join(type(v).__name__ for v in built)}" if isinstance(built, tuple) \
+            else type(built).__name__
+        raise BadInput(f"{text} returned {shown}; train_steps= needs (gluon.Block, gluon.Trainer, loss), the "
+                       "trainer built on the block's parameters")
+    return built
+
+
+def export_setup_job(argument: dict) -> dict:
+    """Job (the MXNet worker): the block of the Gluon setup argument["setup"] exported for the pair's inference rows
+    (HybridBlock.export into argument["folder"], after one hybridized run on argument["feeds"]): {"path" of its
+    model-symbol.json, "names": the symbol's input names}."""
+    import json
+    from pathlib import Path
+
+    from rosetta.frameworks.mxnet import import_mxnet
+
+    mx = import_mxnet()
+    from mxnet import gluon
+
+    block = _built_setup(argument["setup"], gluon)[0]
+    if not isinstance(block, gluon.HybridBlock):
+        raise BadInput(f"{argument['setup']}: the block is a gluon.Block, not a HybridBlock; its inference is "
+                       "compared through HybridBlock.export")
+    folder = Path(argument["folder"])
+    block.hybridize()
+    block(*[mx.nd.array(array) for array in argument["feeds"]])
+    block.export(str(folder / "model"), 0)
+    path = folder / "model-symbol.json"
+    parameters = {name.split(":", 1)[-1] for name in mx.nd.load(str(folder / "model-0000.params"))}
+    graph = json.loads(path.read_text())
+    names = [graph["nodes"][i]["name"] for i in graph["arg_nodes"] if graph["nodes"][i]["name"] not in parameters]
+    return {"path": str(path), "names": names}
+
+
 def port_adam(mx):
     class PortAdam(mx.optimizer.Optimizer):
         """MXNet's Adam (wd coupled, clip_gradient) with PyTorch's epsilon placement:
@@ -117,14 +155,7 @@ def _trained(argument: dict, precision: str) -> dict:
     mx = import_mxnet()
     from mxnet import autograd, gluon
 
-    built = _factory(argument["setup"])()
-    if not (isinstance(built, tuple) and len(built) == 3 and isinstance(built[0], gluon.Block)
-            and isinstance(built[1], gluon.Trainer) and callable(built[2])):
-        shown = f"a tuple of {', '.join(type(v).__name__ for v in built)}" if isinstance(built, tuple) \
-            else type(built).__name__
-        raise BadInput(f"{argument['setup']} returned {shown}; train_steps= needs (gluon.Block, gluon.Trainer, "
-                       "loss), the trainer built on the block's parameters")
-    block, trainer, loss = built
+    block, trainer, loss = _built_setup(argument["setup"], gluon)
     named = block._collect_params_with_prefix()
     if not named:
         raise BadInput(f"{argument['setup']}: the block has no parameters")

@@ -94,7 +94,7 @@ def test_a_gluon_setup_needs_trust_code(tmp_path):
 
 def test_the_command_line_trains_a_torch_setup_against_a_gluon_setup(tmp_path):
     torch_text, gluon_text = _files(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "rosetta", "verify", torch_text, gluon_text, "--trust-code",
+    done = subprocess.run([sys.executable, "-m", "rosetta.cli", "verify", torch_text, gluon_text, "--trust-code",
                            "--input", "x:Nx6:float32", "--labels", "labels:N:int64:0:4", "--train-steps", "5",
                            "--json", str(tmp_path / "out.json")], capture_output=True, text=True, timeout=600, cwd=ROOT)
     rows = json.loads((tmp_path / "out.json").read_text())["results"] if (tmp_path / "out.json").exists() else []
@@ -102,3 +102,19 @@ def test_the_command_line_trains_a_torch_setup_against_a_gluon_setup(tmp_path):
     assert training, done.stdout[-2000:] + done.stderr[-2000:]
     assert training[0]["verdict"] == "PASS" and "5 steps alike" in training[0]["reason"], training[0]
     assert training[0]["target"] == "mxnet"
+    inference = [row for row in rows if row.get("check") != "training"]
+    assert inference and {row["verdict"] for row in inference} == {"PASS"}, inference  # the block, exported
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_python_api_trains_a_setup_in_memory_against_a_gluon_file(tmp_path):
+    import rosetta
+    from tests.verify.port_training_pairs import build_torch_for_gluon
+
+    _, gluon_text = _files(tmp_path)
+    report = rosetta.verify(build_torch_for_gluon("mlp", "", "sgd", 0), gluon_text,
+                            inputs=["x:Nx6:float32"], labels="labels:N:int64:0:4", train_steps=3,
+                            settings=rosetta.RunSettings(trust_code=True))
+    (training,) = [row for row in report.rows if row.check == "training"]
+    assert training.verdict == "PASS" and training.target == "mxnet", training.reason
+    assert "mxnet" not in sys.modules  # built, trained and exported in the MXNet worker only
