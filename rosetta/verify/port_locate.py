@@ -209,6 +209,23 @@ class Alignment:
             return False
         return not any(d in anchored and flow.points[d].varies for d in flow.descendants(out))
 
+    def _code_divergence(self, flow, anchored: dict) -> int | None:
+        """The first tensor computed by code between layers (no layer outputs it) from tensors that agree, which
+        agrees with nothing, nor does anything computed from it."""
+        for point in flow.points:
+            if point.producers or point.is_input or not point.floating or point.index in anchored or \
+                    not point.parents or not point.varies:
+                continue
+            if all(self._ok(flow, anchored, parent) for parent in point.parents) and \
+                    not any(d in anchored and flow.points[d].varies for d in flow.descendants(point.index)):
+                return point.index
+        return None
+
+    @staticmethod
+    def _from(flow, point: int) -> str:
+        return ", ".join(flow.layers[flow.points[p].producers[-1]].name if flow.points[p].producers else "the inputs"
+                         for p in flow.points[point].parents)
+
     def locate(self) -> LocateReport:
         ref, other, matcher = self.ref, self.other, self.matcher
         rows = [_row(matcher, ref.output_of[k], matcher.anchors[ref.output_of[k]][0])
@@ -223,6 +240,18 @@ class Alignment:
         k = next((k for k in diverging if not self._table(ref.points[ref.output_of[k]].value)),
                  diverging[0] if diverging else None)
         if k is None:
+            code = self._code_divergence(ref, matcher.anchors)
+            if code is not None:
+                # the first tensor that agrees with nothing is computed by the reference's own code between layers
+                # (torch.cat, F.pad, a mean in forward): the port does that work inside some layer of its own,
+                # which cannot be named without guessing
+                return LocateReport(self.target, "not located", rows=rows, graph="layers", mechanism=mechanism,
+                                    reason=f"the reference's tensors stop agreeing with the port's at one its "
+                                           f"own code computes between layers: the {ref.name(code)} (computed by "
+                                           f"its forward from {self._from(ref, code)}) agrees with nothing in the "
+                                           "port, nor does anything after it; the port does that work inside a "
+                                           "layer of its own, which is not named without a twin to confirm it "
+                                           "(give layer_map= to pair blocks)")
             return LocateReport(self.target, "not reproduced", rows=rows, graph="layers", mechanism=mechanism,
                                 reason="every tensor of the reference that the port can be compared on agrees, or "
                                        "what is computed from it does: the difference is in a tensor no layer of "
