@@ -10,8 +10,8 @@ Training cells time whole optimiser steps (forward, loss, backward, update) thro
 trainers; inference cells time predict() through the framework runners. Both use rosetta.timing: warm-up
 steps excluded, the device synchronised before every clock read, median and spread over the timed steps.
 The PyTorch reference is always timed, as the baseline; for training workloads a hand-written PyTorch loop
-(`bare_torch_loop`, no rosetta code in its timed region) runs in the same worker as the harness, alternating,
-to measure the harness's overhead.
+(`bare_torch_loop` of rosetta.train.torch_bare, no rosetta code in its timed region) runs in the same worker as
+the harness, alternating, to measure the harness's overhead.
 
 With a native baseline (`baseline="native"`), each converted model whose framework has a hand-written model of
 the workload (rosetta.native; for torch, the reference itself) is also timed against it in one worker, the two
@@ -22,7 +22,6 @@ medians over rounds, so drift of the machine during a run falls on both.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import numpy as np
 from rosetta.bench.workloads import DEFAULT_WARMUP, REFERENCE_TARGET, BenchCell, Workload, workload_batches
 from rosetta.frameworks.speed import SettingUnavailable, Speed
 from rosetta.settings import RunSettings
+from rosetta.train.torch_bare import bare_torch_loop
 
 NATIVE_LABEL = "{framework} (native)"
 DEFAULT_ROUNDS = 3
@@ -126,45 +126,6 @@ def _time_cell(cell: BenchCell, workload: Workload, batches: list, result: Bench
     result.settings = {**result.settings, **timing.pop("settings", {})}
     result.dlf_value = timing["median_s"] / workload.batch * 1000
     return timing
-
-
-def bare_torch_loop(model: str, batches: list, warmup: int, threads: int = 0, device: str = "cpu") -> dict:
-    """A hand-written PyTorch training loop on `device`, float32 as the harness runs it (TF32 off), each batch
-    copied to the device in its step as the harness does, the device synchronised where the clock is read: no
-    rosetta code between its clock reads. {"s_per_step", "device": where its weights were, read back}."""
-    import torch
-    import torch.nn.functional as F
-
-    from rosetta.frameworks.torch import module_device, set_precision, torch_device
-    from rosetta.models import get_model
-
-    if threads:
-        torch.set_num_threads(threads)
-    where = torch_device(device)
-    set_precision("fp32")
-    spec = get_model(model)
-    net = spec.build(0).train().to(where)
-    for layer in net.modules():
-        if isinstance(layer, torch.nn.Dropout):
-            layer.p = 0.0
-    settings = spec.training.optimizer_settings
-    if spec.training.optimizer == "sgd":
-        optimizer = torch.optim.SGD(net.parameters(), lr=settings["lr"], momentum=settings["momentum"])
-    else:
-        optimizer = torch.optim.Adam(net.parameters(), lr=settings["lr"], betas=settings["betas"], eps=settings["eps"])
-    loss_fn = F.cross_entropy if spec.training.loss == "cross_entropy" else F.mse_loss
-    data = [(torch.from_numpy(next(iter(x.values()))), torch.from_numpy(y)) for x, y in batches]
-    synchronize = torch.cuda.synchronize if where.type == "cuda" else (lambda: None)
-    start = 0.0
-    for index, (x, y) in enumerate(data):
-        if index == warmup:
-            synchronize()
-            start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        loss_fn(net(x.to(where)), y.to(where)).backward()
-        optimizer.step()
-    synchronize()
-    return {"s_per_step": (time.perf_counter() - start) / (len(data) - warmup), "device": module_device(net, where)}
 
 
 def execute_overhead(cell: dict, rounds: int = 5) -> dict:
