@@ -9,9 +9,9 @@ The per-step structure does most of the separating, and says what it rules out:
 - the loss differs at step 1 (the first batch, before any update): the forward pass or the loss differs (dropout
   on one side, a BatchNorm in inference mode, from_logits, label smoothing, class weights, the loss's reduction);
 - the loss agrees at step k but a trainable parameter differs after step k (the loss at step k + 1 then): the
-  forward and backward passes agree, the update does not (frozen layers, an LSTM's two biases, gradient
-  clipping, Nesterov, weight decay, Adam's epsilon at step 1; SGD's momentum form and a learning-rate schedule
-  at step 2, since both first steps are lr x g);
+  forward and backward passes agree, the update does not (frozen layers, an LSTM's two biases, Gluon's
+  trainer.step(batch_size) on a mean loss, gradient clipping, Nesterov, weight decay, Adam's epsilon at step 1;
+  SGD's momentum form and a learning-rate schedule at step 2, since both first steps are lr x g);
 - losses and trainable parameters agree, a BatchNorm running statistic does not: the statistics' update
   (BatchNorm momentum; it never changes the training-mode forward pass, so never the loss).
 What the setups cannot express is not diagnosed: a PyTorch scheduler (stepped by the user's loop, not part of
@@ -29,7 +29,8 @@ from typing import Callable
 
 DIAGNOSES: list[tuple[str, Callable]] = []  # (name, function(evidence) -> str | None)
 MODULES = ("dropout", "batchnorm_inference", "from_logits", "label_smoothing", "class_weights", "loss_reduction",
-           "frozen_layers", "rnn_biases", "step_rescale", "gradient_clipping", "learning_rate", "nesterov", "sgd_momentum",
+           "frozen_layers", "rnn_biases", "step_rescale",
+           "gradient_clipping", "learning_rate", "nesterov", "sgd_momentum",
            "weight_decay", "adam_epsilon", "batchnorm_momentum")
 
 

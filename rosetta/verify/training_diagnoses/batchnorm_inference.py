@@ -12,7 +12,8 @@ def _settings(evidence) -> list[str]:
             "mode)" for layer in evidence.keras.get("batchnorm", []) if layer.get("trainable") is False]
     said += [f"Keras' {layer['name']} is called with training=False" for layer in evidence.keras.get("batchnorm", [])
              if layer.get("training") is False and evidence.port == "Keras"]
-    said += [f"Gluon's BatchNorm {layer['name']} has use_global_stats=True" for layer in evidence.keras.get("batchnorm", [])
+    said += [f"Gluon's BatchNorm {layer['name']} has use_global_stats=True"
+             for layer in evidence.keras.get("batchnorm", [])
              if layer.get("training") is False and evidence.port == "Gluon"]
     said += [f"PyTorch's {layer['name']} is in eval mode (.eval() left on) in a module trained in train mode"
              for layer in evidence.torch.get("batchnorm", []) if layer.get("training") is False]
@@ -28,7 +29,8 @@ def batchnorm_inference(evidence):
     side = sides[0]
     names = ", ".join(idle[side][:2])
     settings = _settings(evidence)
-    return (f"BatchNorm in inference mode during training on the {evidence.port if side == 'keras' else 'PyTorch'} side: "
+    return (f"BatchNorm in inference mode during training on the "
+            f"{evidence.port if side == 'keras' else 'PyTorch'} side: "
             f"its running statistics ({names}) did not move at step 1 while the other side's did"
             + (f" ({'; '.join(settings)})" if settings else "")
             + f": it normalises with running statistics, not the batch's; the loss differs from step "

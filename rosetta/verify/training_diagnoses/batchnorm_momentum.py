@@ -20,6 +20,7 @@ def batchnorm_momentum(evidence):
     t, k = wrong[0]
     why = (" (PyTorch's number copied)" if abs(k - t) < 1e-6 else " (Keras' default)" if abs(k - 0.99) < 1e-9
            else "")
-    return (f"BatchNorm momentum: PyTorch's momentum {t:g} is {evidence.ports} {1 - t:g}; {evidence.ports} BatchNormalization has "
+    return (f"BatchNorm momentum: PyTorch's momentum {t:g} is {evidence.ports} {1 - t:g}; {evidence.ports} "
+            f"BatchNormalization has "
             f"momentum={k:g}{why}: the running statistics differ after step {evidence.statistic_step}, the losses "
             "and trainable parameters agree")

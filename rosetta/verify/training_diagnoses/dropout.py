@@ -15,6 +15,7 @@ def dropout(evidence):
     if evidence.first_step is None or mine == theirs:
         return None
     shown = lambda rates: ", ".join(f"{r:g}" for r in rates) or "none"  # noqa: E731
-    return (f"Dropout differs: the {evidence.port} model drops {shown(mine)}, the PyTorch module {shown(theirs)}; in training "
+    return (f"Dropout differs: the {evidence.port} model drops {shown(mine)}, the PyTorch module "
+            f"{shown(theirs)}; in training "
             f"its random masks make the loss differ from step {evidence.loss_step or evidence.first_step} and every "
             "parameter after it (not a parameter's fault)")

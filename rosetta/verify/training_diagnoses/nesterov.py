@@ -14,5 +14,6 @@ def nesterov(evidence):
     keras = bool((evidence.keras.get("optimizer") or {}).get("nesterov", False))
     if torch == keras:
         return None
-    return (f"Nesterov on one side: PyTorch's SGD nesterov={torch}, {evidence.ports} SGD nesterov={keras}: the parameters "
+    return (f"Nesterov on one side: PyTorch's SGD nesterov={torch}, {evidence.ports} SGD nesterov={keras}: "
+            f"the parameters "
             f"differ after step {evidence.trainable_step}")

@@ -16,9 +16,11 @@ def sgd_momentum(evidence):
     keras = float((evidence.keras.get("optimizer") or {}).get("momentum") or 0.0)
     if dampening and momentum:
         return (f"SGD momentum form: PyTorch's SGD has dampening={dampening:g} (the buffer a moving average, "
-                f"momentum x b + {1 - dampening:g} x g), {evidence.ports} SGD the plain form (momentum={keras:g}): the first "
+                f"momentum x b + {1 - dampening:g} x g), {evidence.ports} SGD the plain form "
+                f"(momentum={keras:g}): the first "
                 f"step agrees, the parameters differ after step {evidence.trainable_step}")
     if abs(momentum - keras) > 1e-9:
-        return (f"SGD momentum: PyTorch's momentum={momentum:g}, {evidence.ports} momentum={keras:g}: the parameters differ "
+        return (f"SGD momentum: PyTorch's momentum={momentum:g}, {evidence.ports} momentum={keras:g}: the "
+                f"parameters differ "
                 f"after step {evidence.trainable_step}")
     return None
