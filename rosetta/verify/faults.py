@@ -137,15 +137,13 @@ def _keras_flatten_order_dropped(artifact: Path) -> None:
 
 
 def _torch_gru_gates_swapped(artifact: Path) -> None:
-    import torch
+    from rosetta.frameworks.torch_edits import edit_state_dict_arrays
 
-    from rosetta.frameworks.torch import edit_state_dict
-
-    def swap(name, tensor):  # torch.nn.GRU gates r, z, n along the first axis
+    def swap(name, array):  # torch.nn.GRU gates r, z, n along the first axis
         if any(key in name for key in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")):
-            return torch.from_numpy(_swap_first_two_blocks(tensor.numpy(), 0))
+            return _swap_first_two_blocks(array, 0)
         return None
-    edit_state_dict(artifact, swap)
+    edit_state_dict_arrays(artifact, swap)
 
 
 def _kernels_flipped_in_artifact(artifact: Path) -> None:

@@ -54,22 +54,11 @@ def torch_references(module, input_name: str, ir_manifest, feeds: dict) -> IRRef
     """The values of the IR nodes of a PyTorch source: the ONNX-level graph MMdnn's parser read (parse_torch),
     exported to ONNX with the same flags and evaluated in float32 and float64 (verify.locate.References),
     matched by position (IR manifest "source_nodes"; a node whose op differs in the export is left out)."""
-    import io
-
-    import onnx
-    import torch
-    from torch.onnx import TrainingMode
-
+    from rosetta.frameworks.torch_export import named_modules, onnx_as_mmdnn_reads
     from rosetta.verify.locate import References, source_layer
 
-    buffer = io.BytesIO()
-    example = torch.as_tensor(feeds[input_name][:1])
-    with torch.no_grad():
-        torch.onnx.export(module.eval(), (example,), buffer, dynamo=False, do_constant_folding=False,
-                          training=TrainingMode.PRESERVE, input_names=[input_name],
-                          dynamic_axes={input_name: {0: "batch"}})
-    model = onnx.load_from_string(buffer.getvalue())
-    modules = {name for name, _ in module.named_modules() if name}
+    model = onnx_as_mmdnn_reads(module, feeds[input_name][:1], input_name)
+    modules = named_modules(module)
     references = References.of(model, feeds)
     found = IRReferences(feeds)
     nodes = model.graph.node

@@ -153,18 +153,10 @@ def _policy(cell: TrainCell, reference64: np.ndarray) -> TolerancePolicy:
 def fewest_normalised_values(spec, batch: int, seed: int = 0) -> int:
     """The fewest values any BatchNorm of the reference normalises each channel over in one step (batch x the
     spatial size of its input): the n of the n/(n-1) between an unbiased and a biased batch variance."""
-    import torch
-
     from rosetta.models.inputs import generate_inputs
+    from rosetta.train.torch_statistics import fewest_normalised_values as counted
 
-    model, counts = spec.build(seed).train(), []
-    hooks = [layer.register_forward_pre_hook(lambda _, args: counts.append(args[0].numel() // args[0].shape[1]))
-             for layer in model.modules() if isinstance(layer, torch.nn.modules.batchnorm._BatchNorm)]
-    with torch.no_grad():
-        model(*[torch.from_numpy(v) for v in generate_inputs(spec.inputs, batch, seed).values()])
-    for hook in hooks:
-        hook.remove()
-    return min(counts) if counts else 0
+    return counted(spec.build(seed), list(generate_inputs(spec.inputs, batch, seed).values()))
 
 
 def _biased_variance_policy(spec, cell: TrainCell, reference64: np.ndarray, framework: str) -> tuple:
