@@ -205,3 +205,63 @@ def test_the_command_line_reaches_the_library_through_the_api_only():
                      and placement(target)[0] not in foundation)
     assert not reaches, "the command line must go through rosetta.api:\n" + "\n".join(reaches)
 
+
+# The framework packages: only rosetta's lower floors import them (frameworks/ runs them; train/ and native/
+# hold one module per framework; convert/ bridges into them).
+FRAMEWORK_PACKAGES = ("torch", "torchvision", "tensorflow", "keras", "tf_keras", "keras_hub", "mxnet", "onnxruntime",
+                      "onnx2tf", "tf2onnx", "onnx2torch", "transformers", "timm", "jax")
+# The layers that ask rosetta.frameworks (its registry's "module:function" entries, or its modules' functions)
+# instead of importing a framework.
+FRAMEWORK_FREE_LAYERS = ("sources", "verify", "bench", "report", "api", "cli")
+# What still imports a framework above frameworks/, each with its reason; an entry goes when its module moves.
+FRAMEWORK_IMPORTS_ALLOWED = {
+    # training equivalence of ports: its torch code (optimiser and loss steps of a port's PyTorch side) is another
+    # engineer's work in progress, to move to rosetta/train/ as the rest of issue 43's first item did
+    "rosetta.verify.port_training": "torch",
+}
+
+
+def framework_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import of a framework package in `path`, at the top of the module or inside a
+    function; rosetta's own modules named after a framework (rosetta.frameworks.torch) are not one."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        else:
+            continue
+        found += [(node.lineno, name) for name in names if name.split(".")[0] in FRAMEWORK_PACKAGES]
+    return sorted(found)
+
+
+def test_no_framework_is_imported_above_frameworks():
+    """sources/, verify/, bench/, report/, the API and cli/ import no framework package anywhere in their code: what
+    they need of a framework is an entry of its row in rosetta.frameworks.FRAMEWORKS (a runner, a trainer, its
+    layer tracing, its float64 check, its reader, its in-memory kinds, its data-parallel worker) or a function of
+    a module in frameworks/ or train/, so that a framework is added in one place and a missing one breaks only
+    itself. Out of scope, by design: convert/ (a converter is a bridge into its target's library, onnx2tf,
+    tf2onnx, onnx2torch, MXNet's importer: it registers into that library's own tables and cannot do so without
+    importing it), train/ and native/ (one module per framework, each its framework's training step or its
+    hand-written model, as frameworks/ holds one runner per framework), and models/ (the reference models are
+    PyTorch modules by design: the reference every other framework is compared with)."""
+    layers = [name for name, _, _ in LAYERS]
+    free = {layers.index(layer) for layer in FRAMEWORK_FREE_LAYERS}
+    found = sorted(f"{module}:{line} imports {name}" for module, path in modules().items()
+                   if module != "rosetta" and layer_of(module) in free
+                   for line, name in framework_imports(path)
+                   if name.split(".")[0] not in FRAMEWORK_IMPORTS_ALLOWED.get(module, "").split(","))
+    assert not found, (f"{len(found)} framework imports above frameworks/ (move the code into rosetta/frameworks/ "
+                       "or rosetta/train/ and call it from there):\n" + "\n".join(found))
+
+
+def test_the_framework_check_sees_an_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("import numpy as np\nimport torch.nn as nn\nfrom rosetta.frameworks import torch\n"
+                      "from rosetta.frameworks.keras import import_keras\nfrom . import mxnet\n"
+                      "def f():\n    from keras import layers\n    import onnx, onnxruntime\n"
+                      "    from tf_keras.src import engine\n")
+    assert framework_imports(module) == [(2, "torch.nn"), (7, "keras"), (8, "onnxruntime"), (9, "tf_keras.src")]
+    assert layer_of("rosetta.sources.memory") > layer_of("rosetta.frameworks.torch_sources")
+    assert {name for name, _, _ in LAYERS} >= set(FRAMEWORK_FREE_LAYERS)
