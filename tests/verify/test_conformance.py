@@ -362,6 +362,32 @@ def test_a_converter_that_refuses_is_cannot(relu, tmp_path, monkeypatch):
     assert row["verdict"] == "CANNOT" and row["reason"] == "conversion onnx -> mxnet failed: ONNX op Relu cannot be converted to mxnet"
 
 
+def _seeded_bug(module, name: str):
+    """A function whose code lives in `module`'s own file, as a bug in it would, raising KeyError when called."""
+    namespace: dict = {}
+    exec(compile(f"def {name}(*args, **kwargs):\n    raise KeyError('stages.0.blocks.1.mlp.fc1.bias')\n",  # noqa: S102
+                 module.__file__, "exec"), namespace)
+    return namespace[name]
+
+
+@pytest.mark.parametrize("targets", [("mxnet",), ("tensorflow", "tensorflow-roundtrip")])
+def test_an_exception_raised_in_rosettas_own_code_while_converting_is_error_naming_the_bug(relu, tmp_path,
+                                                                                        monkeypatch, targets):
+    """Issue 45 item 2: a KeyError raised inside rosetta's code during a case's conversion is a bug, an ERROR
+    naming its type and rosetta's frame (convert.runs.internal_error), never a converter's CANNOT; a bug in the
+    step two targets share (onnx2tf's SavedModel) is not kept as a refusal the second target would read as
+    CANNOT."""
+    from rosetta.convert import store
+
+    monkeypatch.setattr(store, "run_conversion", _seeded_bug(store, "run_conversion"))
+    for target in targets:
+        row = case_job({"case": asdict(relu), "target": target, "work": str(tmp_path)})
+        assert row["verdict"] == "ERROR", row
+        assert row["reason"] == ("conversion failed: rosetta bug: KeyError at rosetta/convert/store.py:2: "
+                                 "'stages.0.blocks.1.mlp.fc1.bias'"), row
+    assert not list(conformance.shared_folder(relu.folder).glob("*.refused"))
+
+
 def test_the_report_counts_each_op_and_names_every_fail():
     rows = [{"case": "a", "ops": ["Relu"], "target": "t", "verdict": "PASS", "reason": ""},
             {"case": "b", "ops": ["Relu"], "target": "t", "verdict": "FAIL", "reason": "y: off"},

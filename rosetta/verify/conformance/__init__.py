@@ -12,7 +12,8 @@ target's chain from ONNX, runs it, and compares with the suite's expected output
 Verdicts as `rosetta verify`'s: PASS; FAIL (converted without complaint, wrong numbers: the silent bugs);
 CANNOT (the converter refused, with its one-line reason; the target's runtime rejected the converted artifact,
 with its reason; or the case needs what no runner of rosetta takes: sequence, optional and map types, or a
-dtype the target's framework lacks); ERROR (a crash or a hang).
+dtype the target's framework lacks); ERROR (a crash or a hang, or an exception raised inside rosetta's own code:
+a bug, named by its type and rosetta's frame as convert.runs.internal_error writes it, never a refusal).
 
 Two modes. `plain`: the case as the suite writes it, every input a graph input. `initializers`: the inputs
 that real models hold as constants (weights, biases, scales, shapes, pads, axes: PARAMETER_INPUTS, by the
@@ -412,7 +413,7 @@ def _runner_versions(name: str) -> tuple:
 def case_job(argument: dict) -> dict:
     """Job: one case converted to one target and run; its CaseResult as JSON. argument: {"case": Case as a dict,
     "target": name, "work": folder for the converted artifact (removed after)}."""
-    from rosetta.convert.runs import run_converted
+    from rosetta.convert.runs import internal_error, run_converted
     from rosetta.convert.targets import get_target
     from rosetta.errors import Unsupported, environment_cause, is_fault, one_line, vanished_folder
     from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE
@@ -437,8 +438,10 @@ def case_job(argument: dict) -> dict:
     except Exception as error:  # noqa: BLE001 - every failure is this cell's row
         error = vanished_folder(argument["work"], folder) or error  # --work-dir removed mid-run: not a refusal
         fault = is_fault(error)  # a crash, a hang, the machine out of memory or disk: never a refusal
-        result.verdict = CANNOT if isinstance(error, Unsupported) and not fault else failure_verdict(stage, fault)
-        message = environment_cause(error) or one_line(error)
+        bug = internal_error(error)  # raised in rosetta's own code (a mapper, a rewrite): a bug, never a refusal
+        result.verdict = ERROR if bug else CANNOT if isinstance(error, Unsupported) and not fault \
+            else failure_verdict(stage, fault)
+        message = environment_cause(error) or (f"rosetta bug: {bug}" if bug else one_line(error))
         result.reason = message if message.startswith(stage) else f"{stage} failed: {message}"
         result.seconds = round(time.perf_counter() - started, 3)
         return result.to_json()
@@ -497,6 +500,7 @@ def converted(folder: Path, target, staging: Path) -> Path:
     case, by whichever cell comes first, and kept beside the case's folder for the others (under a lock, so cells
     run side by side wait rather than convert twice); a refusal there is kept too, as the same one-line
     reason. Each cell stays a self-contained job: one that finds nothing converts it itself."""
+    from rosetta.convert.runs import internal_error
     from rosetta.convert.store import along, chain_from_onnx, from_onnx, run_conversion
     from rosetta.errors import Unsupported, is_fault, one_line
     from rosetta.scratch import exclusive
@@ -512,7 +516,7 @@ def converted(folder: Path, target, staging: Path) -> Path:
             try:
                 run_conversion(Path(folder), shared, artifact, force=True)
             except Exception as error:  # noqa: BLE001 - kept for the next cell, then raised as it was
-                if not is_fault(error):
+                if not is_fault(error) and not internal_error(error):  # a bug is each cell's ERROR, not a refusal
                     refused.write_text(one_line(error))
                 raise
     if refused.exists():
