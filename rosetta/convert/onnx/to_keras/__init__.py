@@ -12,7 +12,9 @@ naming the op.
 
 Before mapping, the graph goes through REWRITES (the rewrites package: a Reshape to a shape computed from its own
 input's gets it as a constant, zero initial states of recurrent layers omitted, auto_pad as explicit pads,
-DepthToSpace/SpaceToDepth as their reshapes), its nodes whose inputs are all
+DepthToSpace/SpaceToDepth as their reshapes, CastLike as Cast where its type is known, so that a CastLike of a
+constant, as ONNX's function bodies write their attributes (Selu's Alpha), is folded like any constant), its nodes
+whose inputs are all
 constants are evaluated (ONNX's reference evaluator), and patterns.FUSIONS are applied; the manifest records
 both lists and the registered converters' opsets.
 """
@@ -32,7 +34,7 @@ from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "model.keras"
 REWRITES = (rewrites.constant_reshape_shapes, rewrites.drop_zero_initial_states, rewrites.explicit_pads,
-            rewrites.depth_to_space_as_reshapes)
+            rewrites.depth_to_space_as_reshapes, rewrites.cast_like_as_cast)
 
 
 def onnx_to_keras_model(model, keras, tensors: dict | None = None):

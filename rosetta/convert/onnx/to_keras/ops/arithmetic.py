@@ -30,8 +30,9 @@ def elementwise(context, node, attrs) -> list:
         if not str(x.tensor.dtype).startswith("float") or \
                 op == "Div" and (constant_first or np.any(np.asarray(c) == 0)):
             return binary(context, node, {})
+        # x / c as x * (1 / c): within an ulp; 1 / c only for a Div (a scalar c of 0 is fine to add or multiply by)
         scale, offset = {"Add": (1.0, c), "Sub": (-1.0, c) if constant_first else (1.0, -c),
-                         "Mul": (c, 0.0), "Div": (1 / c, 0.0)}[op]  # x / c as x * (1 / c): within an ulp
+                         "Mul": (c, 0.0)}[op] if op != "Div" else (1 / c, 0.0)
         tensor = context.keras.layers.Rescaling(scale, offset, name=context.name("rescale"))(x.tensor)
         keeps_sign = op in ("Mul", "Div", "Add") and bool(np.all(np.asarray(c) >= 0))
         return [Mapped(tensor, x.axes, x.feature_order, x.nonnegative and keeps_sign)]
