@@ -1,6 +1,6 @@
 """Ops that move or select elements: Identity, Dropout, Cast, Slice, Concat, Split, Transpose, Squeeze,
-Unsqueeze, Gather (an embedding lookup, one index along an axis, or keras.ops.take), Tile, Expand, Trilu and
-Einsum. A Transpose, an Unsqueeze and the Squeeze of a virtual axis only rewrite the tensor's `axes`
+Unsqueeze, Gather (an embedding lookup, one index along an axis, or keras.ops.take), GatherElements, Tile, Expand,
+Trilu and Einsum. A Transpose, an Unsqueeze and the Squeeze of a virtual axis only rewrite the tensor's `axes`
 (layout.py): no layer."""
 
 from __future__ import annotations
@@ -294,6 +294,29 @@ def gather(context, node, attrs):
     tensor = context.keras.layers.Reshape((features,), name=context.name("reshape"))(cropped)
     remaining = [k for l, k in enumerate(x.axes) if l != axis]
     return [Mapped(tensor, tuple(None if k is None else (k if k < 1 else k - 1) for k in remaining))]
+
+
+@add_converter("GatherElements", 11)
+def gather_elements(context, node, attrs):
+    """x's elements at `indices` along `axis` (keras.ops.take_along_axis; a negative index counts from the end),
+    as Hugging Face decoders and RoBERTa-style position ids pick them. The indices may be shorter than x on the
+    other axes (the output has their shape): x is cut to them there first."""
+    x, indices = operands(context, node.input[:2])
+    ops, rank = context.keras.ops, len(x.shape)
+    axis = attrs.get("axis", 0) % rank
+    size = x.shape[axis]
+    if size is None:
+        raise RosettaError("keras mapper: GatherElements along the batch axis is not supported")
+    size = int(size)
+    cut = tuple(slice(None) if a == axis or i is None or x.shape[a] is None or int(i) >= int(x.shape[a])
+                else slice(0, int(i)) for a, i in enumerate(indices.shape))
+    if any(part != slice(None) for part in cut):
+        x = x[cut]
+    if isinstance(indices, np.ndarray):
+        indices = np.where(indices < 0, indices + size, indices)
+    else:
+        indices = ops.where(ops.less(indices, 0), ops.add(indices, size), indices)
+    return [in_onnx_order(ops.take_along_axis(x, indices, axis=axis))]
 
 
 def _take(context, node, x: Mapped, axis: int, index: int) -> Mapped:
