@@ -122,9 +122,14 @@ def test_dynamo_exporter_computes_what_the_module_computes(tmp_path, module, tra
 
 
 def test_dynamo_exporter_refuses_training_mode_saying_what_to_pass(tmp_path):
-    with pytest.raises(RosettaError, match="no training-mode graph; pass --exporter torchscript"):
+    """The library names the parameters (exporter=, training=); the command line says them as its flags."""
+    from rosetta.cli.flags import as_flags
+
+    with pytest.raises(RosettaError, match="no training-mode graph; pass exporter='torchscript'") as refused:
         run_conversion(torch_source(get_model("cnn"), 0), ONNX, tmp_path / "out", {"exporter": "dynamo",
                                                                                     "training": "train"})
+    assert as_flags(str(refused.value)) == ("the dynamo exporter has no training-mode graph; pass --exporter "
+                                            "torchscript (or --training eval or --training preserve with dynamo)")
 
 
 def test_a_graph_with_batchnorm_folded_is_refused_for_training(tmp_path):

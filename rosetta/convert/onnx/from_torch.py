@@ -76,8 +76,8 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
     if training not in TRAINING_MODES:
         raise RosettaError(f"unknown training mode {training!r}; choose from {', '.join(TRAINING_MODES)}")
     if exporter == "dynamo" and training == "train":
-        raise RosettaError("the dynamo exporter has no training-mode graph; pass --exporter torchscript "
-                           "(or --training eval or preserve with dynamo)")
+        raise RosettaError("the dynamo exporter has no training-mode graph; pass exporter='torchscript' "
+                           "(or training='eval' or training='preserve' with dynamo)")
 
     module = source.module
     if isinstance(module, torch.export.ExportedProgram):  # a user's .pt2: its graph is fixed, export it as is
