@@ -319,6 +319,18 @@ def _where():
     return model, {"x": _x(2, 3), "y": _x(2, 3, seed=1)}
 
 
+@pytest.mark.parametrize("count_include_pad", [0, 1])
+@pytest.mark.parametrize("shape, kernel, pads", [((1, 2, 6, 5), [3, 2], [0, 1, 2, 0]),  # SAME_UPPER-like, 2-D
+                                                 ((1, 2, 4, 5, 5), [2, 3, 3], [1, 0, 0, 0, 2, 1])])  # 3-D
+def test_an_average_pool_whose_pads_differ_at_the_two_ends_computes_what_onnxruntime_computes(
+        shape, kernel, pads, count_include_pad, tmp_path):
+    """Issue 45: AveragePool with pads that differ at the two ends (auto_pad SAME_* made explicit) was refused;
+    padded first, then pooled, the count of real elements kept where count_include_pad is 0."""
+    model, feeds = _one("AveragePool", {"x": _x(*shape)}, kernel_shape=kernel, strides=[2] * len(kernel), pads=pads,
+                        count_include_pad=count_include_pad)
+    _check(model, feeds, tmp_path, atol=1e-5)
+
+
 def test_every_registered_op_has_a_case():
     from rosetta.convert.onnx.to_mxnet.registry import registered
 

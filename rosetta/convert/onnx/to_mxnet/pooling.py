@@ -54,8 +54,29 @@ def max_pool(attrs, inputs, importer):
 def average_pool(attrs, inputs, importer):
     """ONNX AveragePool -> Pooling with ONNX's count_include_pad (default 0; MXNet's default counts the pads,
     which the importer left in place: a silently smaller average at the borders). Pads that differ at the two
-    ends are refused: Pooling pads both ends alike."""
+    ends (auto_pad SAME_UPPER/SAME_LOWER made explicit, TF-style 'same' exports): `_asymmetric_average`."""
     if not _symmetric(attrs):
-        raise RosettaError("AveragePool with pads that differ at the two ends cannot be converted to mxnet: MXNet's "
-                           "Pooling pads both ends of an axis alike")
+        return _asymmetric_average(attrs, inputs), attrs, inputs
     return _pooling("avg", attrs, inputs, count_include_pad=bool(attrs.get("count_include_pad", 0))), attrs, inputs
+
+
+def _asymmetric_average(attrs, inputs):
+    """AveragePool whose pads differ at the two ends (Pooling pads both ends alike): the zeros padded first by
+    `pad` (MXNet's pads a 4-D or 5-D tensor only: 2-D and 3-D pooling), then a Pooling without pads; with
+    count_include_pad 0 the window's sum over its count of real elements, as the average of the padded x over
+    the average of the padded ones (the same window, so the window's size cancels)."""
+    sym = symbols()
+    kernel = tuple(attrs["kernel_shape"])
+    if len(kernel) not in (2, 3):
+        raise RosettaError(f"AveragePool of {len(kernel)} spatial axes with pads that differ at the two ends cannot "
+                           f"be converted to mxnet: MXNet's pad takes 4-D and 5-D tensors only")
+    pads = tuple(attrs["pads"])
+    width = (0, 0, 0, 0) + tuple(v for begin, end in zip(pads[:len(kernel)], pads[len(kernel):]) for v in (begin, end))
+
+    def pooled(x):
+        padded = sym.pad(x, mode="constant", constant_value=0, pad_width=width)
+        return _pooling("avg", {**attrs, "pads": (0,) * len(pads)}, [padded], count_include_pad=True)
+
+    if attrs.get("count_include_pad", 0):
+        return pooled(inputs[0])
+    return sym.broadcast_div(pooled(inputs[0]), pooled(sym.ones_like(inputs[0])))
