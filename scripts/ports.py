@@ -76,6 +76,8 @@ def run_direction(folder: Path, table: str, direction: str, reference: str, inpu
                      "expected": expected[row["target"]][0], "segment_reference": reference_side,
                      "segment_port": port_side, "origin": located.get("origin", ""),
                      "diagnosis": located.get("diagnosis", "") or (row.get("reason", "") if row["verdict"] == "ERROR"
+                                                                   else f"{located['verdict']}: {located.get('reason', '')}"
+                                                                   if located.get("verdict") not in (None, "located")
                                                                    else ""),
                      "direction_seconds": round(seconds, 1)})
     return rows
