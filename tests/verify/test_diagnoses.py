@@ -458,3 +458,24 @@ def test_a_bidirectional_keras_wrapper_with_correct_halves_is_not_blamed_and_a_f
     reference = [Layer("deconv", "conv", "ConvTranspose2d", NOWHERE, params={"weight": weight})]
     flipped = [Layer("deconv", "other", "Custom", NOWHERE, params={"kernel": weight.transpose(2, 3, 1, 0)[::-1, ::-1]})]
     assert _diagnose(reference, flipped).startswith("kernel flipped in space"), _diagnose(reference, flipped)
+
+
+def _group_norm(op, image, groups, epsilon, channels_last):
+    rng = np.random.default_rng(3)
+    scale, shift = rng.uniform(0.5, 1.5, image.shape[1]), rng.uniform(-0.3, 0.3, image.shape[1])
+    grouped = image.reshape(image.shape[0], groups, -1)
+    normal = ((grouped - grouped.mean(-1, keepdims=True)) / np.sqrt(grouped.var(-1, keepdims=True) + epsilon))
+    output = normal.reshape(image.shape) * scale[None, :, None, None] + shift[None, :, None, None]
+    to_layout = (lambda a: np.moveaxis(a, 1, -1)) if channels_last else (lambda a: a)  # noqa: E731
+    names = ("gamma", "beta") if channels_last else ("weight", "bias")
+    return Layer("norm", "other", op, to_layout(output), inputs=[to_layout(image)], channels_last=channels_last,
+                 params=dict(zip(names, (scale, shift))))
+
+
+def test_a_group_norm_with_another_group_count_is_named_from_each_sides_values():
+    image = RNG.standard_normal((2, 8, 4, 4)) * 2 + 1
+    reference = _group_norm("GroupNorm", image, 2, 1e-5, channels_last=False)
+    assert _diagnose([reference], [_group_norm("GroupNormalization", image, 4, 1e-5, True)]).startswith(
+        "groups: 4 here, 2 in the reference")
+    # the same count with another epsilon is not a group count
+    assert not _diagnose([reference], [_group_norm("GroupNormalization", image, 2, 1e-3, True)]).startswith("groups")

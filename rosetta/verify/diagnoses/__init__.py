@@ -15,8 +15,8 @@ from typing import Callable
 
 DIAGNOSES: list[tuple[str, Callable]] = []  # (name, function(reference, port, context) -> str | None), in order
 MODULES = ("stride_placement", "folded_batchnorm", "attention", "rotary", "causal_mask", "flatten_order",
-           "kernel_layout", "average_padding", "padding", "epsilon", "bidirectional", "gru_gates", "lstm_bias",
-           "momentum", "activation", "parameters", "unmatched_tensors")
+           "kernel_layout", "average_padding", "padding", "group_count", "epsilon", "bidirectional", "gru_gates",
+           "lstm_bias", "momentum", "activation", "parameters", "unmatched_tensors")
 # the specific classes first; `parameters` says which tensor of the end pair differs, `unmatched_tensors` which
 # tensor of the segment matches none of the reference's (diagnoses.matching), with figures
 CONTAINERS = ("block", "other")  # the kinds of a layer that may hold others (a Keras block, a PyTorch module)
