@@ -211,7 +211,7 @@ def test_verify_compares_files_and_outputs_saved_elsewhere(files, tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     out = run_here("verify", str(files / "net.pt2"), "--inputs", str(inputs), "--load-outputs", str(outputs),
                    "--atol", "output:1e-12")
-    assert out.returncode == 1 and "exceed atol=1e-12" in out.stdout and "atol output=1e-12" in out.stdout
+    assert out.returncode == 1 and "exceed --atol 1e-12" in out.stdout and "atol output=1e-12" in out.stdout, out.stdout
 
 
 def test_verify_says_fail_for_a_different_model(files, tmp_path):
