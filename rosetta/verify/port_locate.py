@@ -441,31 +441,28 @@ def side_of(label: str, folder: Path | None, module, feeds: dict, inputs: list[s
     framework where it runs (Keras and MXNet in their workers, ONNX by ONNX Runtime). `inputs`: the model's
     input names in order; `float64`: also its layers in float64 (the reference's)."""
     from rosetta.execution import run_job
+    from rosetta.frameworks import FRAMEWORKS, isolation, layer_jobs, runner_for_format
+    from rosetta.registry import load_entry
 
     arrays = [feeds[name] for name in inputs]
-    if module is not None:
-        from rosetta.frameworks.torch_layers import run_leaf, trace_module
-
+    if module is not None:  # a PyTorch module runs here: its framework row names the functions that trace it
+        row = FRAMEWORKS.get("torch-code")
+        trace_module, run_leaf = load_entry(row.layer_trace), load_entry(row.layer_alone)
         return Side(label, trace_module(module, arrays), trace_module(module, arrays, "float64") if float64 else None,
                     arrays, lambda layer, values: run_leaf(module, layer.name, values))
-    from rosetta.frameworks import isolation, runner_for_format
     from rosetta.manifest import Manifest
 
     fmt = Manifest.read(Path(folder)).format
     framework = runner_for_format(fmt)
-    if framework == "onnxruntime":
-        from rosetta.frameworks.onnx_layers import trace_model
-
+    if not isolation(framework) and FRAMEWORKS.get(framework).layer_trace:  # runs here (ONNX Runtime)
+        trace_model = load_entry(FRAMEWORKS.get(framework).layer_trace)
         path = Manifest.read(Path(folder)).artifact_path(Path(folder))
         return Side(label, trace_model(path, feeds), trace_model(path, feeds, "float64") if float64 else None, arrays)
-    jobs = {"keras": ("rosetta.frameworks.keras_layers:trace_job", "rosetta.frameworks.keras_layers:run_layer_job",
-                      "layer"),
-            "mxnet": ("rosetta.frameworks.mxnet_layers:trace_job", "rosetta.frameworks.mxnet_layers:run_node_job",
-                      "node")}
-    if framework not in jobs:
+    jobs = layer_jobs(framework)  # in the framework's worker: FRAMEWORKS' row says which jobs
+    if jobs is None:
         raise Unsupported(f"locate=True reads the layers of PyTorch, Keras, MXNet and ONNX models; a {fmt} artifact "
                           "keeps none it can read one by one")
-    trace, alone, key = jobs[framework]
+    trace, alone, key = jobs
 
     notes: list[str] = []
 
