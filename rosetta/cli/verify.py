@@ -39,6 +39,8 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                "  rosetta verify --model cnn,gru --targets torch,keras,mxnet --train-steps 5 --precision float64\n"
                "  rosetta verify setup.py:fn port.keras --trust-code --input x:Nx16:float32 --labels labels:N:int64:0:4 "
                "--train-steps 8\n"
+               "  rosetta verify setup.py:fn gluon_setup.py:fn --trust-code --input x:Nx6:float32 "
+               "--labels labels:N:int64:0:4 --train-steps 8\n"
                "  rosetta verify --model cnn,gru,resnet50 --targets torch,keras --device cuda   (GPU vs CPU reference)\n"
                + EPILOG_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -55,7 +57,8 @@ def add_parser(commands, common: argparse.ArgumentParser) -> None:
                         help="also check training: with --model, K optimiser steps (DLF optimiser) from the same "
                              "weights on the same batches in each trainable target (torch, keras, mxnet), comparing "
                              "losses and weights; with two MODEL files, a PyTorch factory returning (module, "
-                             "optimizer, loss_fn) (--trust-code) and a compiled .keras file, either first: each "
+                             "optimizer, loss_fn) (--trust-code) and its port, a compiled .keras file or a Gluon factory "
+                             "returning (block, trainer, loss) (a file importing mxnet), either first: each "
                              "trained K steps by its own optimiser and loss on the same batches, the loss and every "
                              "paired parameter compared after each step, the first diverging step and the "
                              "training bug named (needs --input and --labels; docs/port-training.md)")
