@@ -15,7 +15,7 @@ from rosetta.execution.deadline import deadline
 
 def test_a_wait_past_the_deadline_raises_worker_timed_out_naming_it():
     started = time.monotonic()
-    with pytest.raises(WorkerTimedOut, match=r"^building net.py:build timed out after 0.3 s \(--timeout\)$"):
+    with pytest.raises(WorkerTimedOut, match=r"^building net.py:build timed out after 0.3 s \(timeout=\)$"):
         with deadline(0.3, "building net.py:build"):
             threading.Event().wait()
     assert time.monotonic() - started < 5
