@@ -306,6 +306,7 @@ REGISTRY_CASES = {
                                                      "a": np.asarray([1], np.int64)}),
     "Softplus": lambda: _one("Softplus", {"x": _x(2, 5) * 3}),
     "Split": lambda: _one("Split", {"x": _x(2, 6)}, {"split": np.asarray([2, 4], np.int64)}, outputs=2, axis=1),
+    "ThresholdedRelu": lambda: _one("ThresholdedRelu", {"x": _x(2, 5) * 2}, alpha=0.5),
     "Tile": lambda: _one("Tile", {"x": _x(2, 3)}, {"repeats": np.asarray([2, 1], np.int64)}),
     "Where": lambda: _where(),
 }

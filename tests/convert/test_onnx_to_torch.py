@@ -87,6 +87,7 @@ CASES = {
     ("Split", 18): lambda: _one("Split", 18, {"x": _f(2, 7)}, outputs=3, axis=1, num_outputs=3),
     ("Squeeze", 13): lambda: _one("Squeeze", 13, {"x": _f(2, 1, 3)}, {"axes": _i(1)}),
     ("Squeeze", 21): lambda: _one("Squeeze", 21, {"x": _f(2, 1, 3)}, {"axes": _i(1)}),
+    ("ThresholdedRelu", 10): lambda: _one("ThresholdedRelu", 10, {"x": _f(2, 5) * 2}, alpha=0.5),
     ("TopK", 1): lambda: _one("TopK", 7, {"x": _TIES}, outputs=2, k=3),
     ("TopK", 10): lambda: _one("TopK", 10, {"x": _TIES}, {"k": _i(3)}, outputs=2),
     ("TopK", 11): lambda: _one("TopK", 11, {"x": _TIES}, {"k": _i(2)}, outputs=2, largest=0),

@@ -222,3 +222,11 @@ def hard_swish(attrs, inputs, importer):
     sym = symbols()
     return inputs[0] * sym.clip(inputs[0] + 3, 0, 6) / 6, attrs, inputs
 
+
+
+@add_converter("ThresholdedRelu", 10)
+def thresholded_relu(attrs, inputs, importer):
+    """ONNX ThresholdedRelu (the importer has none): x where x > alpha, else 0."""
+    sym = symbols()
+    x = inputs[0]
+    return sym.where(x > float(attrs.get("alpha", 1.0)), x, sym.zeros_like(x)), attrs, inputs

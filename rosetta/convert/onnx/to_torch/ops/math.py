@@ -1,4 +1,4 @@
-"""IsInf: onnx2torch's reads neither detect_positive nor detect_negative."""
+"""IsInf: onnx2torch's reads neither detect_positive nor detect_negative. ThresholdedRelu: onnx2torch has none."""
 
 from __future__ import annotations
 
@@ -32,3 +32,20 @@ def isinf(original):
         return result(OnnxIsInf(bool(node.attributes.get("detect_positive", 1)),
                                  bool(node.attributes.get("detect_negative", 1))), node)
     return convert
+
+
+class OnnxThresholdedRelu(torch.nn.Module, OnnxToTorchModule):
+    """ONNX ThresholdedRelu: x where x > alpha, else 0 (torch.nn.Threshold keeps a NaN, which ONNX makes 0)."""
+
+    def __init__(self, alpha: float) -> None:
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        return torch.where(x > self.alpha, x, torch.zeros_like(x))
+
+
+@add_converter("ThresholdedRelu", 10)
+def thresholded_relu(node, graph) -> OperationConverterResult:
+    """Opset 10 on (22 only widened the types: the same converter, frameworks.onnx2torch.register_later_opsets)."""
+    return result(OnnxThresholdedRelu(float(node.attributes.get("alpha", 1.0))), node)
