@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from rosetta.errors import RosettaError
+
 PACKAGE = Path(__file__).resolve().parents[1] / "rosetta"
 MOST_PARAMETERS = 10
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
@@ -18,13 +20,7 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 # result row's text names the parameter too: the command line says the flag in its tables and JSON, through
 # cli/flags.py's said_with_flags.) This list may only shrink: the test fails on a new one, and on an entry that
 # no longer names a flag (take it out).
-STILL_NAMING_FLAGS = {
-    ("rosetta/bench/parallel.py", "--workers"): "a bench row's reason (SettingUnavailable in the cell's worker)",
-    ("rosetta/bench/parallel.py", "--cuda-graphs --resident-data --workers"): "a bench row's reason",
-    ("rosetta/sources/model.py", "--via"): "a CANNOT row's reason (MMdnn's parsers)",
-    # issue 44's training of a port from files (committed beside this change): its messages name the flags
-    # planned for the command line; cli/flags.py has train_steps, labels, inputs and trust_code for them
-}
+STILL_NAMING_FLAGS: dict[tuple[str, str], str] = {}
 
 
 def library_modules() -> list[Path]:
@@ -93,3 +89,31 @@ def test_the_command_line_says_its_flags_for_the_parameters(message, said):
     from rosetta.cli.flags import as_flags
 
     assert as_flags(message) == said
+
+
+def test_the_refusals_that_become_row_reasons_name_parameters_and_are_said_with_flags():
+    """A bench row's data-parallel refusals and a route's CANNOT name `workers=`, `cuda_graphs=`, `via=` in the
+    library; the command line's tables and JSON say `--workers 2`, `--cuda-graphs`, `--via onnx`."""
+    from types import SimpleNamespace
+
+    from rosetta.bench.parallel import time_parallel
+    from rosetta.bench.workloads import BenchCell
+    from rosetta.cli.flags import as_flags
+    from rosetta.frameworks.speed import SettingUnavailable
+    from rosetta.sources.model import UserModel
+
+    said = []
+    for framework, speed, expected in [
+            ("mxnet", {}, ("workers=2: no data-parallel path for mxnet", "--workers 2: no data-parallel path")),
+            ("torch", {"cuda_graphs": True}, ("workers=2 with cuda_graphs=True or resident_data=True",
+                                              "--workers 2 with --cuda-graphs or --resident-data: ")),
+            ("torch", {"resident_data": True}, ("workers=2 with cuda_graphs=True", "--workers 2 with --cuda-graphs"))]:
+        with pytest.raises(SettingUnavailable) as refused:  # refused before anything is launched
+            time_parallel(BenchCell("cnn-train", "torch", framework, workers=2, speed=speed), None, {})
+        said.append((str(refused.value), as_flags(str(refused.value))))
+        assert said[-1][0].startswith(expected[0]) and said[-1][1].startswith(expected[1]), said[-1]
+    onnx = UserModel(file=None, format="onnx", inputs=(), outputs=())
+    with pytest.raises(RosettaError) as refused:
+        onnx.chain_for(SimpleNamespace(route="mmdnn", chain=("torch", "mmdnn", "torch-code")))
+    message = str(refused.value)
+    assert message.endswith("use via='onnx'") and as_flags(message).endswith("use --via onnx"), message

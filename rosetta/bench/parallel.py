@@ -34,10 +34,10 @@ def time_parallel(cell, workload, options: dict) -> dict:
 
     launcher = data_parallel(cell.framework)
     if isinstance(launcher, str):  # the reason it has none
-        raise SettingUnavailable(f"--workers {cell.workers}: no data-parallel path for {cell.framework}: " + launcher)
+        raise SettingUnavailable(f"workers={cell.workers}: no data-parallel path for {cell.framework}: " + launcher)
     speed = Speed.from_json(cell.speed)
     if speed.cuda_graphs or speed.resident_data:
-        raise SettingUnavailable(f"--workers {cell.workers} with --cuda-graphs or --resident-data: rosetta's "
+        raise SettingUnavailable(f"workers={cell.workers} with cuda_graphs=True or resident_data=True: rosetta's "
                                  "data-parallel launchers step on host batches, without CUDA graphs")
     runs = {n: _launch(cell, n, options) for n in (1, cell.workers)}
     single, many = runs[1], runs[cell.workers]

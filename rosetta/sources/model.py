@@ -64,7 +64,7 @@ class UserModel:
         if start != hub and (start, hub) not in CONVERSIONS:
             sources = sorted(s for s, t in CONVERSIONS.keys() if t == hub)
             raise RosettaError(f"route {target.route} cannot start from a {start} model (it reads "
-                               f"{', '.join(sources)} models); use --via onnx")
+                               f"{', '.join(sources)} models); use via='onnx'")
         return target.chain[1:] if start == hub else (start,) + target.chain[1:]
 
     def conversion_source(self):
