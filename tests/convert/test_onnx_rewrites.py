@@ -439,6 +439,14 @@ DIRECT = {
     rw.shape_bounds_as_slice: (_small_graph(  # the sizes after the batch, as Shape-15 reads them
         [helper.make_node("Shape", ["x"], ["sizes"], start=1, end=-1), helper.make_node("Cast", ["sizes"], ["y"], to=1)],
         [("x", ["N", 3, 4, 2])], []), None),
+    rw.vector_reshapes_as_identity: (_small_graph(  # torch.onnx's expand(batch, -1, -1): Reshape(shape, [-1])
+        [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Reshape", ["shape", "flat"], ["vector"]),
+         helper.make_node("Reshape", ["x", "vector"], ["y"])], [("x", ["N", 3, 4])], [("flat", _int64(-1))]), None),
+    rw.vector_wheres_as_gathers: (_small_graph(  # and Where(shape == -1, 1, shape), its condition a constant
+        [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Where", ["minus_one", "ones", "shape"], ["s"]),
+         helper.make_node("Expand", ["token", "s"], ["expanded"]), helper.make_node("Add", ["x", "expanded"], ["y"])],
+        [("x", ["N", 3, 4])], [("minus_one", np.array([False, True, False])), ("ones", _int64(1)),
+                               ("token", _RNG_45.normal(size=(1, 1, 4)).astype(np.float32))]), "Where"),
     rw.old_opsets_upgraded: (_small_graph(  # Pad-2, its pads and value attributes (opset 11 made them inputs)
         [helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 2], value=2.0)], [("x", ["N", 3])], [], opset=9), None),
 }

@@ -88,6 +88,28 @@ def test_expand_and_constant_of_shape_by_a_shape_from_the_input(tmp_path):
     _check(model, {"x": np.random.default_rng(1).normal(size=(5, 2, 3)).astype(np.float32)}, tmp_path)
 
 
+class _ClassToken(torch.nn.Module):
+    """ViT's and BEiT's class token: one learned vector per sample, before the patches."""
+
+    def __init__(self):
+        super().__init__()
+        self.token = torch.nn.Parameter(torch.randn(1, 1, 8, generator=torch.Generator().manual_seed(0)))
+
+    def forward(self, x):
+        return torch.cat([self.token.expand(x.shape[0], -1, -1), x], dim=1)
+
+
+def test_a_class_token_expanded_to_the_run_time_batch(tmp_path):
+    """Issue 45: torch.onnx writes expand(batch, -1, -1)'s shape as Where(shape == -1, 1, Reshape(shape, [-1])),
+    its condition made constant by rosetta's export (dynamic_batch); the Expand's shape tracer stopped at the
+    Reshape and the Where, and MXNet refused the Expand. Run at another batch than the export's."""
+    from rosetta.convert.onnx.dynamic_batch import batch_independent_constants
+
+    model = batch_independent_constants(_exported(_ClassToken(), np.zeros((2, 5, 8), np.float32), tmp_path))
+    assert "Where" in {node.op_type for node in model.graph.node}
+    _check(model, {"x": np.random.default_rng(2).normal(size=(3, 5, 8)).astype(np.float32)}, tmp_path)
+
+
 def test_int32_casts_of_float_token_ids_keep_mxnet_float(tmp_path):
     # tf2onnx's Embedding index wrap: ids + (ids < 0) * size, through Cast to int32 of a bool
     nodes = [helper.make_node("Cast", ["ids"], ["ids_float"], to=TensorProto.FLOAT),

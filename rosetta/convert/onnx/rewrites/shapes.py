@@ -1,5 +1,5 @@
 """Shapes: Reshape targets computed from shapes made constant or symbolic, Shape's bounds, Flatten and
-DepthToSpace/SpaceToDepth as reshapes."""
+DepthToSpace/SpaceToDepth as reshapes, and shape vectors made traceable (a Reshape of one, a Where of two)."""
 
 from __future__ import annotations
 
@@ -213,3 +213,57 @@ def flatten_as_reshape(model):
 
     replace_nodes(model, replace)
     return model
+
+
+@rewrite
+def vector_reshapes_as_identity(model):
+    """MXNet and the Keras mapper: a Reshape of a 1-D tensor to one axis (a constant [-1] or [n]) is the
+    identity: torch.onnx writes one into the shape of every `expand(batch, -1, -1)` (ViT's and BEiT's class
+    token), where the shape tracers that read Identity stop at Reshape."""
+    from onnx import helper
+
+    shapes, constants = static_shapes(model), constant_values(model)
+
+    def replace(node):
+        if node.op_type != "Reshape":
+            return None
+        target, source = constants.get(node.input[1]), shapes.get(node.input[0])
+        if target is None or target.size != 1 or source is None or len(source) != 1 or \
+                int(target.ravel()[0]) not in (-1, source[0]):
+            return None
+        return [helper.make_node("Identity", node.input[:1], list(node.output), name=node.name)]
+
+    replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+@rewrite
+def vector_wheres_as_gathers(model):
+    """MXNet and the Keras mapper: Where of two 1-D tensors by a constant condition picks each element from one
+    of them at conversion time, so it is a Gather of their Concat by constant indices: torch.onnx's shape of
+    `expand(batch, -1, -1)`, Where(shape == -1, 1, shape) with the condition made constant (dynamic_batch), which
+    the shape tracers follow through Concat and Gather, and not through Where. A one-element operand broadcasts."""
+    from onnx import helper, numpy_helper
+
+    shapes, constants = static_shapes(model), constant_values(model)
+
+    def length(name):
+        shape = constants[name].shape if name in constants else shapes.get(name)
+        return shape[0] if shape is not None and len(shape) == 1 and shape[0] else None
+
+    def replace(node):
+        condition = constants.get(node.input[0]) if node.op_type == "Where" else None
+        if condition is None or condition.ndim != 1:
+            return None
+        n, first, second = len(condition), length(node.input[1]), length(node.input[2])
+        if first not in (1, n) or second not in (1, n):
+            return None
+        indices = np.array([(k if first == n else 0) if chosen else first + (k if second == n else 0)
+                            for k, chosen in enumerate(condition.astype(bool))], np.int64)
+        output = node.output[0]
+        model.graph.initializer.append(numpy_helper.from_array(indices, f"{output}_picked"))
+        return [helper.make_node("Concat", list(node.input[1:]), [f"{output}_both"], axis=0),
+                helper.make_node("Gather", [f"{output}_both", f"{output}_picked"], [output], axis=0)]
+
+    replace_nodes(model, replace)
+    return remove_dead_nodes(model)

@@ -33,12 +33,14 @@ from rosetta.manifest import Manifest, sha256_of
 ARTIFACT = "model"
 FLOAT_TYPES = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
-# In order: ConstantOfShape after the zero initial states (built with it) are dropped; the ops the importer lacks
+# In order: torch.onnx's expand(batch, -1, -1) shapes made traceable first (a Reshape of a vector, a Where of
+# two), then ConstantOfShape after the zero initial states (built with it) are dropped; the ops the importer lacks
 # or gets wrong, and the MXNet-only marks, while shapes can still be inferred; LayerNormalization before the axes
 # move to attributes (its ReduceMeans take them as inputs from opset 18); shapes_as_references before too, as it
 # infers shapes (an opset-17 Unsqueeze with its axes as an attribute fails inference); Shape's bounds before the
 # Slice bounds are brought within the axis.
-REWRITES = (rw.constant_reshape_shapes, rw.drop_zero_initial_states, rw.static_shapes_as_constants,
+REWRITES = (rw.vector_reshapes_as_identity, rw.vector_wheres_as_gathers, rw.constant_reshape_shapes,
+            rw.drop_zero_initial_states, rw.static_shapes_as_constants,
             rw.explicit_pads, rw.cast_like_as_cast,
             rw.gelu_as_primitives, rw.flatten_as_reshape,
             rw.explicit_default_axes, rw.resize_sizes_as_scales, rw.resize_as_gathers_and_matmuls, rw.trilu_as_where, rw.depth_to_space_as_reshapes,
