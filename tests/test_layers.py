@@ -214,11 +214,7 @@ FRAMEWORK_PACKAGES = ("torch", "torchvision", "tensorflow", "keras", "tf_keras",
 # instead of importing a framework.
 FRAMEWORK_FREE_LAYERS = ("sources", "verify", "bench", "report", "api", "cli")
 # What still imports a framework above frameworks/, each with its reason; an entry goes when its module moves.
-FRAMEWORK_IMPORTS_ALLOWED = {
-    # training equivalence of ports: its torch code (optimiser and loss steps of a port's PyTorch side) is another
-    # engineer's work in progress, to move to rosetta/train/ as the rest of issue 43's first item did
-    "rosetta.verify.port_training": "torch",
-}
+FRAMEWORK_IMPORTS_ALLOWED: dict[str, str] = {}  # none left: a port's PyTorch side trains in rosetta/train/port_torch.py
 
 
 def framework_imports(path: Path) -> list[tuple[int, str]]:
