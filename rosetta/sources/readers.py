@@ -1,6 +1,6 @@
-"""One reader per model-file format, registered with the framework that runs what it reads. A reader copies
-the user's file into an artifact folder and writes its manifest (signature from the model itself). Readers
-of TensorFlow, Keras and MXNet files run in that framework family's worker (rosetta.execution), like
+"""One reader per model-file format, named in the row of the framework that runs what it reads (Framework.reader).
+A reader copies the user's file into an artifact folder and writes its manifest (signature from the model itself).
+Readers of TensorFlow, Keras and MXNet files run in that framework family's worker (rosetta.execution), like
 everything else that imports those."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rosetta.execution import run_job
+from rosetta.frameworks import FRAMEWORKS
 from rosetta.manifest import Manifest, sha256_of
 from rosetta.registry import Registry
 
@@ -16,20 +17,23 @@ from rosetta.registry import Registry
 @dataclass(frozen=True)
 class Reader:
     format: str  # ModelFile.format and the manifest's format
-    entry: str  # "rosetta.sources.MODULE:read": read(argument: dict) -> manifest as a dict
+    entry: str  # "rosetta.sources.MODULE:read": read(argument: dict) -> manifest as a dict (the row's reader)
     runner: str  # the framework that runs the artifact (rosetta.frameworks)
     isolation: str = ""  # where it runs (rosetta.execution)
 
 
-READERS: Registry[Reader] = Registry("model format", key=lambda reader: reader.format)
-for _reader in (
-    Reader("onnx", "rosetta.sources.onnx:read", "onnxruntime"),
-    Reader("torch-export", "rosetta.sources.torch:read", "torch-export"),
-    Reader("keras", "rosetta.sources.keras:read", "keras", isolation="tensorflow"),
-    Reader("tensorflow", "rosetta.sources.tensorflow:read", "tensorflow", isolation="tensorflow"),
-    Reader("mxnet", "rosetta.sources.mxnet:read", "mxnet", isolation="mxnet"),
-):
-    READERS.register(_reader)
+def readers_of(frameworks) -> Registry[Reader]:
+    """The readers of users' files, one per artifact format of each framework row with a `reader` entry
+    (rosetta.frameworks.Framework): a format's reader is added in its framework's row, nowhere else; it runs
+    where that framework runs (its isolation), and a format two rows read is refused as a duplicate."""
+    readers: Registry[Reader] = Registry("model format", key=lambda reader: reader.format)
+    for framework in frameworks:
+        for fmt in framework.formats if framework.reader else ():
+            readers.register(Reader(fmt, framework.reader, framework.name, isolation=framework.isolation))
+    return readers
+
+
+READERS = readers_of(FRAMEWORKS)
 
 
 def read_model_file(model_file, staging: Path, inputs: list, trust_code: bool, like: list = ()) -> Manifest:

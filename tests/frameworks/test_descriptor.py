@@ -1,5 +1,5 @@
 """A framework is one row of rosetta.frameworks.FRAMEWORKS: every "module:name" entry of every row names what
-exists, the pieces the layers above ask for come from the rows, and the readers' table agrees with them."""
+exists, the pieces the layers above ask for come from the rows, the readers' table among them."""
 
 from __future__ import annotations
 
@@ -29,14 +29,30 @@ def test_every_entry_of_a_row_names_what_exists(framework):
     assert bool(row.memory_classes) == bool(row.memory_kind), "in-memory classes need their kind, and back"
 
 
-def test_the_readers_table_agrees_with_the_rows():
-    """sources.readers.READERS still holds its own (format, entry, runner) rows: each is its runner's reader."""
-    from rosetta.sources.readers import READERS
+def test_the_readers_come_from_the_rows():
+    """sources.readers.READERS is built from the rows: a reader per format of each row with a `reader` entry, run
+    where that framework runs, and readers.py names no reader of its own (a format's reader is added in its row)."""
+    import ast
+    from dataclasses import replace
 
-    assert {(reader.entry, reader.runner) for reader in READERS} == {
-        (framework.reader, framework.name) for framework in FRAMEWORKS if framework.reader}
-    for reader in READERS:
-        assert FRAMEWORKS.get(reader.runner).isolation == reader.isolation
+    import rosetta.sources.readers as readers
+
+    assert {(reader.format, reader.entry, reader.runner, reader.isolation) for reader in readers.READERS} == {
+        (fmt, framework.reader, framework.name, framework.isolation)
+        for framework in FRAMEWORKS if framework.reader for fmt in framework.formats}
+    assert {reader.format for reader in readers.READERS} == {"onnx", "torch-export", "keras", "tensorflow", "mxnet"}
+    assert readers.READERS.get("keras").isolation == "tensorflow"  # read in TensorFlow's worker, as Keras runs
+    source = ast.parse(open(readers.__file__).read())
+    named = [node.value for node in ast.walk(source) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+             and node.value.startswith("rosetta.sources.") and ":" in node.value]
+    assert not named, f"readers.py names readers of its own: {named}"
+    # a new row's reader is a reader; a format two rows read is refused
+    added = Framework("onnx-copy", "rosetta.frameworks.onnxruntime:OnnxRuntimeRunner", formats=("onnx-copy",),
+                      isolation="tensorflow", reader="rosetta.sources.onnx:read")
+    assert readers.readers_of([*FRAMEWORKS, added]).get("onnx-copy") == readers.Reader(
+        "onnx-copy", "rosetta.sources.onnx:read", "onnx-copy", isolation="tensorflow")
+    with pytest.raises(ValueError, match="model format 'onnx' is registered twice"):
+        readers.readers_of([*FRAMEWORKS, replace(added, formats=("onnx",))])
 
 
 def test_the_pieces_come_from_the_rows():
