@@ -57,6 +57,8 @@ CASES = {
                                        pads=[1, 0, 1, 0], strides=[2, 2]),
     ("ConvTranspose", 11): lambda: _one("ConvTranspose", 11, {"x": _f(1, 2, 4, 4)}, {"w": _f(2, 3, 3, 3), "b": _f(3)},
                                         pads=[1, 0, 1, 0], strides=[2, 1]),
+    ("AveragePool", 19): lambda: _one("AveragePool", 19, {"x": _f(1, 2, 6, 5)}, kernel_shape=[3, 2], strides=[2, 2],
+                                      pads=[0, 1, 2, 0]),  # pads differing at the two ends
     ("CumSum", 11): lambda: _one("CumSum", 11, {"x": _f(2, 5)}, {"axis": _i(1).reshape(())}, exclusive=1),
     ("CumSum", 14): lambda: _one("CumSum", 14, {"x": _f(2, 5)}, {"axis": _i(1).reshape(())}),
     ("Dropout", 7): lambda: _one("Dropout", 7, {"x": _f(2, 5)}, ratio=0.3),
@@ -69,6 +71,9 @@ CASES = {
     ("Gather", 1): lambda: _one("Gather", 7, {"x": _f(3, 4)}, {"i": _i(2).reshape(())}, axis=1),
     ("Gather", 11): lambda: _one("Gather", 11, {"x": _f(3, 4)}, {"i": _i(-1).reshape(())}, axis=1),
     ("Gather", 13): lambda: _one("Gather", 13, {"x": _f(3, 4)}, {"i": _i(1).reshape(())}),
+    ("GatherElements", 11): lambda: _one("GatherElements", 11, {"x": _f(2, 3)},
+                                         {"i": _i(-1, 0, -2, 1, -3, 2).reshape(2, 3)}, axis=1),  # negative: from the end
+    ("GatherElements", 13): lambda: _one("GatherElements", 13, {"x": _f(3, 2)}, {"i": _i(-1, 0, 2, -3).reshape(2, 2)}),
     ("GlobalMaxPool", 1): lambda: _one("GlobalMaxPool", 7, {"x": _f(2, 3, 4, 5)}),
     ("GroupNormalization", 18): lambda: _one("GroupNormalization", 18, {"x": _f(2, 4, 3, 3)},
                                              {"scale": _f(2), "bias": _f(2)}, num_groups=2),
@@ -128,6 +133,36 @@ def test_each_registered_converter_computes_what_onnxruntime_computes(key, tmp_p
     assert len(got) == len(expected)
     for value, wanted in zip(got, expected):
         np.testing.assert_allclose(value.numpy(), wanted, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("count_include_pad", [0, 1])
+@pytest.mark.parametrize("shape, kernel, pads", [((1, 2, 6, 5), [3, 3], [1, 1, 1, 1]),  # symmetric: onnx2torch's
+                                                 ((1, 2, 6, 5), [3, 2], [0, 1, 2, 0]),  # SAME_UPPER-like, 2-D
+                                                 ((1, 2, 4, 5, 5), [2, 3, 3], [1, 0, 0, 0, 2, 1]),  # 3-D
+                                                 ((1, 2, 6, 5), [3, 3], [2, 2, 2, 2]),  # pads over half the kernel
+                                                 ((1, 2, 6, 5), [3, 2], "SAME_UPPER"),
+                                                 ((1, 2, 6, 5), [3, 2], "SAME_LOWER")])
+def test_an_opset_22_average_pool_computes_what_onnxruntime_computes(shape, kernel, pads, count_include_pad, tmp_path):
+    """Issue 45: AveragePool at opset 22 (22 only widened the types of 19's: the same converter) had no converter
+    (onnx2torch stops at 11); pads that differ at the two ends (auto_pad SAME_* too) or exceed half the kernel
+    are padded first, the real count kept."""
+    import onnxruntime as ort
+
+    padding = {"auto_pad": pads} if isinstance(pads, str) else {"pads": pads}
+    case = _one("AveragePool", 22, {"x": _f(*shape)}, kernel_shape=kernel, strides=[2] * len(kernel),
+                count_include_pad=count_include_pad, **padding)
+    path, inputs = _save(case, tmp_path / "case.onnx")
+    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+    with torch.no_grad():
+        got = build_module(path).eval()(*(torch.from_numpy(v) for v in inputs.values()))
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_dilated_average_pool_is_refused_by_name(tmp_path):
+    path, _ = _save(_one("AveragePool", 19, {"x": _f(1, 2, 6, 6)}, kernel_shape=[2, 2], dilations=[2, 2]),
+                    tmp_path / "case.onnx")
+    with pytest.raises(RosettaError, match="dilations cannot be converted to torch"):
+        build_module(path)
 
 
 def test_opset_7_dropout_is_the_identity_at_inference_and_a_read_mask_is_refused(tmp_path):

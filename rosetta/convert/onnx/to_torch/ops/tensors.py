@@ -3,7 +3,8 @@ as Where before: rewrites.trilu_as_where), Split-18 (num_outputs, the last part 
 without `axes` (onnx2torch's opset-13 Pad is the same function). Replacing onnx2torch's (silently wrong):
 CumSum (it defaults `reverse` to 1; ONNX to 0), Pad-2 (it reads the pad value from an attribute
 `constant_value`; ONNX names it `value`), NonZero (torch.nonzero is ONNX's transpose), TopK (ties in
-torch.topk's order, not lowest index first: a stable sort)."""
+torch.topk's order, not lowest index first: a stable sort), GatherElements (torch.gather refuses the negative
+indices ONNX counts from the end: Hugging Face decoders' and RoBERTa-style position ids)."""
 
 from __future__ import annotations
 
@@ -139,4 +140,24 @@ class OnnxNonZero(torch.nn.Module, OnnxToTorchModule):
 def nonzero(original):
     def convert(node, graph) -> OperationConverterResult:
         return result(OnnxNonZero(), node)
+    return convert
+
+
+class OnnxGatherElements(torch.nn.Module, OnnxToTorchModule):
+    """ONNX GatherElements: torch.gather along `axis`, a negative index counted from the end of that axis."""
+
+    def __init__(self, axis: int) -> None:
+        super().__init__()
+        self.axis = axis
+
+    def forward(self, x, indices):
+        indices = indices.long()
+        return torch.gather(x, self.axis, torch.where(indices < 0, indices + x.shape[self.axis], indices))
+
+
+@add_converter("GatherElements", 13, wraps=True)
+@add_converter("GatherElements", 11, wraps=True)
+def gather_elements(original):
+    def convert(node, graph) -> OperationConverterResult:
+        return result(OnnxGatherElements(int(node.attributes.get("axis", 0))), node)
     return convert
