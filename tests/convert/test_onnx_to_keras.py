@@ -412,8 +412,19 @@ class StackedBiLstm(nn.Module):
         return torch.cat([h[-2], h[-1], sequence[:, -1]], dim=1)
 
 
+class ExpandedMask(nn.Module):
+    """Hugging Face's _expand_mask: mask[:, None, None, :].expand(batch, 1, T, T), whose shape torch.onnx writes as
+    Where(shape == -1, 1, shape) on a shape holding the run-time batch (issue 45)."""
+
+    def forward(self, x):  # (N, T)
+        batch, steps = x.shape
+        mask = (x > 0).to(x.dtype)[:, None, None, :].expand(batch, 1, steps, steps)
+        return (1.0 - mask) * -1e4 + x[:, None, :, None]
+
+
 @pytest.mark.parametrize("case, factory, shape", [
     ("attention_with_run_time_shapes", Attention, (2, 5, 8)),
+    ("mask_expanded_to_the_run_time_batch", ExpandedMask, (2, 6)),
     ("stacked_bidirectional_lstm", StackedBiLstm, (2, 7, 4)),
     ("forward_lstm_sequence", lambda: nn.LSTM(4, 5, batch_first=True), (2, 6, 4)),
     ("resize_bilinear_align_corners", lambda: nn.Sequential(nn.Conv2d(3, 4, 1), nn.Upsample(

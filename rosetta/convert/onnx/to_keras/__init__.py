@@ -10,7 +10,8 @@ time followed at conversion time (`symbolic.py`); the exporters' multi-node patt
 (`patterns.py`). Any op without a converter, or an attribute a converter cannot honour exactly, is an error
 naming the op.
 
-Before mapping, the graph goes through REWRITES (the rewrites package: a Reshape to a shape computed from its own
+Before mapping, the graph goes through REWRITES (the rewrites package: a Where of two shape vectors by a constant
+condition as a Gather (torch.onnx's expand(batch, ...)), a Reshape to a shape computed from its own
 input's gets it as a constant, zero initial states of recurrent layers omitted, auto_pad as explicit pads,
 DepthToSpace/SpaceToDepth as their reshapes, CastLike as Cast where its type is known, so that a CastLike of a
 constant, as ONNX's function bodies write their attributes (Selu's Alpha), is folded like any constant), its nodes
@@ -33,8 +34,8 @@ from rosetta.convert.onnx.to_keras.walker import build, tensor_map
 from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "model.keras"
-REWRITES = (rewrites.constant_reshape_shapes, rewrites.drop_zero_initial_states, rewrites.explicit_pads,
-            rewrites.depth_to_space_as_reshapes, rewrites.cast_like_as_cast)
+REWRITES = (rewrites.vector_wheres_as_gathers, rewrites.constant_reshape_shapes, rewrites.drop_zero_initial_states,
+            rewrites.explicit_pads, rewrites.depth_to_space_as_reshapes, rewrites.cast_like_as_cast)
 
 
 def onnx_to_keras_model(model, keras, tensors: dict | None = None):

@@ -162,11 +162,20 @@ def tile(context, node, attrs):
     return [in_onnx_order(context.keras.ops.tile(operands(context, node.input[:1])[0], repeats))]
 
 
-@add_converter("Expand", 8)
+@add_converter("Expand", 8, reads_symbolic=True)
 def expand(context, node, attrs):
-    """Expand to a constant shape: x times ones of that shape (x * 1 is x, and the result broadcasts both ways as
-    Expand does); for booleans, x and True."""
-    shape = [int(v) for v in np.ravel(context.constant(node.input[1], "Expand shape"))]
+    """Expand to a shape known at conversion time: x times ones of that shape (x * 1 is x, and the result
+    broadcasts both ways as Expand does); for booleans, x and True. A shape holding the run-time batch (Hugging
+    Face's mask[:, None, None, :].expand(batch, 1, T, T)) keeps the batch where x's own axis holds it: 1 there."""
+    shape = context.shape_value(node.input[1], "Expand shape")
+    if any(isinstance(size, BatchDim) for size in shape):
+        dims = context.dims(node.input[0])
+        offset = len(shape) - len(dims)
+        if any(isinstance(size, BatchDim) and (k < offset or dims[k - offset] != size) for k, size in enumerate(shape)):
+            raise RosettaError("keras mapper: Expand to the run-time batch size is supported on an axis that already "
+                               "holds it only")
+        shape = [1 if isinstance(size, BatchDim) else size for size in shape]
+    shape = [int(size) for size in shape]
     x = operands(context, node.input[:1])[0]
     ops, dtype = context.keras.ops, str(x.dtype)
     if dtype == "bool":
