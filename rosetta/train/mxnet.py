@@ -3,8 +3,9 @@
 Gluon's Trainer.step(batch_size) divides gradients by batch_size; the loss here is already the batch mean,
 so it steps with 1. MXNet's SGD with momentum is PyTorch's plain momentum (see train.optim); its fused
 operator holds lr and momentum as C floats, so float64 runs use `ExactMomentumSGD`, the same rule in Python. Its Adam puts
-eps before the bias correction; `torch_epsilon_adam` registers an Adam subclass with PyTorch's placement
-through MXNet's optimizer registry (mx.optimizer.register), the framework's extension point for this.
+eps before the bias correction; `torch_epsilon_adam` registers an Adam with PyTorch's placement (and MXNet's wd
+and clip_gradient, which a Gluon port's check keeps) through MXNet's optimizer registry (mx.optimizer.register),
+the framework's extension point for this.
 Its SGD state is Keras' v = m*v - lr*g, so optimizer_state() reports -v/lr, PyTorch's momentum buffer.
 `model_changes` (seeded faults, see rosetta.train.torch): "batchnorm_momentum": "flipped" rewrites every
 BatchNorm's momentum in the symbol to 1 - momentum, "frozen_layer": "first" freezes the first layer's
@@ -34,7 +35,10 @@ def torch_epsilon_adam(mx):
         return _REGISTERED["adam"]
 
     class TorchEpsilonAdam(mx.optimizer.Optimizer):
-        """torch.optim.Adam's update: w -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)."""
+        """torch.optim.Adam's update: w -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps), the corrections in
+        Python floats (float64); MXNet's Adam options kept: wd (coupled: added to the gradient, as PyTorch's Adam
+        weight_decay, only where it is set) and clip_gradient (after it). The trainers here give neither; a Gluon
+        port's Adam (rosetta.train.port_mxnet) keeps the user's."""
 
         def __init__(self, beta1=0.9, beta2=0.999, epsilon=1e-8, **kwargs):
             super().__init__(**kwargs)
@@ -47,9 +51,13 @@ def torch_epsilon_adam(mx):
         def update(self, index, weight, grad, state):
             self._update_count(index)
             step = self._index_update_count[index]
-            lr = self._get_lr(index)
-            mean, var = state
+            lr, wd = self._get_lr(index), self._get_wd(index)
             grad = grad * self.rescale_grad
+            if wd:
+                grad = grad + wd * weight
+            if self.clip_gradient:
+                grad = mx.nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+            mean, var = state
             mean[:] = self.beta1 * mean + (1 - self.beta1) * grad
             var[:] = self.beta2 * var + (1 - self.beta2) * mx.nd.square(grad)
             correction1, correction2 = 1 - self.beta1 ** step, 1 - self.beta2 ** step

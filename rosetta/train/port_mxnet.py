@@ -16,8 +16,9 @@ state = momentum x state + lr x (g + wd x w), w -= state (PyTorch's SGD with mom
 coupled); NAG is its Nesterov form; Adam is m, v on g + wd x w (coupled, as PyTorch's Adam weight_decay), with
 lr x sqrt(1 - b2^t) / (1 - b1^t) and epsilon added to sqrt(v) before the bias correction; MXNet 1.9.1 has no
 AdamW. What is changed before training, and said in the result's "assumed" lines:
-- Adam runs as `port_adam` (lr, betas, epsilon, wd, clip_gradient kept) with epsilon placed after the bias
-  correction, as PyTorch places it (a convention of the frameworks, modelled as port_keras does for Keras).
+- Adam runs as the trainers' `torch_epsilon_adam` (rosetta.train.mxnet: lr, betas, epsilon, wd, clip_gradient
+  kept) with epsilon placed after the bias correction, as PyTorch places it (a convention of the frameworks,
+  modelled as port_keras does for Keras).
 - Dropout is turned off where both sides drop the same rates (random masks cannot match).
 - Labels are one-hot where the loss takes dense labels (SoftmaxCrossEntropyLoss(sparse_label=False)).
 """
@@ -25,7 +26,6 @@ AdamW. What is changed before training, and said in the result's "assumed" lines
 from __future__ import annotations
 
 import importlib.util
-import math
 import sys
 
 import numpy as np
@@ -88,35 +88,6 @@ def export_setup_job(argument: dict) -> dict:
     return {"path": str(path), "names": names}
 
 
-def port_adam(mx):
-    class PortAdam(mx.optimizer.Optimizer):
-        """MXNet's Adam (wd coupled, clip_gradient) with PyTorch's epsilon placement:
-        w -= lr/c1 x m / (sqrt(v)/sqrt(c2) + eps), c = 1 - beta^t in Python floats (float64)."""
-
-        def __init__(self, beta1=0.9, beta2=0.999, epsilon=1e-8, **kwargs):
-            super().__init__(**kwargs)
-            self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
-
-        def create_state(self, index, weight):
-            zeros = lambda: mx.nd.zeros(weight.shape, weight.context, dtype=weight.dtype)  # noqa: E731
-            return zeros(), zeros()
-
-        def update(self, index, weight, grad, state):
-            self._update_count(index)
-            step = self._index_update_count[index]
-            lr, wd = self._get_lr(index), self._get_wd(index)
-            grad = grad * self.rescale_grad + wd * weight
-            if self.clip_gradient:
-                grad = mx.nd.clip(grad, -self.clip_gradient, self.clip_gradient)
-            mean, var = state
-            mean[:] = self.beta1 * mean + (1 - self.beta1) * grad
-            var[:] = self.beta2 * var + (1 - self.beta2) * mx.nd.square(grad)
-            correction1, correction2 = 1 - self.beta1 ** step, 1 - self.beta2 ** step
-            weight[:] -= (lr / correction1) * mean / (mx.nd.sqrt(var) / math.sqrt(correction2) + self.epsilon)
-
-    return PortAdam
-
-
 def optimizer_setup(optimizer) -> dict:
     """The trainer's optimiser in the Keras side's terms (class, learning_rate, momentum, nesterov, beta_1, ...)."""
     name = type(optimizer).__name__
@@ -151,6 +122,7 @@ def train_port_job(argument: dict) -> dict:
 
 def _trained(argument: dict, precision: str) -> dict:
     from rosetta.frameworks.mxnet import import_mxnet
+    from rosetta.train.mxnet import torch_epsilon_adam
 
     mx = import_mxnet()
     from mxnet import autograd, gluon
@@ -190,7 +162,7 @@ def _trained(argument: dict, precision: str) -> dict:
         assumed.append(f"Dropout off on both sides (the same rates, {', '.join(f'{r:g}' for r in rates)}: random "
                        "masks cannot match)")
     if type(optimizer).__name__ == "Adam":
-        modelled = port_adam(mx)(learning_rate=optimizer.learning_rate, beta1=optimizer.beta1,
+        modelled = torch_epsilon_adam(mx)(learning_rate=optimizer.learning_rate, beta1=optimizer.beta1,
                                  beta2=optimizer.beta2, epsilon=optimizer.epsilon, wd=optimizer.wd,
                                  clip_gradient=optimizer.clip_gradient, lr_scheduler=optimizer.lr_scheduler)
         trainer = gluon.Trainer(trainer._params, modelled, kvstore=None)
