@@ -422,8 +422,22 @@ class ExpandedMask(nn.Module):
         return (1.0 - mask) * -1e4 + x[:, None, :, None]
 
 
+class ClassToken(nn.Module):
+    """ViT's and BEiT's class token, a constant expanded to the run-time batch (Filled), then concatenated with the
+    patches by a layer op (issue 45)."""
+
+    def __init__(self):
+        super().__init__()
+        self.token = nn.Parameter(torch.randn(1, 1, 8))
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):  # (N, 5, 8)
+        return self.proj(torch.cat([self.token.expand(x.shape[0], -1, -1), x], dim=1))
+
+
 @pytest.mark.parametrize("case, factory, shape", [
     ("attention_with_run_time_shapes", Attention, (2, 5, 8)),
+    ("class_token_expanded_to_the_run_time_batch", ClassToken, (2, 5, 8)),
     ("mask_expanded_to_the_run_time_batch", ExpandedMask, (2, 6)),
     ("stacked_bidirectional_lstm", StackedBiLstm, (2, 7, 4)),
     ("forward_lstm_sequence", lambda: nn.LSTM(4, 5, batch_first=True), (2, 6, 4)),

@@ -55,9 +55,10 @@ class BatchDim:
 @dataclass
 class Filled:
     """A tensor of one repeated value whose shape holds the batch size (ConstantOfShape or Expand of a
-    run-time shape): the zero initial states torch and tf2onnx build for recurrent layers."""
+    run-time shape): the zero initial states torch and tf2onnx build for recurrent layers; or a constant repeated
+    along the batch (Expand of a constant: ViT's class token)."""
 
-    value: np.ndarray  # 0-d, of the tensor's element type
+    value: np.ndarray  # 0-d, of the tensor's element type; or a constant of the shape's rank, broadcast to it
     shape: list  # int or BatchDim per axis
 
 

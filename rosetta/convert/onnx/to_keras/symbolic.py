@@ -99,15 +99,25 @@ def evaluate_symbolic(context: MappingContext, node, attributes: dict) -> list:
     if op == "Expand":
         value, shape = inputs[0], list(np.ravel(np.asarray(inputs[1], dtype=object)))
         value = np.asarray(value)
-        if isinstance(inputs[0], Filled) or value.size != 1 or len(shape) < value.ndim:
-            raise RosettaError("keras mapper: Expand to a run-time shape is supported for one repeated value only")
-        return [Filled(value.reshape(()), shape)]
+        if isinstance(inputs[0], Filled) or len(shape) < value.ndim:
+            raise RosettaError("keras mapper: Expand to a run-time shape is supported for a constant only")
+        if value.size == 1:
+            return [Filled(value.reshape(()), shape)]
+        value = value.reshape((1,) * (len(shape) - value.ndim) + value.shape)
+        if any(isinstance(d, BatchDim) and size != 1 for d, size in zip(shape, value.shape)):
+            raise RosettaError("keras mapper: Expand of a constant along the run-time batch axis is supported "
+                               "from a size of 1 only")
+        # numpy-style both ways, as Expand: the batch where the shape holds it, else the larger of the two sizes
+        static = np.broadcast_shapes(value.shape, tuple(1 if isinstance(d, BatchDim) else int(d) for d in shape))
+        return [Filled(value, [d if isinstance(d, BatchDim) else size for d, size in zip(shape, static)])]
     raise RosettaError(f"keras mapper: {op} on a shape holding the run-time batch size is not supported")
 
 
 def evaluate_filled(context: MappingContext, node, a: dict, filled: Filled) -> Filled:
     """Ops that move a filled tensor around without changing its value: only its shape is followed."""
     op, shape = node.op_type, list(filled.shape)
+    if filled.value.ndim and op not in ("Identity", "Cast"):
+        raise RosettaError(f"keras mapper: {op} of a constant expanded to the run-time batch is not supported")
     if op in ("Identity", "Cast"):
         dtype = filled.value.dtype if op == "Identity" else \
             __import__("onnx").helper.tensor_dtype_to_np_dtype(a["to"])

@@ -5,7 +5,9 @@ holding the batch size: symbolic.py) or handed to its converter, which adds Kera
 
 from __future__ import annotations
 
-from rosetta.convert.onnx.to_keras.context import Mapped, MappingContext
+import numpy as np
+
+from rosetta.convert.onnx.to_keras.context import BatchDim, Filled, Mapped, MappingContext
 from rosetta.convert.onnx.to_keras.layout import add, identity, materialize
 from rosetta.convert.onnx.to_keras.patterns import fuse_patterns
 from rosetta.convert.onnx.to_keras.registry import FUSED, converter_for
@@ -71,8 +73,7 @@ def build(context: MappingContext):
                         context.store_symbolic(name, value)
                 continue
             if not converter.reads_symbolic:
-                raise RosettaError(f"keras mapper: {node.op_type} of a tensor and a value computed from the "
-                                   f"run-time shape is not supported")
+                _filled_as_tensors(context, node, names)
         tensors = [context.values[name] for name in names if name in context.values]
         for name, mapped in zip(node.output, converter.function(context, node, attributes)):
             if name:
@@ -120,3 +121,31 @@ def tensor_map(context: MappingContext) -> dict[str, dict]:
                        **({"feature_order": [int(i) for i in mapped.feature_order]}
                           if mapped.feature_order is not None else {})}
     return found
+
+
+def _filled_as_tensors(context: MappingContext, node, names: list) -> None:
+    """The filled values (symbolic.Filled) an op that adds layers reads, made Keras tensors: the value times
+    ones along the batch axis, the ones taken from the op's first tensor input (ViT's class token concatenated
+    with the patches). Other symbolic values are refused."""
+    ops = context.keras.ops
+    reference = next(context.values[name] for name in names if name in context.values)
+    for name in names:
+        filled = context.symbolic.get(name)
+        if filled is None:
+            continue
+        batch = [k for k, d in enumerate(filled.shape) if isinstance(d, BatchDim)]
+        unknown = [k for k, d in enumerate(reference.tensor.shape) if d is None]
+        if not isinstance(filled, Filled) or len(batch) != 1 or len(unknown) != 1 or \
+                filled.shape[batch[0]] != BatchDim(reference.batch_multiple or 1):
+            raise RosettaError(f"keras mapper: {node.op_type} of a tensor and a value computed from the "
+                               f"run-time shape is not supported")
+        static = [1 if isinstance(d, BatchDim) else int(d) for d in filled.shape]
+        value = np.broadcast_to(filled.value, static).astype(filled.value.dtype)
+        ones = ops.max(ops.ones_like(reference.tensor, dtype="float32"),
+                       axis=tuple(k for k in range(len(reference.tensor.shape)) if k not in unknown))
+        along = [1] * len(static)
+        along[batch[0]] = -1
+        ones = ops.cast(ops.reshape(ones, along), str(value.dtype))
+        tensor = ops.logical_and(ones, value) if value.dtype == bool else ops.multiply(ones, value)
+        context.values[name] = Mapped(tensor, identity(len(static)), batch_multiple=reference.batch_multiple or 1)
+        del context.symbolic[name]
