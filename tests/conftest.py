@@ -26,8 +26,23 @@ def references() -> dict:
     return {}
 
 
+def _module_fixture_users_in_one_process(items) -> None:
+    """A module-scoped fixture is computed once per process, so under xdist once in each process that runs one of
+    its tests (test_port_training_pairs' minute of training, twice). The tests that use one run in one process
+    (`--dist loadgroup`, grouped by module), unless a test names its group itself."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or item.get_closest_marker("xdist_group"):
+            continue
+        if any(definition.scope == "module" for definitions in info.name2fixturedefs.values()
+               for definition in definitions):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its worker's own hook)
 def pytest_collection_modifyitems(config, items) -> None:
     """Tests marked `gpu` run wherever PyTorch sees a CUDA device and are skipped, saying so, elsewhere."""
+    _module_fixture_users_in_one_process(items)
     gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
     if gpu_tests:
         from tests.shared import torch_has_cuda
