@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
+
+import pytest
 
 from rosetta.scratch import exclusive
 
@@ -54,3 +56,19 @@ def communicate_within(process, limit: float, what: str) -> tuple[str, str]:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
         pytest.fail(f"{what} still ran after {limit:g} s")
+
+
+def fixed_subset(cases: Iterable, in_subset: Callable[..., bool], ids: Callable[..., str] | None = None,
+                 every: dict[str, Callable[..., object]] | None = None) -> list:
+    """A matrix's cases as pytest params: those `in_subset` keeps run in `make test`; the others are marked
+    `whole` and run only in the whole suite (`make test-all`). Each file says its subset's rule; `every` names
+    what the subset must still hold each of (e.g. {"target": lambda fault, target: target}), checked here, so a
+    new registry entry the rule would leave out fails at collection instead of going untested in `make test`."""
+    cases = [case if isinstance(case, tuple) else (case,) for case in cases]
+    kept = [case for case in cases if in_subset(*case)]
+    for what, key in (every or {}).items():
+        missing = {key(*case) for case in cases} - {key(*case) for case in kept}
+        if missing:
+            raise AssertionError(f"the fixed subset leaves out every case of {what} {sorted(map(str, missing))}")
+    return [pytest.param(*case, marks=() if case in kept else (pytest.mark.whole,), id=ids(*case) if ids else None)
+            for case in cases]

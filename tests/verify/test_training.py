@@ -14,13 +14,17 @@ from rosetta.frameworks import trainable_frameworks
 from rosetta.models import get_model, list_models
 from rosetta.train.base import REFERENCE
 from rosetta.verify.training import FLOAT64_RTOL, TRAINING_FAULTS, TrainCell, run_train_cell, training_fault_cells
+from tests.shared import fixed_subset
 
 # every model in both precisions, but ResNet-50 in float64 only (the strict check: every weight, statistic and
 # optimiser value to ~1e-10): its float32 cells train in `make demo` (batch 4, 5 steps, all three targets,
 # which FAILs the demo if one FAILs), and float32 noise against the calibrated tolerance is tested here on the
-# cnn and gru, at a fifth of the cost
-CELLS = [(m, t, p) for m in list_models() for t in trainable_frameworks()
-         for p in (("float64",) if m == "resnet50" else ("float64", "float32"))]
+# cnn and gru, at a fifth of the cost. ResNet-50's float64 cells (half a minute each) are the whole suite's
+# (`make test-all`); `make test`'s fixed subset keeps its seeded BatchNorm fault below on every target.
+CELLS = fixed_subset([(m, t, p) for m in list_models() for t in trainable_frameworks()
+                      for p in (("float64",) if m == "resnet50" else ("float64", "float32"))],
+                     lambda m, t, p: m != "resnet50", lambda m, t, p: f"{m}->{t}-{p}",
+                     every={"target": lambda m, t, p: t, "precision": lambda m, t, p: p})
 
 
 def has_batchnorm(model: str) -> bool:
@@ -51,7 +55,7 @@ def trained_references() -> dict:
     return {}
 
 
-@pytest.mark.parametrize("model,target,precision", CELLS, ids=[f"{m}->{t}-{p}" for m, t, p in CELLS])
+@pytest.mark.parametrize("model,target,precision", CELLS)
 def test_target_trains_like_the_reference(store, trained_references, model, target, precision):
     cell = TrainCell(model, target, precision=precision, **{"steps": 5, "batch": 4, **cheap(model)})
     result = run_train_cell(cell, store, trained_references)
