@@ -22,10 +22,13 @@ from tests.shared import torch_has_cuda
 
 @pytest.mark.parametrize("workload", WORKLOADS.keys())
 def test_reference_cell_times_real_steps(workload):
-    result = BenchResult(**execute_cell(asdict(BenchCell(workload, "torch (reference)", "torch", steps=2, warmup=1))))
-    assert result.status == "ok" and result.steps == 2 and result.median_s > 0
+    """At a batch of 4 (DLF's is 32 or 64): what is checked is that real steps are timed and every figure follows
+    from the cell's own batch, not the speed of a full batch."""
+    cell = BenchCell(workload, "torch (reference)", "torch", steps=2, warmup=1, batch=4)
+    result = BenchResult(**execute_cell(asdict(cell)))
+    assert result.status == "ok" and result.steps == 2 and result.median_s > 0 and result.batch == 4
     assert result.samples_per_s == pytest.approx(result.batch / result.median_s)
-    spec = WORKLOADS.get(workload)
+    spec = cell.workload_as_run()
     if spec.task == "train":
         assert result.dlf_value == pytest.approx(result.median_s * math.ceil(spec.epoch_samples / spec.batch))
         assert len(result.extra["losses"]) == 2 and all(np.isfinite(result.extra["losses"]))
@@ -54,7 +57,7 @@ def test_bench_runs_converted_targets_in_workers_and_keeps_failures_as_rows(stor
     FAIL row; an inference-only target is noted for training workloads, not timed."""
     targets = parse_target_list("keras,onnxruntime")
     results, overheads, notes = run_bench(parse_workloads("cnn-train"), targets, store, BenchOptions(overhead=False),
-                                          RunSettings(threads=1), steps=1)
+                                          RunSettings(threads=1, batch=8), steps=1)
     assert [r.target for r in results] == ["torch (reference)", "keras"]
     assert all(r.status == "ok" and r.peak_rss_mb > 100 for r in results), results
     assert "tensorflow backend" in results[1].version and notes == ["cnn-train: onnxruntime is inference-only (timed in resnet50-features)"]
@@ -69,15 +72,15 @@ def test_bench_runs_converted_targets_in_workers_and_keeps_failures_as_rows(stor
 
     monkeypatch.setattr(store, "get", broken)
     results, _, _ = run_bench(parse_workloads("gru-train"), parse_target_list("mxnet"), store,
-                              BenchOptions(overhead=False), RunSettings(), steps=1)
+                              BenchOptions(overhead=False), RunSettings(batch=8), steps=1)
     assert [(r.target, r.status) for r in results] == [("torch (reference)", "ok"), ("mxnet", "FAIL")]
     assert "synthetic failure" in results[1].reason
     json.dumps([r.to_json() for r in results], allow_nan=True)
 
 
 def test_overhead_is_measured_against_a_bare_loop(store):
-    results, overheads, _ = run_bench(parse_workloads("gru-train"), [], store, BenchOptions(overhead=True), RunSettings(),
-                                    steps=2)
+    results, overheads, _ = run_bench(parse_workloads("gru-train"), [], store, BenchOptions(overhead=True),
+                                      RunSettings(batch=8), steps=2)
     overhead = overheads["gru-train"]
     assert overhead["rounds"] == 5 and overhead["bare_s_per_step"] > 0 and overhead["harness_s_per_step"] > 0
     assert overhead["devices"] == {"bare": "cpu", "harness": "cpu"}  # read back from each loop's weights
@@ -93,7 +96,7 @@ def test_native_baseline_alternates_converted_and_native_in_one_worker(store):
     from rosetta.report.tables import bench_lines, bench_table
 
     results, _, _ = run_bench(parse_workloads("cnn-train"), parse_target_list("keras,torch"), store,
-                              BenchOptions(overhead=False, baseline="native", rounds=2), RunSettings(), steps=1)
+                              BenchOptions(overhead=False, baseline="native", rounds=2), RunSettings(batch=8), steps=1)
     assert [r.target for r in results] == ["torch (reference)", "keras", "keras (native)", "torch"]
     keras, native, torch = results[1:]
     versus = keras.extra["versus_native"]

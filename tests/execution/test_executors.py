@@ -23,9 +23,10 @@ def _rows(path):
 
 def test_local_side_by_side_and_ray_give_identical_verdicts_and_errors(tmp_path):
     """One cell at a time, two side by side (each in a slot process), and Ray: the same rows. Each run has
-    its own work folder, so each converts for itself."""
+    its own work folder, so each converts for itself. ONNX Runtime runs in the parent, MXNet in its worker
+    process (Keras's worker, which starts TensorFlow, is the same path at ten times the cost)."""
     import ray  # installed by `make` (dl-rosetta[ray]), so CI runs this test
-    matrix = ["verify", "--model", "cnn,gru", "--targets", "onnxruntime,keras,mxnet", "--no-progress"]
+    matrix = ["verify", "--model", "cnn,gru", "--targets", "onnxruntime,mxnet", "--no-progress"]
     for name, extra in (("one", ["--jobs", "1"]), ("two", ["--jobs", "2"])):
         assert main(matrix + extra + ["--work-dir", str(tmp_path / name), "--json", str(tmp_path / f"{name}.json")]) == 0
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -35,7 +36,7 @@ def test_local_side_by_side_and_ray_give_identical_verdicts_and_errors(tmp_path)
     finally:
         ray.shutdown()
     one, two, remote = (_rows(tmp_path / f"{name}.json") for name in ("one", "two", "ray"))
-    assert len(one) == 6 and one == two == remote
+    assert len(one) == 4 and one == two == remote
 
 
 def test_the_scheduler_keeps_order_capacity_and_exclusive_tasks_alone():
