@@ -83,7 +83,7 @@ def environment_cause(error: BaseException) -> str:
         if isinstance(error, EnvironmentFailed):
             return str(error)
         if isinstance(error, MemoryError) or (isinstance(error, OSError) and error.errno == errno.ENOMEM):
-            return f"out of memory ({one_line(error)}); free memory, lower --batch or use a larger machine"
+            return f"out of memory ({one_line(error)}); free memory, lower batch= or use a larger machine"
         if isinstance(error, OSError) and error.errno in _DISK_FULL:
             return f"disk full ({describe_os_error(error)}); free space there or choose another folder"
         text = describe_os_error(error) if isinstance(error, OSError) and _copy_failures(error) else str(error)
@@ -91,7 +91,7 @@ def environment_cause(error: BaseException) -> str:
             said = text if _copy_failures(error) else one_line(error)
             return f"disk full ({said}); free space there (TMPDIR for temporary files) or choose another folder"
         if any(word in text for word in _MEMORY_WORDS):
-            return f"out of memory ({one_line(error)}); free memory, lower --batch or use a larger machine"
+            return f"out of memory ({one_line(error)}); free memory, lower batch= or use a larger machine"
         error = error.__cause__ if error.__cause__ is not None or error.__suppress_context__ else error.__context__
     return ""
 

@@ -57,7 +57,8 @@ def said_with_flags(done):
     from rosetta.api import BenchReport, ConformanceRun, Conversion, Report
 
     if isinstance(done, Report):
-        return replace(done, rows=[replace(row, reason=as_flags(row.reason), locate=_reason_said(row.locate))
+        return replace(done, rows=[replace(row, reason=as_flags(row.reason), locate=_reason_said(row.locate),
+                                           outputs=[_output_said(output) for output in row.outputs])
                                    for row in done.rows])
     if isinstance(done, Conversion):
         return replace(done, report=said_with_flags(done.report))
@@ -75,3 +76,15 @@ def said_with_flags(done):
 def _reason_said(row: dict) -> dict:
     """A row as JSON (a conformance row, a located row's report) with its reason said with flags."""
     return {**row, "reason": as_flags(row["reason"])} if isinstance(row.get("reason"), str) else row
+
+
+def _output_said(output):
+    """One output's comparison (verify.results.OutputComparison, or a training check's) with its reason and its
+    doubt about the reference said with flags: the JSON writes them beside the row's reason."""
+    from dataclasses import fields, is_dataclass, replace
+
+    if not is_dataclass(output):
+        return output
+    said = {field.name: as_flags(getattr(output, field.name)) for field in fields(output)
+            if field.name in ("reason", "reference_doubt") and isinstance(getattr(output, field.name), str)}
+    return replace(output, **said)

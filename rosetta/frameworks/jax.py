@@ -93,6 +93,6 @@ def environment() -> dict:
             "cuda": "JAX's CUDA plugin" if any(not name.startswith("cpu") for name in found) else None,
             "cudnn": None,
             "settings": {"jax version": jax.__version__,
-                         "jax matmul precision": "highest unless --precision tf32 (JAX's default here: "
+                         "jax matmul precision": "highest unless a run's precision is tf32 (JAX's default here: "
                                                  f"{jax.config.jax_default_matmul_precision or 'TF32-class on a GPU'})",
                          "XLA_PYTHON_CLIENT_PREALLOCATE": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "not set")}}

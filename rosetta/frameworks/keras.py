@@ -59,7 +59,7 @@ def reset_keras_state() -> None:
     keras.backend.clear_session(free_memory=False)
 
 
-TRUST_HINT = "pass --trust-code if you trust the file"
+TRUST_HINT = "pass trust_code=True if you trust the file"
 
 
 def load_keras_model(path: Path, trust_code: bool):

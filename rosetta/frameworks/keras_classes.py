@@ -237,7 +237,7 @@ def missing_class_error(path: Path, error: BaseException, trust_code: bool) -> R
     if not trust_code:
         where = f"from {file}" if file is not None else (
             "(installed)" if _installed(entry.module) else f"from {folder} (not there: no {entry.module}.py)")
-        return UntrustedModel(f"{said}; --trust-code would import module {entry.module} {where}: pass it if you "
+        return UntrustedModel(f"{said}; trust_code=True would import module {entry.module} {where}: pass it if you "
                               "trust the model")
     if file is None and not _installed(entry.module):
         return RosettaError(f"{said}, which is neither installed nor a file in the model's folder {folder}: put "

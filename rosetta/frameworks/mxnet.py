@@ -130,7 +130,7 @@ class MXNetRunner(Runner):
                 "cudnn": "in the build" if features.is_enabled("CUDNN") else None,
                 "settings": {"OpenMP threads": os.environ.get("OMP_NUM_THREADS", "default"),
                              "oneDNN (MKLDNN)": features.is_enabled("MKLDNN"),
-                             "cuDNN autotune": "on with --device cuda (MXNET_CUDNN_AUTOTUNE_DEFAULT=1)"}}
+                             "cuDNN autotune": "on where a run's device is cuda (MXNET_CUDNN_AUTOTUNE_DEFAULT=1)"}}
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         outputs = self._forward(self.block, self.output_names, feeds)

@@ -129,7 +129,7 @@ def tensorflow_environment(version: str) -> dict:
             "settings": {"intra-op threads": tf.config.threading.get_intra_op_parallelism_threads() or "default",
                          "inter-op threads": tf.config.threading.get_inter_op_parallelism_threads() or "default",
                          "oneDNN": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on for x86)"),
-                         "tf32": "off unless --precision tf32 (TensorFlow's default: "
+                         "tf32": "off unless a run's precision is tf32 (TensorFlow's default: "
                                  f"{'on' if tf.config.experimental.tensor_float_32_execution_enabled() else 'off'})"}}
 
 

@@ -356,8 +356,8 @@ class TorchModuleRunner(Runner):
 
         return {"version": torch.__version__, "devices": devices(), "cuda": torch.version.cuda,
                 "cudnn": str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None,
-                "settings": {"threads": torch.get_num_threads(), "cudnn.benchmark": "on with --device cuda",
-                             "tf32": "off unless --precision tf32 (PyTorch's defaults: matmul "
+                "settings": {"threads": torch.get_num_threads(), "cudnn.benchmark": "on where a run's device is cuda",
+                             "tf32": "off unless a run's precision is tf32 (PyTorch's defaults: matmul "
                                      f"{_on(torch.backends.cuda.matmul.allow_tf32)}, cuDNN "
                                      f"{_on(torch.backends.cudnn.allow_tf32)})",
                              "oneDNN (mkldnn)": torch.backends.mkldnn.is_available()}}

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rosetta.errors import RosettaError
 
-TRUST_HINT = "pass --trust-code if you trust it"
+TRUST_HINT = "pass trust_code=True if you trust it"
 
 
 def contained(folder: Path, relative: str, what: str) -> Path:

@@ -148,7 +148,7 @@ def check_artifact(result: VerifyResult, folder: Path, load, feeds: dict, refere
     except Exception as error:  # a failing artifact is an ERROR row, never a crash or a missing row
         return failed_at(result, stage, error)
     if not on_device(result.device, device):
-        result.verdict, result.reason = CANNOT, (f"--device {device}: {result.framework_version or 'its framework'} "
+        result.verdict, result.reason = CANNOT, (f"device={device!r}: {result.framework_version or 'its framework'} "
                                                  f"ran it on {result.device or 'a device it does not report'}")
         return result
     if by_position and set(outputs) != set(reference64) and len(outputs) == len(reference64):

@@ -31,7 +31,7 @@ def compare_output(name: str, target: np.ndarray | None, reference32: np.ndarray
     if target.size == 0:  # no element agreed or differed: a verdict here would say nothing
         return _failed(name, list(target.shape), floor,
                        f"{name}: shape {tuple(target.shape)} has no elements, so nothing was compared; choose "
-                       "--input shapes (or a --batch) that give a non-empty output")
+                       "input shapes (inputs=) or a batch= that give a non-empty output")
     nans, infs = non_finite_counts(target)
     reference_nans, reference_infs = non_finite_counts(reference32)
     if reference_nans or reference_infs:
@@ -80,7 +80,7 @@ def _floor_in_doubt(name: str, floor: float, scale: float, policy: TolerancePoli
         return ""
     return (f"{name}: the reference's float32 and float64 runs differ by {floor / scale:.2g} of the output's scale "
             f"(float32 arithmetic explains under {FLOOR_CEILING:g}), so one of them computes another function: the "
-            "reference is in doubt; a target within a floor that large proves little: compare with --atol/--rtol, "
+            "reference is in doubt; a target within a floor that large proves little: compare with atol=/rtol=, "
             "or check the reference")
 
 

@@ -164,7 +164,7 @@ def test_the_missing_class_and_what_trust_code_would_import_are_named(tmp_path, 
     error = missing_class_error(path, TypeError(KERAS_ERROR), trust_code=False)
     assert isinstance(error, UntrustedModel)
     assert str(error) == (f"model.keras: Keras could not locate class 'EncoderBlock' (registered as "
-                          f"'rosetta_tests>EncoderBlock') of module {module_name}; --trust-code would import module "
+                          f"'rosetta_tests>EncoderBlock') of module {module_name}; trust_code=True would import module "
                           f"{module_name} from {tmp_path / module_name}.py: pass it if you trust the model")
     assert str(missing_class_error(path, TypeError(KERAS_ERROR), trust_code=True)).endswith(
         f"module {module_name} was imported but does not register it; decorate the class with "
@@ -262,7 +262,7 @@ def test_a_registered_layer_beside_the_file_loads_once_its_module_is_imported(sa
     assert (found["untrusted"], found["imported_untrusted"], found["trusted"]) == ([], False, ["unaligned_layers"])
     assert found["error"] == (
         "model.keras: Keras could not locate class 'EncoderBlock' (registered as 'rosetta_tests>EncoderBlock') of "
-        f"module unaligned_layers; --trust-code would import module unaligned_layers from "
+        f"module unaligned_layers; trust_code=True would import module unaligned_layers from "
         f"{saved_model.parent / 'unaligned_layers.py'}: pass it if you trust the model")
     assert found["layers"] == ["InputLayer", "EncoderBlock", "Functional", "Dense"]
 

@@ -251,7 +251,7 @@ def test_attack_ops_are_refused_by_name(models, name):
     assert ATTACKS[name] <= {op for op, _ in refused["ops"]}, refused
     message = refused["message"]
     assert "\n" not in message and message.startswith(f"{name}/ holds op ") and "(in function __inference_" in \
-        message and message.endswith("; pass --trust-code if you trust it"), message
+        message and message.endswith("; pass trust_code=True if you trust it"), message
     assert any(f"op {op} " in message for op in ATTACKS[name]), message
 
 

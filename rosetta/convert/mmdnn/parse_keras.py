@@ -17,7 +17,7 @@ def convert(source: Path, staging: Path, options: dict) -> Manifest:
     previous = Manifest.read(source)
     path = previous.artifact_path(source)
     keras3 = (f"MMdnn's Keras parser reads Keras 2 HDF5 models (tf-keras); {previous.source.get('path', path.name)} "
-              "was written by Keras 3: use --via onnx")
+              "was written by Keras 3: use via='onnx'")
     if path.suffix.lower() != ".h5":
         raise RosettaError(keras3)
     with compat.keras_parser() as parser_class:
