@@ -22,6 +22,16 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 # no longer names a flag (take it out).
 STILL_NAMING_FLAGS: dict[tuple[str, str], str] = {}
 
+# Library texts besides errors (row reasons, notes, settings, strings held in a variable before they are raised)
+# that say one of the command line's flags, each with why it is about a command line rather than said to an API
+# user. Help texts live in cli/, which is not read; docstrings are not read.
+COMMAND_LINES: dict[tuple[str, str], str] = {
+    ("rosetta/execution/pool.py", "--jobs"): "the worker process's own argv (python -m rosetta.execution.worker)",
+    ("rosetta/execution/worker.py", "--jobs"): "the worker process reading its own argv",
+    ("rosetta/verify/evaluator_check.py", "--json"): "the command line of scripts/check_onnx_evaluator.py, quoted "
+                                                      "in the page it writes",
+}
+
 
 def library_modules() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
@@ -52,6 +62,38 @@ def flags_raised(path: Path) -> set[str]:
     return found
 
 
+def command_line_flags() -> set[str]:
+    """Every long option of the `rosetta` command and of each of its subcommands."""
+    import argparse
+
+    from rosetta.cli import build_parser
+
+    flags, parsers = set(), [build_parser()]
+    while parsers:
+        parser = parsers.pop()
+        for action in parser._actions:
+            flags.update(option for option in action.option_strings if option.startswith("--"))
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+    return flags - {"--help", "--version", "--verbose"}
+
+
+def flags_said(path: Path, flags: set[str]) -> set[str]:
+    """The command-line flags (of `flags`) that a string constant of `path` says, one entry per constant (an
+    f-string's parts are constants too); docstrings are not read."""
+    tree = ast.parse(path.read_text(), str(path))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            said = sorted(set(FLAG.findall(node.value)) & flags)
+            if said:
+                found.add(" ".join(said))
+    return found
+
+
 def test_no_library_function_takes_more_than_ten_parameters():
     found = [f"{path.parent.relative_to(PACKAGE.parent)}/{line}" for path in library_modules()
              for line in too_many_parameters(path)]
@@ -66,6 +108,30 @@ def test_no_library_error_names_a_flag():
                     "flag):\n" + "\n".join(f"{path}: {flags}" for path, flags in new)
     gone = sorted(set(STILL_NAMING_FLAGS) - found)
     assert not gone, "no longer naming a flag: take them out of STILL_NAMING_FLAGS:\n" + "\n".join(map(str, gone))
+
+
+def test_no_library_text_names_a_flag():
+    """Not only raised texts: a row's reason, a note, a message kept in a variable or a constant before it is
+    raised or returned names the parameter too (`batch=`, `device='cuda'`); the command line says the flag."""
+    flags = command_line_flags()
+    found = {(str(path.relative_to(PACKAGE.parent)), said) for path in library_modules()
+             if path.relative_to(PACKAGE).parts[0] != "cli" for said in flags_said(path, flags)}
+    new = sorted(found - set(COMMAND_LINES))
+    assert not new, "library texts that name a command-line flag (name the parameter, as `name=`; cli/flags.py " \
+                    "says the flag):\n" + "\n".join(f"{path}: {said}" for path, said in new)
+    gone = sorted(set(COMMAND_LINES) - found)
+    assert not gone, "no longer naming a flag: take them out of COMMAND_LINES:\n" + "\n".join(map(str, gone))
+
+
+def test_the_text_check_sees_flags_in_constants_and_f_strings_but_not_docstrings(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text('"""Run with --batch 8."""\n'
+                      'HINT = "pass --trust-code if you trust it"\n'
+                      'def f(device):\n    """Says --seed."""\n'
+                      '    reason = f"--device {device}: ran on cpu; see --not-a-flag and pip --no-deps"\n'
+                      '    return reason, {"note": "lower --batch"}\n')
+    assert command_line_flags() >= {"--batch", "--trust-code", "--device", "--input", "--via", "--atol", "--json"}
+    assert flags_said(module, command_line_flags()) == {"--trust-code", "--device", "--batch"}
 
 
 def test_the_checks_see_a_long_signature_and_a_flag(tmp_path):
