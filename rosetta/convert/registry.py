@@ -83,6 +83,8 @@ for _source, _target, _module, _isolation, _packages, _description in (
     ("tensorflow", "onnx", "onnx.from_tensorflow", TF, TF2ONNX,
      "tf2onnx: a SavedModel to ONNX (round trip; users' SavedModels)"),
     ("keras", "onnx", "onnx.from_keras", TF, ("keras", *TF2ONNX), "tf2onnx on a SavedModel of the Keras model (users' Keras models)"),
+    ("keras", "tensorflow", "keras_to_tensorflow", TF, ("keras", "tensorflow"),
+     "a Keras model saved as a TensorFlow SavedModel (the tensorflow target's second way in: the Keras mapper's)"),
     ("mxnet", "onnx", "onnx.from_mxnet", MX, ("mxnet", "onnx"), "MXNet's ONNX exporter, opset <= 13 (users' MXNet models)"),
     # The MMdnn route (rosetta.convert.mmdnn): parsers into MMdnn's IR, emitters out of it. Only the PyTorch
     # parser runs in-process (it needs the module); the rest run in workers, where MMdnn's shims are applied.

@@ -29,6 +29,21 @@ class Target:
     # so that the converted model has real BatchNorm layers and the reference's parameter count
     export: tuple = ()
     trains: bool = True  # --train-steps trains it where its framework has a trainer (see plan_training_cells)
+    # ways in: (name, chain) of each converter that can make this target's artifact, tried in order where the one
+    # before gives an artifact that does not verify (FAIL) or refuses (CANNOT); the first is `chain` itself
+    # (verify.ways_in). One way: the target's chain, named after the target's converter
+    ways_in: tuple = ()
+
+    @property
+    def ways(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(name, chain) of every way in, the target's own chain first."""
+        return self.ways_in or ((self.name, self.chain),)
+
+    def by_way(self, chain: tuple[str, ...]) -> "Target":
+        """This target with its artifact made along `chain` (one of its ways in)."""
+        from dataclasses import replace
+
+        return replace(self, chain=tuple(chain))
 
     @property
     def artifact_format(self) -> str:
@@ -82,8 +97,14 @@ def parse_target_list(text: str | Sequence[str], route: str = "onnx") -> list[Ta
 register_target(Target("onnxruntime", "onnx", ("torch", "onnx"), "onnxruntime",
                        "torch.onnx.export, run in ONNX Runtime",
                        verify_options=(("optimization", "disabled"),)))
+# onnx2tf guesses each tensor's axis order, and where two axes have the same size it can guess wrong without
+# complaint (issue 45); the Keras mapper reads the ONNX layout as it is, so its model saved as a SavedModel is the
+# second way in (convert.keras_to_tensorflow)
+ONNX2TF_WAYS = (("onnx2tf", ("torch", "onnx", "tensorflow")),
+                ("the Keras mapper", ("torch", "onnx", "keras", "tensorflow")))
 register_target(Target("tensorflow", "onnx", ("torch", "onnx", "tensorflow"), "tensorflow",
-                       "onnx2tf SavedModel (inference only), run in TensorFlow"))
+                       "onnx2tf SavedModel (inference only), or the Keras mapper's model as a SavedModel where "
+                       "onnx2tf's does not verify; run in TensorFlow", ways_in=ONNX2TF_WAYS))
 register_target(Target("keras", "onnx", ("torch", "onnx", "keras"), "keras",
                        "rosetta's ONNX -> Keras 3 layer mapper (trainable), run in Keras",
                        export=(("training", "preserve"),)))
@@ -130,4 +151,5 @@ def target_for_conversion(to: str, route: str = "onnx") -> Target:
     raise RosettaError(f"cannot convert to {to!r} by route {route!r}; choose from: {', '.join(choices)}")
 register_target(Target("tensorflow-roundtrip", "onnx", ("torch", "onnx", "tensorflow", "onnx"), "onnxruntime",
                        "the onnx2tf SavedModel taken back to ONNX by tf2onnx, run in ONNX Runtime",
-                       verify_options=(("optimization", "disabled"),)))
+                       verify_options=(("optimization", "disabled"),),
+                       ways_in=tuple((name, chain + ("onnx",)) for name, chain in ONNX2TF_WAYS)))

@@ -116,6 +116,12 @@ def convert_and_verify_file(path: str, request: ConvertRequest, run: RunSettings
             reference.second = second_batch_outputs(model, feeds, reference.float32, seed, threads)
             policy = reference.policy(policy, tolerance_multiple is not None)
             results = run_artifact_cells(cells, reference, policy, progress, executor)
+            # a target with more ways in (the tensorflow target's Keras mapper) tries them where the first fails
+            from rosetta.verify.ways_in import user_model_ways
+
+            cells, results = user_model_ways(model, chosen, store, dict(export_options or {}), copied(feeds), threads,
+                                             cells, results,
+                                             lambda more: run_artifact_cells(more, reference, policy, False, executor))
             if locate:
                 _locate_files(model, cells, results, feeds, policy, Path(scratch) / "locate",
                               {"store": store, "targets": dict(chosen), "options": dict(export_options or {})})
