@@ -71,3 +71,33 @@ def test_running_out_of_memory_names_batch_in_the_api_and_the_flag_on_the_comman
     said, printed = verify_on_the_command_line(empty_output, tmp_path, capsys)
     assert said["verdict"] == "ERROR" and said["reason"].endswith(MEMORY_CLI), said["reason"]
     assert MEMORY_CLI in printed and "batch=" not in printed, printed
+
+
+def test_a_target_that_ran_elsewhere_names_device_and_the_command_line_says_the_flag(monkeypatch):
+    """A framework that reports running on the CPU when device='cuda' was asked: a CANNOT row naming the
+    parameter, which the command line's table and JSON say as --device cuda."""
+    import rosetta.verify.cells as cells
+    from rosetta.api import Report
+    from rosetta.cli.flags import said_with_flags
+    from rosetta.frameworks.base import Runner
+    from rosetta.verify.results import VerifyResult
+    from rosetta.verify.tolerance import TolerancePolicy
+
+    class OnTheCpu(Runner):
+        device_used = "cpu"
+
+        @classmethod
+        def version(cls):
+            return "a framework 1.0"
+
+        def predict(self, feeds):
+            return {"y": feeds["x"]}
+
+    monkeypatch.setattr(cells, "artifact_problems", lambda folder: [])  # no artifact folder to read
+    x = {"x": np.ones((2, 3), np.float32)}
+    row = cells.check_artifact(VerifyResult("m", "onnx", "torch", "", ""), None, OnTheCpu, x, x,
+                               {"x": x["x"].astype(np.float64)}, TolerancePolicy(), device="cuda")
+    assert row.verdict == "CANNOT" and row.reason.startswith("device='cuda': ") and row.reason.endswith(
+        "ran it on cpu"), row.reason
+    said = said_with_flags(Report([row])).to_json()["results"][0]["reason"]
+    assert said.startswith("--device cuda: ") and said.endswith("ran it on cpu"), said
