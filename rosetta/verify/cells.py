@@ -27,6 +27,7 @@ from rosetta.verify.compare import compare_outputs
 from rosetta.verify.lint import artifact_problems
 from rosetta.verify.results import CANNOT, ERROR, FAIL, VerifyResult, failed_at
 from rosetta.verify.tolerance import FLOAT32_ONLY_MULTIPLE, TolerancePolicy
+from rosetta.verify.ways_in import TRIED_AGAIN, record_in_manifest, settle
 
 DEFAULT_BATCH = 8
 
@@ -84,9 +85,23 @@ def reference_for(model: str, seed: int, batch: int, cache: dict | None = None) 
 
 def run_cell(cell: VerifyCell, store: ArtifactStore, references: dict | None = None,
              artifact: Path | None = None) -> VerifyResult:
-    """Convert (or reuse) the cell's artifact, run it, compare it. `artifact` overrides the converted one."""
-    spec = get_model(cell.model)
+    """Convert (or reuse) the cell's artifact, run it, compare it. `artifact` overrides the converted one (then it
+    is verified as given); otherwise a target with more than one way in tries the next where one FAILs or
+    CANNOTs, keeping the first that PASSes (verify.ways_in)."""
     target = get_target(cell.target, cell.route)
+    first = run_way(cell, store, target, references, artifact)
+    if artifact is not None or len(target.ways) < 2 or first.verdict not in TRIED_AGAIN:
+        return first
+    result, _, kept = settle(target.ways, (first, None),
+                             lambda i: (run_way(cell, store, target.by_way(target.ways[i][1]), references), None))
+    record_in_manifest(result.artifact, target.ways, target.ways[kept][0], result.reason)
+    return result
+
+
+def run_way(cell: VerifyCell, store: ArtifactStore, target, references: dict | None = None,
+            artifact: Path | None = None) -> VerifyResult:
+    """The cell verified with its artifact made along `target`'s chain (one way in), or `artifact` as given."""
+    spec = get_model(cell.model)
     result = VerifyResult(model=cell.model, route=cell.route, target=cell.target, verdict=FAIL, reason="",
                           seed=cell.seed, batch=cell.batch, tolerance=cell.tolerance.to_json())
     stage = "reference"
