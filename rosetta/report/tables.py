@@ -80,13 +80,17 @@ def verdict_message(row: VerifyResult) -> str:
 
 
 def failure_lines(results: list[VerifyResult]) -> list[str]:
-    """One line per row that is not a PASS: its verdict (styled), the cell, and the reason; under a FAIL that
+    """One line per row that is not a PASS (or is a PASS by a target's later way in): its verdict (styled), the
+    cell, and the reason; under a FAIL that
     was located (--locate), where it diverges."""
     from rich.markup import escape
 
+    from rosetta.verify.ways_in import took_another_way
+
     lines = []
     for r in results:
-        if r.verdict not in (PASS, "converted"):
+        # a PASS by a target's later way in (the Keras mapper's SavedModel for tensorflow) says so too
+        if r.verdict not in (PASS, "converted") or (r.verdict == PASS and took_another_way(r.reason)):
             lines.append(f"{_verdict(r.verdict)} {r.model} -> {r.target} ({r.route}): {escape(plain(r.reason))}")
         if r.locate:
             from rosetta.verify.locate import report_from_json

@@ -49,8 +49,16 @@ def settle(ways: tuple, first: tuple, attempt: Callable[[int], tuple]) -> tuple:
         return replace(result, reason=f"every way in failed: {said}"), payload, kept
     left = "; ".join(how_it_went(ways[i][0], r) for i, (r, _) in enumerate(tried[:kept]))
     result, payload = tried[kept]
-    way = f"{left}; {ways[kept][0]}'s PASSes (kept)"
+    way = f"{left}; {ways[kept][0]}'s {KEPT}"
     return replace(result, reason="; ".join(filter(None, [way, result.reason]))), payload, kept
+
+
+KEPT = "PASSes (kept)"  # in the reason of a row whose artifact a later way in made
+
+
+def took_another_way(reason: str) -> bool:
+    """Whether a PASS row's artifact was made by a way in other than the target's first (its table line says so)."""
+    return f"'s {KEPT}" in reason
 
 
 def record_in_manifest(folder: str | Path, ways: tuple, kept: str, reason: str) -> None:

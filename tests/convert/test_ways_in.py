@@ -148,6 +148,10 @@ def test_a_wrong_onnx2tf_artifact_is_replaced_by_the_keras_mappers_savedmodel(tm
         assert result.verdict == PASS, result.reason
         assert result.reason.startswith("onnx2tf's artifact FAILed at ") and "x the noise floor; the Keras " \
             "mapper's PASSes (kept)" in result.reason, result.reason
+    from rosetta.report.tables import failure_lines
+
+    lines = failure_lines(results)  # what the command prints under its table: PASS rows too, where a later way made it
+    assert len(lines) == 2 and all("PASS" in line and "the Keras mapper's PASSes (kept)" in line for line in lines)
     for target, chain in (("tensorflow", ["onnx", "keras", "tensorflow"]),
                           ("tensorflow-roundtrip", ["onnx", "keras", "tensorflow", "onnx"])):
         manifest = written_manifest(tmp_path, target)
