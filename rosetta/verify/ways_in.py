@@ -16,23 +16,24 @@ from rosetta.verify.results import CANNOT, FAIL, PASS, VerifyResult
 
 TRIED_AGAIN = (FAIL, CANNOT)  # a crash (ERROR) stays the converter's ERROR; INCONCLUSIVE proves nothing either way
 MANIFEST_KEY = "way_in"  # in the kept artifact's manifest.converter
+KEPT = "PASSes (kept)"  # in the reason of a row whose artifact a later way in made
 
 
 def how_it_went(name: str, result: VerifyResult) -> str:
-    """'onnx2tf's artifact FAILed at 3.4e+06x the noise floor', "the Keras mapper's could not be made (...)"."""
+    """"onnx2tf's artifact FAILed at 3.4e+06x the noise floor", "the Keras mapper could not make it (...)"."""
     if result.verdict == FAIL:
         ratios = [o.error_ratio for o in result.outputs if not o.passed and o.error_ratio == o.error_ratio]
         at = f" at {max(ratios):.3g}x the noise floor" if ratios else ""
         return f"{name}'s artifact FAILed{at}"
     if result.verdict == CANNOT:
         return f"{name} could not make it ({result.reason})"
-    return f"{name}'s artifact: {result.verdict}"
+    return f"{name}'s artifact: {result.verdict} ({result.reason})"
 
 
 def settle(ways: tuple, first: tuple, attempt: Callable[[int], tuple]) -> tuple:
-    """(result, payload, index of its way) to keep of a target's `ways` ((name, chain) each): `first` is ways[0]'s (result,
-    payload), `attempt(i)` makes and verifies ways[i]. Where a later way is kept, or every way failed, the kept
-    result's reason says each way tried; `payload` is the caller's (an artifact cell, a folder)."""
+    """(result, payload, index of its way) to keep of a target's `ways` ((name, chain) each): `first` is ways[0]'s
+    (result, payload), `attempt(i)` makes and verifies ways[i]. Where a later way is kept, or every way failed, the
+    kept result's reason says each way tried; `payload` is the caller's (an artifact cell)."""
     tried = [first]
     for index in range(1, len(ways)):
         if tried[-1][0].verdict not in TRIED_AGAIN:
@@ -51,9 +52,6 @@ def settle(ways: tuple, first: tuple, attempt: Callable[[int], tuple]) -> tuple:
     result, payload = tried[kept]
     way = f"{left}; {ways[kept][0]}'s {KEPT}"
     return replace(result, reason="; ".join(filter(None, [way, result.reason]))), payload, kept
-
-
-KEPT = "PASSes (kept)"  # in the reason of a row whose artifact a later way in made
 
 
 def took_another_way(reason: str) -> bool:

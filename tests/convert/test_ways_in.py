@@ -78,6 +78,13 @@ def test_a_cannot_then_a_fail_keeps_the_fail_saying_both():
     assert "first could not make it (refused)" in result.reason and "second's artifact FAILed at 9x" in result.reason
 
 
+def test_a_fail_then_a_crash_keeps_the_fail_saying_the_crash():
+    result, payload, _ = settle(WAYS, (row(FAIL, "wrong", ratio=9.0), "a"), lambda i: (row(ERROR, "SIGSEGV"), "b"))
+    assert (result.verdict, payload) == (FAIL, "a")
+    assert "first's artifact FAILed at 9x the noise floor: wrong" in result.reason
+    assert "second's artifact: ERROR (SIGSEGV)" in result.reason
+
+
 # --- end to end: `rosetta convert g.onnx --to tensorflow` (library call), conversions in this process ---------------
 
 def square_transpose_softmax(folder: Path) -> Path:
