@@ -40,7 +40,7 @@ _MEASURED = {
     "tv-mobilenet_v3_small":     "PASS    PASS    PASS    PASS    PASS    PASS",
     "tv-efficientnet_b0":        "PASS    PASS    PASS    PASS    PASS    PASS",
     "tv-regnet_y_400mf":         "PASS    PASS    PASS    PASS    PASS    PASS",
-    "tv-shufflenet_v2":          "PASS    CANNOT  PASS    PASS    PASS    CANNOT",
+    "tv-shufflenet_v2":          "PASS    PASS    PASS    PASS    PASS    PASS",  # tensorflow: the Keras mapper's way
     "tv-squeezenet1_1":          "PASS    PASS    PASS    PASS    PASS    PASS",
     "tv-convnext":               "PASS    PASS    PASS    PASS    PASS    PASS",
     "tv-vit":                    "PASS    PASS    CANNOT  PASS    CANNOT  PASS",
@@ -57,7 +57,7 @@ _MEASURED = {
     "timm-deit-distilled":       "PASS    PASS    CANNOT  PASS    CANNOT  PASS",
     "timm-swin":                 "PASS    PASS    PASS    PASS    PASS    PASS",
     "timm-mobilevit_xxs":        "PASS    PASS    PASS    PASS    PASS    PASS",
-    "timm-poolformer_s12":       "PASS    CANNOT  PASS    PASS    PASS    CANNOT",
+    "timm-poolformer_s12":       "PASS    PASS    PASS    PASS    PASS    PASS",  # tensorflow: the Keras mapper's way
     "timm-regnetz_005":          "PASS    PASS    PASS    PASS    PASS    PASS",
     "hf-bert":                   "PASS    PASS    PASS    PASS    PASS    PASS",
     "hf-gpt2":                   "PASS    PASS    PASS    PASS    PASS    PASS",
@@ -103,7 +103,9 @@ CELLS = {(model, target): verdict for model, verdicts in EXPECTED.items() for ta
 # the families users bring next (GroupNorm/SiLU, InstanceNorm style transfer, pixel shuffle, 3-D convolutions,
 # dilated HardSwish, a bidirectional GRU, a causal decoder): 301 of 324 cells (92.9 %), the families 42 of 42. The
 # floor is what rosetta reaches today, so that a change which converts less fails here; raise it with every gap closed.
-PASS_FLOOR = 301
+# Issue 45 item 3 (the tensorflow targets' second way in, the Keras mapper's SavedModel where onnx2tf refuses):
+# keras-conv1d-text, tv-shufflenet_v2 and timm-poolformer_s12 in tensorflow and the round trip, 307 of 324 (94.8 %).
+PASS_FLOOR = 307
 # A crash or a hang is an ERROR (an artifact its runtime rejects is a CANNOT, found when converting): the cells
 # where that happens today, with what fails (a fix turns them into PASS or CANNOT, and this table must follow).
 # None today (MXNet's int32/float32 Embedding index wrap, the last one, is fixed).
