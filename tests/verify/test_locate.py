@@ -230,11 +230,14 @@ def test_a_correct_mmdnn_conversion_is_not_blamed(target, store, tmp_path):
     assert report.graph == "mmdnn"
 
 
-def test_convert_locate_names_the_node_for_a_users_model(tmp_path):
-    """A user's ONNX model along the ONNX route: onnx2tf computes a reversed CumSum wrongly (docs/conformance.md),
-    and --locate names that node, cut from the user's own graph and converted along the target's chain."""
+def test_convert_locate_names_the_node_for_a_users_model(tmp_path, monkeypatch):
+    """A user's ONNX model along the ONNX route: onnx2tf computes a reversed CumSum wrongly (docs/conformance.md).
+    As the user gets it, the tensorflow target's second way in (the Keras mapper's SavedModel) replaces that
+    artifact; with onnx2tf's way alone, its FAIL stands and --locate names that node, cut from the user's own graph
+    and converted along the target's chain."""
     from onnx import TensorProto, helper, numpy_helper
 
+    import rosetta.verify.ways_in as ways_in
     from tests.test_cli import run_here
 
     rng = np.random.default_rng(0)
@@ -246,6 +249,12 @@ def test_convert_locate_names_the_node_for_a_users_model(tmp_path):
                                numpy_helper.from_array(np.array(2, np.int64), "axis")])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8),
               str(tmp_path / "cumsum.onnx"))
+    out = run_here("convert", tmp_path / "cumsum.onnx", "--to", "tensorflow", "-o", tmp_path / "kept", "--locate",
+                   "--no-progress", "--json", tmp_path / "kept.json")
+    row = json.loads((tmp_path / "kept.json").read_text())["results"][0]
+    assert out.returncode == 0 and row["verdict"] == "PASS", out.stdout + out.stderr
+    assert "onnx2tf's artifact FAILed" in row["reason"] and "the Keras mapper's PASSes (kept)" in row["reason"]
+    monkeypatch.setattr(ways_in, "TRIED_AGAIN", ())  # onnx2tf's way only
     out = run_here("convert", tmp_path / "cumsum.onnx", "--to", "tensorflow", "-o", tmp_path / "out", "--locate",
                    "--no-progress", "--json", tmp_path / "r.json")
     row = json.loads((tmp_path / "r.json").read_text())["results"][0]
