@@ -16,6 +16,7 @@ from rosetta.output import check_writable_file
 from rosetta.scratch import scratch_folder
 from rosetta.settings import RunSettings, Tolerance
 from rosetta.verify.tolerance import TolerancePolicy, policy_from_options
+from rosetta.verify.ways_in import user_model_ways
 
 
 DEFAULT_BATCH = 8  # rows of generated inputs where the run settings leave the batch to the call
@@ -117,8 +118,6 @@ def convert_and_verify_file(path: str, request: ConvertRequest, run: RunSettings
             policy = reference.policy(policy, tolerance_multiple is not None)
             results = run_artifact_cells(cells, reference, policy, progress, executor)
             # a target with more ways in (the tensorflow target's Keras mapper) tries them where the first fails
-            from rosetta.verify.ways_in import user_model_ways
-
             cells, results = user_model_ways(model, chosen, store, dict(export_options or {}), copied(feeds), threads,
                                              cells, results,
                                              lambda more: run_artifact_cells(more, reference, policy, False, executor))
