@@ -20,6 +20,17 @@ from rosetta.verify.cells import plan_cells, run_cells
 STATE = "rosetta.frameworks.state:process_state_job"
 
 
+@pytest.fixture
+def no_trim(monkeypatch) -> None:
+    """Idle workers are never stopped for memory while the test runs: a warm worker an earlier test of this
+    process left large (a ResNet-50 conversion) would otherwise push the idle ones over IDLE_BUDGET_MB and
+    stop the worker a reuse test expects back (fresh16: first and second pid differed). The budget has its
+    own test below."""
+    from rosetta.execution import pool
+
+    monkeypatch.setattr(pool, "IDLE_BUDGET_MB", float("inf"))
+
+
 def _fake_python(tmp_path, monkeypatch, body: str) -> None:
     """The next worker started is this shell script instead of Python."""
     script = tmp_path / "fake-python"
@@ -46,7 +57,7 @@ def test_a_worker_that_exits_passes_on_its_last_line(tmp_path, monkeypatch):
         run_job(STATE, {}, "mxnet", "conversion")
 
 
-def test_an_error_in_a_job_is_one_line_and_the_worker_stays():
+def test_an_error_in_a_job_is_one_line_and_the_worker_stays(no_trim):
     with pytest.raises(RosettaError, match=r"^reading failed: job os:getcwd: not a rosetta function$"):
         run_job("os:getcwd", {}, "tensorflow", "reading")
     first = run_job(STATE, {}, "tensorflow")
@@ -73,7 +84,7 @@ def test_a_module_in_the_current_folder_does_not_shadow_the_framework(store, tmp
     assert run_cell(VerifyCell("cnn", "keras"), store).verdict == "PASS"
 
 
-def test_a_warm_worker_never_leaks_state_between_jobs():
+def test_a_warm_worker_never_leaks_state_between_jobs(no_trim):
     """Two jobs that set different thread counts and Keras dtype policies each see only their own; a job
     that sets the same thread count reuses the warm worker and finds Keras and the environment reset."""
     report = {"report": ["ROSETTA_PROBE"]}
@@ -92,7 +103,7 @@ def test_a_warm_worker_never_leaks_state_between_jobs():
     assert (last["pid"], last["intra_op_threads"], last["keras_policy"]) == (other["pid"], 2, "float32")
 
 
-def test_a_worker_started_from_a_thread_outlives_the_thread():
+def test_a_worker_started_from_a_thread_outlives_the_thread(no_trim):
     """PR_SET_PDEATHSIG fires when the thread that started a child ends: a warm worker started from an
     executor's thread pool must still be there, the same process, after that pool is gone."""
     with concurrent.futures.ThreadPoolExecutor(1) as threads:
@@ -114,7 +125,7 @@ def test_fresh_jobs_get_a_process_each_and_report_their_peak_memory():
     assert one.peak_rss_mb > 100  # TensorFlow and Keras were imported during the job
 
 
-def test_a_retired_worker_is_not_reused(monkeypatch):
+def test_a_retired_worker_is_not_reused(monkeypatch, no_trim):
     first = run_job(STATE, {}, "tensorflow")
     monkeypatch.setattr(Worker, "run", _retiring(Worker.run))
     second = run_job(STATE, {}, "tensorflow")
