@@ -20,7 +20,7 @@ from tests.shared import fixed_subset
 # optimiser value to ~1e-10): its float32 cells train in `make demo` (batch 4, 5 steps, all three targets,
 # which FAILs the demo if one FAILs), and float32 noise against the calibrated tolerance is tested here on the
 # cnn and gru, at a fifth of the cost. ResNet-50's float64 cells (half a minute each) are the whole suite's
-# (`make test-all`); `make test`'s fixed subset keeps its seeded BatchNorm fault below on every target.
+# (`make test-all`); `make test`'s fixed subset keeps its seeded BatchNorm fault below (into Keras).
 CELLS = fixed_subset([(m, t, p) for m in list_models() for t in trainable_frameworks()
                       for p in (("float64",) if m == "resnet50" else ("float64", "float32"))],
                      lambda m, t, p: m != "resnet50", lambda m, t, p: f"{m}->{t}-{p}",
@@ -80,12 +80,19 @@ FAULT_EVIDENCE = {"sgd-nesterov": "weights (sorted)", "adam-epsilon-hat": "weigh
                   "trainable-count": "trainable values",
                   "dropout-keep-probability": "dropout rates (sorted): the target drops 0.25, 0.5, 0.75, the reference 0.25, 0.25, 0.5"}
 # every fault in both precisions, but ResNet-50's in float64 only: its float32 cell is a float32 FAIL and the
-# same float64 cell again (the re-check), which the cnn and gru faults already show, at a tenth of the cost
-FAULTS = [(fault, cell, precision) for fault, cell in training_fault_cells()
-          for precision in (("float64",) if fault.model == "resnet50" else ("float64", "float32"))]
+# same float64 cell again (the re-check), which the cnn and gru faults already show, at a tenth of the cost.
+# `make test`'s fixed subset runs ResNet-50's BatchNorm fault (half a minute a target) into Keras only, where the
+# biased-variance allowance could hide it; the statistics row is read from every target by `make demo`'s ResNet-50
+# training cells, and the other targets' cells are the whole suite's (`make test-all`)
+FAULTS = fixed_subset([(fault, cell, precision) for fault, cell in training_fault_cells()
+                       for precision in (("float64",) if fault.model == "resnet50" else ("float64", "float32"))],
+                      lambda f, c, p: f.model != "resnet50" or c.target == "keras",
+                      lambda f, c, p: f"{f.name}->{c.target}-{p}",
+                      every={"fault": lambda f, c, p: f.name, "target": lambda f, c, p: c.target,
+                             "precision": lambda f, c, p: p})
 
 
-@pytest.mark.parametrize("fault,cell,precision", FAULTS, ids=[f"{f.name}->{c.target}-{p}" for f, c, p in FAULTS])
+@pytest.mark.parametrize("fault,cell,precision", FAULTS)
 def test_wrong_port_fails(store, trained_references, fault, cell, precision):
     result = run_train_cell(replace(cell, precision=precision, **cheap(fault.model)), store, trained_references)
     assert result.verdict == "FAIL", result
