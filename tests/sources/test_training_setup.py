@@ -152,8 +152,11 @@ def test_in_memory_setups_train_alike_in_either_order(files, direction):
 
 
 def _cli(*arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rosetta.cli", "verify", *arguments], capture_output=True,
-                          text=True, timeout=900, cwd=ROOT)
+    """`rosetta verify ARGUMENTS` through the CLI's main in this process (tests/test_cli.run_here): the training
+    runs in rosetta's own workers either way, and a process of its own imported torch anew each call (20 s)."""
+    from tests.test_cli import run_here
+
+    return run_here("verify", *arguments)
 
 
 TRAINING = ("--trust-code", "--input", "x:Nx6:float32", "--labels", "labels:N:int64:0:4", "--train-steps", "6")
