@@ -14,8 +14,10 @@ from rosetta.settings import listed
 
 # The export settings every target starts from (the torch.onnx exporter's), overridden by a target's own
 # defaults and then by the user's: the artifact store keys an artifact by these effective settings, so
-# `verify --opset 17` and `bench` (which names none) share one conversion.
-EXPORT_DEFAULTS = {"opset": 17, "exporter": "torchscript", "training": "eval"}
+# `verify --opset 17` and `bench` (which names none) share one conversion. exporter "auto" is no exporter chosen:
+# TorchScript's, and dynamo's where TorchScript's refuses the model (onnx.from_torch); one the user names is the
+# only one tried, and keys an artifact of its own.
+EXPORT_DEFAULTS = {"opset": 17, "exporter": "auto", "training": "eval"}
 
 @dataclass(frozen=True)
 class Target:

@@ -22,6 +22,12 @@ as Reshape(x, [-1, ...]), T5's relative position buckets from its sequence lengt
 (a run-time Concat), onnx2tf and rosetta's Keras mapper could not take; the outputs' declared shapes are
 measured (a Resize to the input's size is declared with symbolic axes by the exporter, and a channels-last
 target's output could not be told apart).
+
+Where the user chose no exporter ("auto", EXPORT_DEFAULTS) the TorchScript exporter is tried first and, where it
+refuses the model (an Unfold whose input size it cannot read, an adaptive pooling whose output size does not divide
+the input's), the dynamo exporter is the second way in, at the same opset with the same dynamic batch; the manifest
+names the exporter that made the artifact and, under `way_in`, why TorchScript's was left. An exporter the user
+chose is the only one tried.
 """
 
 from __future__ import annotations
@@ -33,12 +39,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rosetta.convert.targets import EXPORT_DEFAULTS
-from rosetta.errors import RosettaError, one_line
+from rosetta.errors import RosettaError, one_line, plain
 from rosetta.frameworks.onnx_graph import graph_inputs, load_checked, value_info_signature
 from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "model.onnx"
 EXPORTERS = ("torchscript", "dynamo")
+AUTO = "auto"  # no exporter chosen: TorchScript's, then dynamo's where TorchScript's refuses the model
+WAY_IN = "way_in"  # in manifest.converter, as verify.ways_in records a target's second way in
 TRAINING_MODES = ("eval", "preserve", "train")
 
 
@@ -71,7 +79,7 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
 
     options = {**EXPORT_DEFAULTS, **options}
     opset, exporter, training = int(options["opset"]), options["exporter"], options["training"]
-    if exporter not in EXPORTERS:
+    if exporter not in (*EXPORTERS, AUTO):
         raise RosettaError(f"unknown exporter {exporter!r}; choose from {', '.join(EXPORTERS)}")
     if training not in TRAINING_MODES:
         raise RosettaError(f"unknown training mode {training!r}; choose from {', '.join(TRAINING_MODES)}")
@@ -84,44 +92,33 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
         if training == "train":
             raise RosettaError("a torch.export program cannot be exported in training mode")
         exporter, training = "dynamo", "eval"
-    else:
-        module.train(training == "train")
-    args = example_inputs(source)
-    input_names = [spec.name for spec in source.inputs]
-    output_names = [spec.name for spec in source.outputs]
     target = Path(staging) / ARTIFACT
-    log = io.StringIO()
-    from rosetta.frameworks.transformers import hugging_face_models, plain_attention_masks
-
-    masks = contextlib.nullcontext() if isinstance(module, torch.export.ExportedProgram) else plain_attention_masks(module)
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(log), masks:
-            warnings.simplefilter("ignore")
-            if exporter == "torchscript":
-                mode = {"eval": torch.onnx.TrainingMode.EVAL, "preserve": torch.onnx.TrainingMode.PRESERVE,
-                        "train": torch.onnx.TrainingMode.TRAINING}[training]
-                dynamic_axes = {name: {0: "batch"} for name in input_names + output_names}
-                with dropout_kept(opset) if training == "preserve" else contextlib.nullcontext():
-                    torch.onnx.export(module, args, str(target), dynamo=False, opset_version=opset,
-                                      input_names=input_names, output_names=output_names,
-                                      dynamic_axes=dynamic_axes, training=mode,
-                                      do_constant_folding=(training != "train"))
-            else:
-                batch = torch.export.Dim("batch")
-                dynamic = None if isinstance(module, torch.export.ExportedProgram) else tuple({0: batch} for _ in args)
-                torch.onnx.export(module, args, str(target), dynamo=True, opset_version=opset,
-                                  input_names=input_names, output_names=output_names,
-                                  dynamic_shapes=dynamic, external_data=False, optimize=(training != "preserve"))
-    except RosettaError:
-        raise
-    except Exception as error:
-        raise RosettaError(f"torch.onnx.export ({exporter}) failed: {one_line(error)}") from None
-    finally:
-        if not isinstance(module, torch.export.ExportedProgram):
-            module.eval()
+    way_in = {}
+    if exporter != AUTO:
+        export(source, target, exporter, opset, training)
+    else:
+        try:
+            exporter = "torchscript"
+            export(source, target, exporter, opset, training)
+        except ExportRefused as refused:
+            if not Path(staging).is_dir():  # the folder went away under the exporter: not the model's doing
+                raise
+            if training == "train":  # dynamo has no training-mode graph: TorchScript's refusal is the answer
+                raise RosettaError(f"{refused}; the dynamo exporter, the second way in, has no training-mode "
+                                   "graph") from None
+            target.unlink(missing_ok=True)
+            try:
+                exporter = "dynamo"
+                export(source, target, exporter, opset, training)
+            except ExportRefused as second:
+                raise RosettaError(f"every way in failed: {refused}; {second}") from None
+            way_in = {WAY_IN: {"used": "dynamo", "ways": ["torchscript", "dynamo"],
+                               "why": f"the TorchScript exporter could not make it ({refused.reason}); "
+                                      "the dynamo exporter's artifact kept"}}
 
     rewrites = {}
     if exporter == "torchscript" and not isinstance(module, torch.export.ExportedProgram):
+        from rosetta.frameworks.transformers import hugging_face_models
         from rosetta.convert.onnx.dynamic_batch import (batch_independent_constants, constant_reshape_targets,
                                                         static_output_shapes)
 
@@ -139,10 +136,90 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
         artifact=ARTIFACT, format="onnx", source=dict(source.origin),
         converter={"name": f"torch.onnx.export[{exporter}]", "version": torch.__version__,
                    "onnx": onnx.__version__, "options": {"opset": opset, "exporter": exporter, "training": training},
-                   **rewrites},
+                   **rewrites, **way_in},
         inputs=value_info_signature(graph_inputs(model)), outputs=value_info_signature(model.graph.output),
         sha256=sha256_of(target), opset=actual_opset, chain=["torch", "onnx"],
     )
+
+
+class ExportRefused(RosettaError):
+    """torch.onnx.export raised: the exporter's refusal of this module, with its one-line reason."""
+
+    def __init__(self, exporter: str, reason: str) -> None:
+        super().__init__(f"torch.onnx.export ({exporter}) failed: {reason}")
+        self.reason = reason
+
+
+def export(source: TorchSource, target: Path, exporter: str, opset: int, training: str) -> None:
+    """`source`'s module written to `target` by one torch.onnx exporter, its batch axis dynamic; raises
+    ExportRefused where the exporter raises."""
+    import torch
+
+    module = source.module
+    exported = isinstance(module, torch.export.ExportedProgram)
+    if not exported:
+        module.train(training == "train")
+    args = example_inputs(source)
+    input_names = [spec.name for spec in source.inputs]
+    output_names = [spec.name for spec in source.outputs]
+    log = io.StringIO()
+    from rosetta.frameworks.transformers import plain_attention_masks
+
+    masks = contextlib.nullcontext() if exported else plain_attention_masks(module)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(log), masks:
+            warnings.simplefilter("ignore")
+            if exporter == "torchscript":
+                mode = {"eval": torch.onnx.TrainingMode.EVAL, "preserve": torch.onnx.TrainingMode.PRESERVE,
+                        "train": torch.onnx.TrainingMode.TRAINING}[training]
+                dynamic_axes = {name: {0: "batch"} for name in input_names + output_names}
+                with dropout_kept(opset) if training == "preserve" else contextlib.nullcontext():
+                    torch.onnx.export(module, args, str(target), dynamo=False, opset_version=opset,
+                                      input_names=input_names, output_names=output_names,
+                                      dynamic_axes=dynamic_axes, training=mode,
+                                      do_constant_folding=(training != "train"))
+            else:
+                dynamic = None if exported else batch_dynamic_shapes(module, args)
+                torch.onnx.export(module, args, str(target), dynamo=True, opset_version=opset,
+                                  input_names=input_names, output_names=output_names,
+                                  dynamic_shapes=dynamic, external_data=False, optimize=(training != "preserve"))
+    except RosettaError:
+        raise
+    except Exception as error:
+        raise ExportRefused(exporter, exporter_reason(error)) from None
+    finally:
+        if not exported:
+            module.eval()
+
+
+def batch_dynamic_shapes(module, args) -> tuple:
+    """torch.export's dynamic_shapes for axis 0 of every input, nested as forward takes them: a forward(*inputs)
+    (frameworks.torch_outputs.TensorInterface, which a user's in-memory model is called through) takes the
+    inputs as one tuple argument."""
+    import inspect
+
+    import torch
+
+    batch = torch.export.Dim("batch")
+    per_input = tuple({0: batch} for _ in args)
+    parameters = list(inspect.signature(module.forward).parameters.values())
+    if parameters and parameters[0].kind is inspect.Parameter.VAR_POSITIONAL:
+        return (per_input,)
+    return per_input
+
+
+def exporter_reason(error: BaseException) -> str:
+    """The line that says why: the dynamo exporter's message opens with three paragraphs of next steps and puts
+    torch.export's own error under "## Exception summary" ("<class 'torch._dynamo.exc.UserError'>: ...")."""
+    import re
+
+    text = plain(str(error))
+    summary = text.partition("## Exception summary")[2].strip()
+    if not summary:
+        return one_line(error)
+    line = summary.splitlines()[0]
+    found = re.match(r"<class '(?:[\w.]*\.)?(\w+)'>:\s*(.*)", line)
+    return f"{found.group(1)}: {found.group(2)}" if found else line
 
 
 @contextlib.contextmanager
