@@ -204,7 +204,8 @@ def add_export_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--opset", type=_opset, default=None,
                         help=f"ONNX opset (default: {EXPORT_DEFAULTS['opset']})")
     parser.add_argument("--exporter", choices=("torchscript", "dynamo"), default=None,
-                        help=f"torch.onnx exporter (default: {EXPORT_DEFAULTS['exporter']})")
+                        help="torch.onnx exporter; default: torchscript, and dynamo where the TorchScript "
+                             "exporter refuses the model (the manifest says so); one named is the only one tried")
     parser.add_argument("--training", choices=("eval", "preserve", "train"), default=None,
                         help="export mode: eval (BatchNorm folded), preserve (BatchNorm kept, for training), "
                              "train (training-mode graph); default: preserve for trainable targets "
