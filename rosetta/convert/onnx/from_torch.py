@@ -117,6 +117,9 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
                                       "the dynamo exporter's artifact kept"}}
 
     rewrites = {}
+    # dynamic_batch's rewrites on TorchScript's graph only: on dynamo's (haloregnetz_b, alexnet at 64x64) they change
+    # no target's verdict, fold one Range the Keras mapper lacks, and turn MXNet's named refusal (Expand) into a
+    # KeyError inside its importer
     if exporter == "torchscript" and not isinstance(module, torch.export.ExportedProgram):
         from rosetta.frameworks.transformers import hugging_face_models
         from rosetta.convert.onnx.dynamic_batch import (batch_independent_constants, constant_reshape_targets,
