@@ -67,6 +67,29 @@ def test_keras_model_converts_to_onnx_torch_mxnet_and_passes(files, tmp_path):
     assert "no float64 reference" not in out.stdout
 
 
+GROUPED_CONV = """
+import os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import keras
+keras.utils.set_random_seed(0)
+image = keras.Input((8, 8, 4), name="image")
+model = keras.Model(image, keras.layers.Conv2D(4, 3, padding="same", groups=2, name="grouped")(image))
+model.save(sys.argv[1])
+"""
+
+
+def test_a_keras_function_marked_for_xla_is_inlined_and_the_model_converts_to_onnx(tmp_path):
+    """Keras 3 wraps a grouped convolution (ConvNeXt's depthwise Conv2D) in a tf.function(jit_compile=True),
+    which tf2onnx's grappler pass does not inline: without rosetta's inlining the ONNX step is a CANNOT naming
+    StatefulPartitionedCall."""
+    path = tmp_path / "grouped.keras"
+    subprocess.run([sys.executable, "-c", GROUPED_CONV, str(path)], check=True, capture_output=True)
+    out = run_here("convert", str(path), "--to", "onnx", "-o", str(tmp_path / "out"), "--json", str(tmp_path / "r.json"))
+    assert rows(tmp_path / "r.json") == [("onnx", "PASS")], out.stdout + out.stderr
+    graph = onnx.load(str(tmp_path / "out" / "onnx" / "model.onnx")).graph
+    assert "StatefulPartitionedCall" not in {node.op_type for node in graph.node}
+
+
 def test_mmdnn_converts_a_keras2_model_and_its_nhwc_reshape_error_is_flagged(files, tmp_path):
     """MMdnn converts a Keras model that flattens NHWC with a raw Reshape before Dense without any error, but
     its channels-first emitters (PyTorch, MXNet) do not reorder the dense weights: rosetta says FAIL. The same

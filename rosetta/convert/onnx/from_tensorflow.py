@@ -76,6 +76,7 @@ def run_tf2onnx(saved_model: Path, target: Path, opset: int, nchw_inputs=(), nch
             optimizers.pop(name, None)
         graph_def, inputs, outputs, _, renamed = tf_loader.from_saved_model(
             str(saved_model), None, None, return_initialized_tables=True, return_tensors_to_rename=True)
+        graph_def = inline_compiled_calls(graph_def, inputs, outputs)
         from_graph_def(graph_def, input_names=inputs, output_names=outputs, opset=opset, tensors_to_rename=renamed,
                        inputs_as_nchw=list(nchw_inputs) or None, outputs_as_nchw=list(nchw_outputs) or None,
                        output_path=str(target))
@@ -88,6 +89,33 @@ def run_tf2onnx(saved_model: Path, target: Path, opset: int, nchw_inputs=(), nch
     if errors.messages or not target.is_file():
         target.unlink(missing_ok=True)
         raise RosettaError(f"tf2onnx failed: {(errors.messages or ['wrote no model'])[-1]}"[:300])
+
+
+# The attributes that keep grappler's function inlining off a call: set on a tf.function(jit_compile=True)
+# (Keras 3 wraps its grouped convolutions in one on the TensorFlow backend, ConvNeXt's depthwise Conv2D among them)
+NOT_INLINED = ("_XlaMustCompile", "_noinline")
+
+
+def inline_compiled_calls(graph_def, inputs: list[str], outputs: list[str]):
+    """The frozen graph with every call of a function marked for XLA compilation inlined. tf2onnx's loader
+    inlines nested functions with grappler, which leaves a function marked `_XlaMustCompile`/`_noinline` as a
+    StatefulPartitionedCall node tf2onnx cannot convert; those marks only ask TensorFlow to compile the
+    function with XLA, so they are dropped and grappler's inlining is run once more, as tf2onnx runs it."""
+    from tf2onnx import tf_loader
+
+    functions = graph_def.library.function
+    calls = [n for n in [*graph_def.node, *(n for f in functions for n in f.node_def)]
+             if n.op in ("PartitionedCall", "StatefulPartitionedCall")]  # a marked call may sit in a function
+    marked = [x for x in [*functions, *calls] if any(a in x.attr for a in NOT_INLINED)]
+    if not marked:
+        return graph_def
+    for item in marked:
+        for attribute in NOT_INLINED:
+            item.attr.pop(attribute, None)
+    with tf_loader.tf_session():
+        graph_def = tf_loader.tf_optimize(inputs, outputs, graph_def)
+    tf_loader.tf_reset_default_graph()
+    return graph_def
 
 
 class _ErrorRecords(logging.Handler):
