@@ -65,7 +65,7 @@ _MEASURED = {
     "hf-bart":                   "PASS    PASS    CANNOT  PASS    CANNOT  PASS",
     "hf-vit":                    "PASS    PASS    CANNOT  PASS    CANNOT  PASS",
     "hf-wav2vec2":               "PASS    PASS    PASS    PASS    PASS    PASS",
-    "keras-convnext_tiny":       "CANNOT  CANNOT  CANNOT  CANNOT  CANNOT  CANNOT",
+    "keras-convnext_tiny":       "PASS    PASS    PASS    CANNOT  PASS    PASS",  # torch: onnx2torch, SAME_UPPER auto_pad
     "keras-efficientnetv2b0":    "PASS    PASS    PASS    PASS    PASS    PASS",
     "keras-transformer-encoder": "PASS    PASS    PASS    PASS    PASS    PASS",
     "gluon-resnet18_v2":         "PASS    PASS    PASS    PASS    PASS    PASS",
@@ -105,7 +105,9 @@ CELLS = {(model, target): verdict for model, verdicts in EXPECTED.items() for ta
 # floor is what rosetta reaches today, so that a change which converts less fails here; raise it with every gap closed.
 # Issue 45 item 3 (the tensorflow targets' second way in, the Keras mapper's SavedModel where onnx2tf refuses):
 # keras-conv1d-text, tv-shufflenet_v2 and timm-poolformer_s12 in tensorflow and the round trip, 307 of 324 (94.8 %).
-PASS_FLOOR = 307
+# Issue 45's fourth slice (Keras 3's XLA-marked grouped convolution inlined for tf2onnx): keras-convnext_tiny in five
+# targets, 312 of 324 (96.3 %).
+PASS_FLOOR = 312
 # A crash or a hang is an ERROR (an artifact its runtime rejects is a CANNOT, found when converting): the cells
 # where that happens today, with what fails (a fix turns them into PASS or CANNOT, and this table must follow).
 # None today (MXNet's int32/float32 Embedding index wrap, the last one, is fixed).
