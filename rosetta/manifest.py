@@ -16,6 +16,12 @@ from rosetta.errors import RosettaError
 from rosetta.trust import contained
 
 MANIFEST_NAME = "manifest.json"
+WAY_IN = "way_in"  # in manifest.converter: which of a step's ways in made the artifact, and why those before were left
+
+
+def way_in_entry(used: str, ways: list[str], why: str) -> dict:
+    """The converter entry of an artifact a later way in made (the export step's exporters, a target's converters)."""
+    return {WAY_IN: {"used": used, "ways": list(ways), "why": why}}
 
 
 def sha256_of(path: Path) -> str:

@@ -12,10 +12,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from rosetta.manifest import WAY_IN, Manifest, way_in_entry
 from rosetta.verify.results import CANNOT, FAIL, PASS, VerifyResult
 
 TRIED_AGAIN = (FAIL, CANNOT)  # a crash (ERROR) stays the converter's ERROR; INCONCLUSIVE proves nothing either way
-MANIFEST_KEY = "way_in"  # in the kept artifact's manifest.converter
+MANIFEST_KEY = WAY_IN  # in the kept artifact's manifest.converter (rosetta.manifest.way_in_entry)
 KEPT = "PASSes (kept)"  # in the reason of a row whose artifact a later way in made
 
 
@@ -61,13 +62,10 @@ def took_another_way(reason: str) -> bool:
 
 def record_in_manifest(folder: str | Path, ways: tuple, kept: str, reason: str) -> None:
     """The kept artifact's manifest says which way in made it and why the ways before it were left."""
-    from rosetta.manifest import Manifest
-
     if not folder or len(ways) < 2:
         return
     manifest = Manifest.read(Path(folder))
-    manifest.converter = {**manifest.converter, MANIFEST_KEY: {"used": kept, "ways": [name for name, _ in ways],
-                                                               "why": reason}}
+    manifest.converter = {**manifest.converter, **way_in_entry(kept, [name for name, _ in ways], reason)}
     manifest.write(Path(folder))
 
 

@@ -41,12 +41,11 @@ from pathlib import Path
 from rosetta.convert.targets import EXPORT_DEFAULTS
 from rosetta.errors import RosettaError, one_line, plain
 from rosetta.frameworks.onnx_graph import graph_inputs, load_checked, value_info_signature
-from rosetta.manifest import Manifest, sha256_of
+from rosetta.manifest import Manifest, sha256_of, way_in_entry
 
 ARTIFACT = "model.onnx"
 EXPORTERS = ("torchscript", "dynamo")
 AUTO = "auto"  # no exporter chosen: TorchScript's, then dynamo's where TorchScript's refuses the model
-WAY_IN = "way_in"  # in manifest.converter, as verify.ways_in records a target's second way in
 TRAINING_MODES = ("eval", "preserve", "train")
 
 
@@ -112,9 +111,9 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
                 export(source, target, exporter, opset, training)
             except ExportRefused as second:
                 raise RosettaError(f"every way in failed: {refused}; {second}") from None
-            way_in = {WAY_IN: {"used": "dynamo", "ways": ["torchscript", "dynamo"],
-                               "why": f"the TorchScript exporter could not make it ({refused.reason}); "
-                                      "the dynamo exporter's artifact kept"}}
+            way_in = way_in_entry("dynamo", ["torchscript", "dynamo"],
+                                  f"the TorchScript exporter could not make it ({refused.reason}); "
+                                  "the dynamo exporter's artifact kept")
 
     rewrites = {}
     # dynamic_batch's rewrites on TorchScript's graph only: on dynamo's (haloregnetz_b, alexnet at 64x64) they change
