@@ -6,6 +6,13 @@ from __future__ import annotations
 import os
 
 
+def process_job(argument: dict) -> dict:
+    """{"report": [NAME, ...]}: which process ran the job and what its environment holds, no framework imported:
+    what the pool's own tests need (reuse, retirement, a changed environment, the memory budget), at the cost of a
+    bare Python process rather than TensorFlow's import."""
+    return {"pid": os.getpid(), "environment": {name: os.environ.get(name) for name in argument.get("report", [])}}
+
+
 def process_state_job(argument: dict) -> dict:
     """{"threads": N, "keras_policy": NAME, "environment": {NAME: VALUE}}: set those (each optional), then
     report what this process holds, after the change."""

@@ -17,7 +17,8 @@ from rosetta.execution.pool import POOLS, Worker
 from rosetta.models import get_model
 from rosetta.verify.cells import plan_cells, run_cells
 
-STATE = "rosetta.frameworks.state:process_state_job"
+STATE = "rosetta.frameworks.state:process_state_job"  # imports TensorFlow and Keras: for what they hold
+PROCESS = "rosetta.frameworks.state:process_job"  # imports nothing: for the pool's own rules (which process ran)
 
 
 @pytest.fixture
@@ -60,10 +61,10 @@ def test_a_worker_that_exits_passes_on_its_last_line(tmp_path, monkeypatch):
 def test_an_error_in_a_job_is_one_line_and_the_worker_stays(no_trim):
     with pytest.raises(RosettaError, match=r"^reading failed: job os:getcwd: not a rosetta function$"):
         run_job("os:getcwd", {}, "tensorflow", "reading")
-    first = run_job(STATE, {}, "tensorflow")
+    first = run_job(PROCESS, {}, "tensorflow")
     with pytest.raises(RosettaError, match=r"^checking failed: KeyError: 'path'$"):
         run_job("rosetta.frameworks.tensorflow:check_saved_model_job", {}, "tensorflow", "checking")
-    assert run_job(STATE, {}, "tensorflow")["pid"] == first["pid"]
+    assert run_job(PROCESS, {}, "tensorflow")["pid"] == first["pid"]
 
 
 def test_crash_in_one_cell_leaves_an_error_row_and_the_others_run(store, tmp_path, monkeypatch):
@@ -75,13 +76,12 @@ def test_crash_in_one_cell_leaves_an_error_row_and_the_others_run(store, tmp_pat
     assert "crashed: worker died with SIGSEGV" in results[0].reason
 
 
-def test_a_module_in_the_current_folder_does_not_shadow_the_framework(store, tmp_path, monkeypatch):
-    from rosetta.verify.cells import VerifyCell, run_cell
-
+def test_a_module_in_the_current_folder_does_not_shadow_the_framework(tmp_path, monkeypatch):
     (tmp_path / "keras.py").write_text("raise ImportError('the user folder shadowed keras')\n")
     monkeypatch.chdir(tmp_path)
     POOLS.shutdown()  # a worker started from here, not one already warm
-    assert run_cell(VerifyCell("cnn", "keras"), store).verdict == "PASS"
+    state = run_job(STATE, {}, "tensorflow")  # imports TensorFlow and Keras in that worker
+    assert state["floatx"] == "float32"
 
 
 def test_a_warm_worker_never_leaks_state_between_jobs(no_trim):
@@ -107,15 +107,15 @@ def test_a_worker_started_from_a_thread_outlives_the_thread(no_trim):
     """PR_SET_PDEATHSIG fires when the thread that started a child ends: a warm worker started from an
     executor's thread pool must still be there, the same process, after that pool is gone."""
     with concurrent.futures.ThreadPoolExecutor(1) as threads:
-        first = threads.submit(run_job, STATE, {}, "mxnet").result()
+        first = threads.submit(run_job, PROCESS, {}, "mxnet").result()
     time.sleep(0.5)  # the kernel's SIGKILL, had there been one, has landed
-    assert run_job(STATE, {}, "mxnet")["pid"] == first["pid"]
+    assert run_job(PROCESS, {}, "mxnet")["pid"] == first["pid"]
 
 
 def test_a_changed_environment_gets_a_new_worker(monkeypatch):
-    first = run_job(STATE, {}, "tensorflow")
+    first = run_job(PROCESS, {}, "tensorflow")
     monkeypatch.setenv("ROSETTA_PROBE", "changed")
-    second = run_job(STATE, {"report": ["ROSETTA_PROBE"]}, "tensorflow")
+    second = run_job(PROCESS, {"report": ["ROSETTA_PROBE"]}, "tensorflow")
     assert second["pid"] != first["pid"] and second["environment"] == {"ROSETTA_PROBE": "changed"}
 
 
@@ -126,11 +126,11 @@ def test_fresh_jobs_get_a_process_each_and_report_their_peak_memory():
 
 
 def test_a_retired_worker_is_not_reused(monkeypatch, no_trim):
-    first = run_job(STATE, {}, "tensorflow")
+    first = run_job(PROCESS, {}, "tensorflow")
     monkeypatch.setattr(Worker, "run", _retiring(Worker.run))
-    second = run_job(STATE, {}, "tensorflow")
+    second = run_job(PROCESS, {}, "tensorflow")
     monkeypatch.undo()
-    third = run_job(STATE, {}, "tensorflow")
+    third = run_job(PROCESS, {}, "tensorflow")
     assert first["pid"] == second["pid"] != third["pid"]
 
 
@@ -177,10 +177,10 @@ def test_workers_take_gpu_memory_on_demand_unless_the_user_says_otherwise(monkey
     from rosetta.execution import GPU_MEMORY_ON_DEMAND
 
     names = list(GPU_MEMORY_ON_DEMAND)
-    assert run_job(STATE, {"report": names}, "tensorflow")["environment"] == {
+    assert run_job(PROCESS, {"report": names}, "tensorflow")["environment"] == {
         "XLA_PYTHON_CLIENT_PREALLOCATE": "false", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
     monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
-    assert run_job(STATE, {"report": names}, FRESH)["environment"]["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+    assert run_job(PROCESS, {"report": names}, FRESH)["environment"]["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
 
 
 @pytest.mark.gpu
@@ -201,11 +201,11 @@ def test_idle_workers_stay_under_the_budget_the_largest_stopped_first(monkeypatc
     the one that just ran (smaller) kept: the idle workers of a process stay under IDLE_BUDGET_MB together."""
     import rosetta.execution.pool as pool
 
-    big = run_job(STATE, {}, "tensorflow")
-    small = run_job(STATE, {}, "mxnet")
+    big = run_job(PROCESS, {}, "tensorflow")
+    small = run_job(PROCESS, {}, "mxnet")
     POOLS.workers["tensorflow"].rss_mb, POOLS.workers["mxnet"].rss_mb = 900.0, 100.0
     monkeypatch.setattr(pool, "IDLE_BUDGET_MB", 500.0)
     POOLS._trim()
     assert "tensorflow" not in POOLS.workers and "mxnet" in POOLS.workers
-    assert run_job(STATE, {}, "mxnet")["pid"] == small["pid"] != big["pid"]
-    assert run_job(STATE, {}, "tensorflow")["pid"] != big["pid"]
+    assert run_job(PROCESS, {}, "mxnet")["pid"] == small["pid"] != big["pid"]
+    assert run_job(PROCESS, {}, "tensorflow")["pid"] != big["pid"]
