@@ -158,6 +158,29 @@ def test_an_opset_22_average_pool_computes_what_onnxruntime_computes(shape, kern
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_a_conv_with_auto_pad_same_converts_through_the_bridges_rewrites(auto_pad, tmp_path):
+    """Issue 45 (timm's ConvMixer, Keras's ConvNeXt through tf2onnx): onnx2torch's Conv raises NotImplementedError
+    on auto_pad SAME_*; the bridge's rewrites make it the explicit pads it means first (static spatial sizes),
+    the odd one at the end (UPPER) or the start (LOWER), which onnx2torch pads ahead of the Conv."""
+    import onnxruntime as ort
+
+    from rosetta.convert.onnx import rewrites as rw
+    from rosetta.convert.onnx.to_torch import REWRITES
+
+    case = _one("Conv", 17, {"x": _f(1, 2, 7, 6)}, {"w": _f(3, 2, 3, 2)}, auto_pad=auto_pad, strides=[2, 2])
+    path, inputs = _save(case, tmp_path / "case.onnx")
+    with pytest.raises(RosettaError, match=f'"{auto_pad}" auto_pad is not implemented'):
+        build_module(path)  # onnx2torch alone
+    rewritten = str(tmp_path / "rewritten.onnx")
+    onnx.save(rw.apply(REWRITES, onnx.load(path)), rewritten)
+    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+    with torch.no_grad():
+        got = build_module(rewritten).eval()(torch.from_numpy(inputs["x"]))
+    assert got.shape == expected.shape == (1, 3, 4, 3)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
 def test_a_dilated_average_pool_is_refused_by_name(tmp_path):
     path, _ = _save(_one("AveragePool", 19, {"x": _f(1, 2, 6, 6)}, kernel_shape=[2, 2], dilations=[2, 2]),
                     tmp_path / "case.onnx")

@@ -23,10 +23,11 @@ ARTIFACT = "model"  # a folder: the graph and the weights
 # The ops onnx2torch lacks or gets wrong, in the primitives it converts: Resize/Upsample (none from opset 18,
 # modes torch computes otherwise only warned about), Trilu (none), DepthToSpace/SpaceToDepth, a
 # LayerNormalization whose Mean or InvStdDev is read (nn.LayerNorm returns Y alone), CastLike and Gelu (none);
-# and a Conv's or Gemm's weight or bias behind an Identity of an initializer (onnx2torch reads initializers only)
+# a Conv's or Gemm's weight or bias behind an Identity of an initializer (onnx2torch reads initializers only);
+# and auto_pad SAME_* (onnx2torch's Conv raises NotImplementedError: timm's ConvMixer, Keras's ConvNeXt)
 REWRITES = (rw.identity_of_initializers_as_initializers, rw.resize_as_gathers_and_matmuls, rw.trilu_as_where,
             rw.depth_to_space_as_reshapes, rw.layer_normalization_statistics_as_primitives, rw.cast_like_as_cast,
-            rw.gelu_as_primitives)
+            rw.gelu_as_primitives, rw.explicit_pads)
 
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
