@@ -143,6 +143,41 @@ def test_a_graph_with_batchnorm_folded_is_refused_for_training(tmp_path):
         check_batchnorm_kept(module, folded)
 
 
+def _auxiliary_head():
+    """GoogLeNet's and Inception-v3's shape: an auxiliary head with its own BatchNorm that only training runs."""
+    import torch
+
+    class AuxiliaryHead(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.main = _conv_batchnorm()
+            self.aux = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 1), torch.nn.BatchNorm2d(4))
+
+        def forward(self, x):
+            if self.training:
+                return self.main(x) + self.aux(x).mean((1, 2, 3))[:, None]
+            return self.main(x)
+
+    return AuxiliaryHead().eval()
+
+
+def test_a_batchnorm_the_forward_does_not_run_is_not_asked_of_a_graph_kept_for_training(tmp_path):
+    """Issue 45's sweep: torchvision's GoogLeNet and Inception-v3 were refused for every trainable target
+    ("keeps 57 of the module's 59 BatchNorm layers"): the two missing were their auxiliary heads', which an
+    eval-mode forward never runs. What the forward calls is counted; a folded one is still refused."""
+    from rosetta.convert.onnx.from_torch import check_batchnorm_kept, example_inputs
+
+    module = _auxiliary_head()
+    source = torch_source(get_model("cnn"), 0, module=module)
+    run_conversion(source, ONNX, tmp_path / "kept", {"training": "preserve"})
+    kept = onnx.load(str(tmp_path / "kept" / "model.onnx"))
+    assert sum(n.op_type == "BatchNormalization" for n in kept.graph.node) == 1
+    run_conversion(source, ONNX, tmp_path / "folded")  # eval: the one the forward runs is folded
+    folded = onnx.load(str(tmp_path / "folded" / "model.onnx"))
+    with pytest.raises(RosettaError, match="keeps 0 of the 1 BatchNorm calls of its forward"):
+        check_batchnorm_kept(module, folded, example_inputs(source))
+
+
 def test_failed_conversion_leaves_nothing_behind(tmp_path):
     class Broken(get_model("cnn").build(0).__class__):
         def forward(self, x):

@@ -131,8 +131,8 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
                     **({"attention": "rosetta.frameworks.transformers.plain_attention_masks"}
                        if hugging_face_models(module) else {})}
     model = load_checked(target)
-    if training == "preserve":
-        check_batchnorm_kept(module, model)
+    if training == "preserve" and not isinstance(module, torch.export.ExportedProgram):
+        check_batchnorm_kept(module, model, example_inputs(source))
     actual_opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), opset)
     return Manifest(
         artifact=ARTIFACT, format="onnx", source=dict(source.origin),
@@ -253,13 +253,30 @@ def dropout_kept(opset: int):
         torch.onnx.unregister_custom_op_symbolic("aten::dropout", opset)
 
 
-def check_batchnorm_kept(module, model) -> None:
+def check_batchnorm_kept(module, model, inputs: tuple | None = None) -> None:
     """A graph exported to be trained keeps every BatchNorm of the module as a BatchNormalization node: one
-    folded into its convolution would leave the target with nothing to train or to update statistics in."""
+    folded into its convolution would leave the target with nothing to train or to update statistics in.
+    With the export's `inputs`, the BatchNorm calls its forward makes are counted, not the modules it holds:
+    a branch the forward does not run (GoogLeNet's and Inception-v3's auxiliary heads in eval mode) has no
+    node to keep, and a module called twice has two."""
     import torch
 
-    modules = sum(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in module.modules())
+    layers = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    expected = len(layers)
+    counted = f"the module's {expected} BatchNorm layers"
+    if inputs is not None and layers:
+        calls = []
+        hooks = [layer.register_forward_hook(lambda *_: calls.append(1)) for layer in layers]
+        try:
+            with torch.no_grad():
+                module(*inputs)
+            expected, counted = len(calls), f"the {len(calls)} BatchNorm calls of its forward"
+        except Exception:  # noqa: BLE001 - a forward the export ran but this call cannot: count the modules
+            pass
+        finally:
+            for hook in hooks:
+                hook.remove()
     nodes = sum(node.op_type == "BatchNormalization" for node in model.graph.node)
-    if nodes < modules:
-        raise RosettaError(f"the exported graph keeps {nodes} of the module's {modules} BatchNorm layers as "
+    if nodes < expected:
+        raise RosettaError(f"the exported graph keeps {nodes} of {counted} as "
                            "BatchNormalization nodes; the rest were folded, so it cannot be trained like the module")
