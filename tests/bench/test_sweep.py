@@ -87,3 +87,33 @@ def test_a_family_is_swept_at_its_smallest_variant(sweep):
     assert sweep.smallest(["ConvNeXtBase", "ConvNeXtTiny", "ConvNeXtLarge"]) == "ConvNeXtTiny"
     assert sweep.smallest(["NASNetLarge", "NASNetMobile"]) == "NASNetMobile"
     assert sweep.smallest(["swin_b", "swin_s", "swin_t"]) == "swin_t"
+
+
+def test_calibrated_batchnorm_makes_a_vanishing_net_depend_on_its_input(sweep):
+    """GoogLeNet-style seeding (convolutions at std 0.01) shrinks the signal through depth until the output is
+    the same for every input (the sweep's INCONCLUSIVE cells); BatchNorm statistics calibrated on a batch
+    rescale each stage, as a trained net's do, and are not the identity (a dropped BatchNorm still shows)."""
+    import torch
+
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(8):
+        conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+        torch.nn.init.normal_(conv.weight, std=0.01)
+        layers += [conv, torch.nn.BatchNorm2d(4), torch.nn.ReLU()]
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 1), *layers, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                              torch.nn.Linear(4, 3)).eval()
+    inputs = torch.rand(2, 3, 8, 8)
+
+    def spread():
+        with torch.no_grad():
+            out = net(inputs)
+        return float((out[0] - out[1]).abs().max() / out.abs().max())
+
+    assert spread() < 1e-6  # seeded as it is: input-insensitive
+    assert sweep._calibrated(net, torch.rand(4, 3, 8, 8)) is net and not net.training
+    assert spread() > 1e-3
+    norms = [m for m in net.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    assert all(m.momentum == 0.1 for m in norms)  # restored
+    assert not any(torch.allclose(m.running_var, torch.ones(4)) or torch.allclose(m.running_mean, torch.zeros(4))
+                   for m in norms)
