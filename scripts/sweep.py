@@ -83,6 +83,11 @@ def _seeded(module, seed: int = 0):
     return module.eval()
 
 
+# images BatchNorm statistics are calibrated on: with 4, the last stages (2x2 maps) gave statistics of 16 values
+# per channel, and other inputs than those 4 saturated Keras' EfficientNetB0's softmax (INCONCLUSIVE again)
+CALIBRATION_BATCH = 64
+
+
 def _calibrated(module, batch):
     """BatchNorm's running statistics set to those of the activations `batch` gives it (each layer's mean and
     variance over one training-mode pass, momentum None: their plain average), then eval mode. Initial weights
@@ -97,10 +102,11 @@ def _calibrated(module, batch):
     if not layers:
         return module
     momenta = [layer.momentum for layer in layers]
+    module.eval()  # only BatchNorm in training mode: dropout or drop-path active would skew what it measures
     for layer in layers:
         layer.reset_running_stats()
         layer.momentum = None
-    module.train()
+        layer.train()
     with torch.no_grad():
         module(batch)
     for layer, momentum in zip(layers, momenta):
@@ -110,18 +116,26 @@ def _calibrated(module, batch):
 
 def _calibrated_keras(model, batch):
     """_calibrated for a Keras model: one training-mode call with every BatchNormalization's momentum 0, so
-    that its moving statistics become the batch's."""
+    that its moving statistics become the batch's, and every Dropout's rate 0 (EfficientNet's drop-connect
+    active while calibrating gave statistics the inference pass does not see: logits in the hundreds, a
+    saturated softmax, INCONCLUSIVE again)."""
     import keras
 
-    layers = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.BatchNormalization)]
-    if not layers:
+    every = list(model._flatten_layers())
+    norms = [layer for layer in every if isinstance(layer, keras.layers.BatchNormalization)]
+    if not norms:
         return model
-    momenta = [layer.momentum for layer in layers]
-    for layer in layers:
+    dropouts = [layer for layer in every if isinstance(layer, keras.layers.Dropout)]
+    momenta, rates = [layer.momentum for layer in norms], [layer.rate for layer in dropouts]
+    for layer in norms:
         layer.momentum = 0.0
+    for layer in dropouts:
+        layer.rate = 0.0
     model(batch, training=True)
-    for layer, momentum in zip(layers, momenta):
+    for layer, momentum in zip(norms, momenta):
         layer.momentum = momentum
+    for layer, rate in zip(dropouts, rates):
+        layer.rate = rate
     return model
 
 
@@ -135,7 +149,7 @@ def _image_model(factory, sizes=(IMAGE, 96, 224)):
             module = _seeded(factory(size))
             with torch.no_grad():
                 module(torch.rand(2, 3, size, size))
-            module = _calibrated(module, torch.rand(4, 3, size, size))
+            module = _calibrated(module, torch.rand(CALIBRATION_BATCH, 3, size, size))
             return module, [f"x:Nx3x{size}x{size}:float32"]
         except Exception as error:  # noqa: BLE001 - a size the model does not take: the next
             last = error
@@ -259,7 +273,7 @@ def keras_entries() -> list[Entry]:
                     model = constructor(weights=None, input_shape=(size, size, 3), classes=10)
                 except ValueError:  # a minimum size above this one
                     continue
-                batch = keras.random.uniform((4, size, size, 3), seed=0)
+                batch = keras.random.uniform((CALIBRATION_BATCH, size, size, 3), seed=0)
                 return _calibrated_keras(model, batch), None
             raise RuntimeError(f"{name}: no input size among 64, 96, 160 builds")
         entries.append(Entry("keras", family, name, build))
