@@ -65,7 +65,7 @@ _MEASURED = {
     "hf-bart":                   "PASS    PASS    CANNOT  PASS    CANNOT  PASS",
     "hf-vit":                    "PASS    PASS    CANNOT  PASS    CANNOT  PASS",
     "hf-wav2vec2":               "PASS    PASS    PASS    PASS    PASS    PASS",
-    "keras-convnext_tiny":       "PASS    PASS    PASS    CANNOT  PASS    PASS",  # torch: onnx2torch, SAME_UPPER auto_pad
+    "keras-convnext_tiny":       "PASS    PASS    PASS    PASS    PASS    PASS",
     "keras-efficientnetv2b0":    "PASS    PASS    PASS    PASS    PASS    PASS",
     "keras-transformer-encoder": "PASS    PASS    PASS    PASS    PASS    PASS",
     "gluon-resnet18_v2":         "PASS    PASS    PASS    PASS    PASS    PASS",
@@ -106,8 +106,9 @@ CELLS = {(model, target): verdict for model, verdicts in EXPECTED.items() for ta
 # Issue 45 item 3 (the tensorflow targets' second way in, the Keras mapper's SavedModel where onnx2tf refuses):
 # keras-conv1d-text, tv-shufflenet_v2 and timm-poolformer_s12 in tensorflow and the round trip, 307 of 324 (94.8 %).
 # Issue 45's fourth slice (Keras 3's XLA-marked grouped convolution inlined for tf2onnx): keras-convnext_tiny in five
-# targets, 312 of 324 (96.3 %).
-PASS_FLOOR = 312
+# targets, 312 of 324 (96.3 %); with the torch bridge's explicit pads (onnx2torch refuses auto_pad SAME_*) its torch
+# cell too (scripts/zoo.py --models keras-convnext_tiny: 6 of 6, 303 s), 313 of 324 (96.6 %).
+PASS_FLOOR = 313
 # A crash or a hang is an ERROR (an artifact its runtime rejects is a CANNOT, found when converting): the cells
 # where that happens today, with what fails (a fix turns them into PASS or CANNOT, and this table must follow).
 # None today (MXNet's int32/float32 Embedding index wrap, the last one, is fixed).
