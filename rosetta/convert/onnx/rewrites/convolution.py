@@ -53,9 +53,9 @@ _POOLS = ("Conv", "MaxPool", "AveragePool", "LpPool")
 @rewrite
 def explicit_pads(model):
     """MXNet (which ignores auto_pad: a silently smaller output), onnx2tf (no SAME_LOWER), onnx2torch (no SAME_*)
-    and the Keras mapper: Conv and pooling with auto_pad SAME_UPPER, SAME_LOWER or VALID get the pads that mean, from the static
-    spatial sizes of the input: the total a window needs to give ceil(size / stride) outputs, its odd element
-    at the end (SAME_UPPER) or the start (SAME_LOWER)."""
+    and the Keras mapper: Conv and pooling with auto_pad SAME_UPPER, SAME_LOWER or VALID get the pads that mean,
+    from the static spatial sizes of the input: the total a window needs to give ceil(size / stride) outputs, its
+    odd element at the end (SAME_UPPER) or the start (SAME_LOWER)."""
     from onnx import helper
 
     shapes, constants = static_shapes(model), constant_values(model)
