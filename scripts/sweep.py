@@ -71,11 +71,15 @@ def smallest(names: list[str]) -> str:
     return min(names, key=rank)
 
 
-def _seeded(module, seed: int = 0):
-    """The module's weights drawn from a seed, its BatchNorm statistics made non-trivial; in eval mode."""
+def _seeded(build: Callable, seed: int = 0):
+    """The module `build()` makes, its weights drawn from a seed (set before it is built: a module draws its
+    weights as it is constructed), its BatchNorm statistics made non-trivial; in eval mode. Everything drawn
+    after it (the calibration batch, the check's inputs) follows from the same seed: a sweep run twice gives
+    the same models and the same rows."""
     import torch
 
     torch.manual_seed(seed)
+    module = build()
     for layer in module.modules():
         if isinstance(layer, torch.nn.modules.batchnorm._BatchNorm) and layer.running_mean is not None:
             layer.running_mean.uniform_(-0.2, 0.2)
@@ -146,7 +150,7 @@ def _image_model(factory, sizes=(IMAGE, 96, 224)):
     last = None
     for size in sizes:
         try:
-            module = _seeded(factory(size))
+            module = _seeded(lambda: factory(size))
             with torch.no_grad():
                 module(torch.rand(2, 3, size, size))
             module = _calibrated(module, torch.rand(CALIBRATION_BATCH, 3, size, size))
@@ -226,7 +230,7 @@ def transformers_entries() -> list[Entry]:
             for key, value in SMALL_TRANSFORMER.items():
                 if hasattr(config, key) and isinstance(getattr(config, key), int):
                     setattr(config, key, value)
-            module = _seeded(AutoModel.from_config(config))
+            module = _seeded(lambda: AutoModel.from_config(config))
             main = getattr(module, "main_input_name", "input_ids")
             if main == "input_ids":
                 inputs = [f"input_ids:Nx{TEXT}:int64:0:{config.vocab_size - 1}"]
