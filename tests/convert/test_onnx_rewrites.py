@@ -375,6 +375,9 @@ DIRECT = {
         [helper.make_node("Conv", ["x", "w"], ["conv"], auto_pad="SAME_LOWER", strides=[2, 2]),
          helper.make_node("MaxPool", ["conv"], ["y"], auto_pad="SAME_UPPER", kernel_shape=[2, 3])],
         [("x", ["N", 3, 7, 6])], [("w", RNG.normal(size=(4, 3, 3, 2)).astype(np.float32))]), None),
+    rw.counted_pads_as_pad: (_small_graph(  # a window larger than the 2x1 map, its pads counted (onnx2tf: not)
+        [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)],
+        [("x", ["N", 3, 2, 1])], []), None),
     rw.group_normalization_as_instance_normalization: (_small_graph(
         [helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=2)], [("x", ["N", 4, 3, 3])],
         [("scale", RNG.uniform(0.5, 1.5, size=4).astype(np.float32)), ("bias", RNG.normal(size=4).astype(np.float32))],

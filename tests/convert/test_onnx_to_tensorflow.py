@@ -367,11 +367,16 @@ def _graphs():
                             helper.make_node("Constant", [], ["beta"], value_floats=[0.1, -0.2, 0.3]),
                             helper.make_node("InstanceNormalization", ["scaled", "gamma", "beta"], ["y"])],
                            [("x", "float32", ["N", 3, 5])], []),
+        # a 3x3 average counting its pads on 2x2 maps (timm's Inception-v3 at a small input): onnx2tf averaged
+        # over the real elements alone, up to 9x too large (rewrites.counted_pads_as_pad)
+        "average_pool_counting_pads": ([helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3],
+                                                         pads=[1, 1, 1, 1], count_include_pad=1)],
+                                       [("x", "float32", ["N", 4, 2, 2])], []),
     }
 
 
 @pytest.mark.parametrize("target", ["tensorflow", "tensorflow-roundtrip"])
-@pytest.mark.parametrize("graph", ["clip_run_time_bound", "constant_forms"])
+@pytest.mark.parametrize("graph", ["clip_run_time_bound", "constant_forms", "average_pool_counting_pads"])
 def test_graphs_onnx2tf_read_otherwise_compute_what_onnxruntime_computes(graph, target, tmp_path):
     from rosetta.convert.targets import get_target
 

@@ -40,7 +40,7 @@ ARTIFACT = "saved_model"
 # onnx2tf; ONNX's function bodies, the "_expanded" cases, write both); what onnx2tf computes otherwise than ONNX
 # (Clip with bounds computed at run time or min > max, reductions over run-time axes that are empty, LpNormalization
 # of a zero vector, Shape's start/end, shifts out of range, unsigned Div, integer fmod, OneHot indices out of range)
-# and the ops it lacks or gets wrong (auto_pad SAME_LOWER, Resize, Trilu, DepthToSpace/SpaceToDepth,
+# and the ops it lacks or gets wrong (auto_pad SAME_LOWER, an AveragePool counting its pads, Resize, Trilu, DepthToSpace/SpaceToDepth,
 # GroupNormalization, LayerNormalization's statistics) in primitives; constant shape arithmetic folded (as onnxsim,
 # absent here, would), then the parts of Shape that are static, folded again, so that symbolic shape inference can
 # follow the Reshapes; their shapes made static; a Linear's bias moved to the second operand; non-overlapping
@@ -50,8 +50,8 @@ REWRITES = (rw.old_opsets_upgraded, rw.scope_safe_node_names, rw.unnamed_batch_o
             rw.clip_bounds_as_max_min, rw.empty_axes_as_every_axis, rw.lp_normalization_as_primitives,
             rw.shape_bounds_as_slice, rw.shifts_out_of_range_as_where, rw.unsigned_divisions_as_int64,
             rw.integer_fmod_as_magnitudes, rw.one_hot_out_of_range_as_off, rw.resize_sizes_as_scales,
-            rw.explicit_pads, rw.resize_except_upsampling_as_gathers_and_matmuls, rw.trilu_as_where,
-            rw.depth_to_space_as_reshapes, rw.group_normalization_as_instance_normalization,
+            rw.explicit_pads, rw.counted_pads_as_pad, rw.resize_except_upsampling_as_gathers_and_matmuls,
+            rw.trilu_as_where, rw.depth_to_space_as_reshapes, rw.group_normalization_as_instance_normalization,
             rw.layer_normalization_statistics_as_primitives, rw.fold_constant_subgraphs, rw.static_shape_parts,
             rw.fold_constant_subgraphs, rw.symbolic_reshape_shapes, rw.constant_operands_second,
             rw.scalar_constants_as_vectors, rw.conv_transpose_as_depth_to_space)

@@ -85,3 +85,36 @@ def explicit_pads(model):
             node.attribute.remove(attribute)
         node.attribute.append(helper.make_attribute("pads", begins + ends))
     return model
+
+
+@rewrite
+def counted_pads_as_pad(model):
+    """onnx2tf: an AveragePool that counts its pads (count_include_pad=1) averages over the real elements alone
+    where the map is smaller than the window (timm's Inception-v3 at a 96-pixel input: a 3x3 pool, pad 1, on
+    1x1 maps gives 9x the mean, measured): the pads as a zero Pad before it and the pool without pads, which is
+    the same average (every window then holds kernel-size elements, zeros counted). A pool with ceil_mode, whose
+    last window may reach past the pads, is left as it is, as is a model below opset 11 (Pad's pads an attribute)."""
+    from onnx import helper, numpy_helper
+
+    if next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0) < 11:
+        return model
+    nodes = []
+    for node in model.graph.node:
+        attributes = node_attributes(node)
+        pads = list(attributes.get("pads", []))
+        if (node.op_type != "AveragePool" or not attributes.get("count_include_pad", 0) or not any(pads)
+                or attributes.get("ceil_mode", 0) or text(attributes.get("auto_pad", "NOTSET")) != "NOTSET"):
+            nodes.append(node)
+            continue
+        spatial, name = len(pads) // 2, node.output[0]
+        model.graph.initializer.append(numpy_helper.from_array(
+            np.array([0, 0, *pads[:spatial], 0, 0, *pads[spatial:]], np.int64), f"{name}_counted_pads"))
+        nodes.append(helper.make_node("Pad", [node.input[0], f"{name}_counted_pads"], [f"{name}_padded"],
+                                      mode="constant"))
+        for attribute in [a for a in node.attribute if a.name in ("pads", "count_include_pad")]:
+            node.attribute.remove(attribute)
+        node.input[0] = f"{name}_padded"
+        nodes.append(node)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return model
