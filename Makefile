@@ -72,17 +72,13 @@ demo: $(STAMP)
 # entry at least once in the fixed subset, tests/shared.py fixed_subset); `make test-all`: the whole suite.
 # OMP_WAIT_POLICY=PASSIVE: the test processes (one per core) and their workers each run OpenMP pools as wide as
 # the machine, and an idle OpenMP thread spins by default, taking the core another process waits for; passive
-# threads sleep (the same numbers; measured 8-20 % less wall time on a quarter of the suite). One thread per
-# framework pool (OpenMP: torch and MXNet; TensorFlow's intra- and inter-op pools): with a test process per core,
-# wider pools only contend for the cores the other process uses (tests/verify/test_faults_fail.py at -n 2:
-# 67 s wall, 108 s user -> 56 s, 86 s). Tests that set threads set them explicitly. Not for `make demo`, whose
-# bench times each framework as users run it.
-TEST_ENV := OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1
+# threads sleep (the same numbers; measured 8-20 % less wall time on a quarter of the suite). Not for `make demo`,
+# whose bench times each framework as users run it.
 test: $(STAMP)
-	$(TEST_ENV) $(PY) -m pytest -q -n $(JOBS) --dist loadgroup --durations=15 -m "not whole" $(PYTEST_ARGS)
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n $(JOBS) --dist loadgroup --durations=15 -m "not whole" $(PYTEST_ARGS)
 
 test-all: $(STAMP)
-	$(TEST_ENV) $(PY) -m pytest -q -n $(JOBS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n $(JOBS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 # On a machine with one NVIDIA GPU (issue 41's device check, scripts/gpu_check.py): no install, the $(PYTHON) there
 # with its CUDA torch and JAX, rosetta from this folder; within 480 s (GPU_CHECK_ARGS="--budget S"), each step saved as
