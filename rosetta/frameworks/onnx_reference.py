@@ -312,6 +312,8 @@ def checked_float64_run(model, feeds: dict[str, np.ndarray], output_names: list[
                 check.worst = record
         for output, value in zip(rt_node.output, outputs):
             results[output] = value
+        if rt_node.op_type == "Constant":  # the value the float32 run read too (float64_model widened it exactly)
+            exact.update(zip(rt_node.output, outputs))
         _release(rt_node.input, remaining, results, values32, keep)
     missing = [name for name in keep if name not in results]
     if missing:

@@ -88,7 +88,8 @@ def convert_and_verify_file(path: str, request: ConvertRequest, run: RunSettings
     from rosetta.models.inputs import check_memory, generate_inputs
     from rosetta.output import OutputFolder
     from rosetta.sources.memory import open_any
-    from rosetta.verify.artifacts import reference_outputs, run_artifact_cells
+    from rosetta.verify.artifacts import (corroborate_with_export, floor_in_doubt, reference_outputs,
+                                          run_artifact_cells)
 
     inputs = inputs if inputs is not None else []
     route, output, force, export_options = request.route, request.output, request.force, request.export
@@ -114,6 +115,9 @@ def convert_and_verify_file(path: str, request: ConvertRequest, run: RunSettings
             results = [conversion_row(cell) for cell in cells]
         else:
             reference = reference_outputs(model, feeds, threads)
+            if route == "onnx" and floor_in_doubt(reference):  # the export vouches for the float64 run, or not
+                corroborate_with_export(reference, lambda: store.get_from(model.key, model.conversion_source,
+                                                                          *_export_step(model, route, export_options)))
             reference.second = second_batch_outputs(model, feeds, reference.float32, seed, threads)
             policy = reference.policy(policy, tolerance_multiple is not None)
             results = run_artifact_cells(cells, reference, policy, progress, executor)
@@ -126,6 +130,15 @@ def convert_and_verify_file(path: str, request: ConvertRequest, run: RunSettings
                               {"store": store, "targets": dict(chosen), "options": dict(export_options or {})})
         written = write_converted(cells, out)
     return ConvertedFile(results, written, model.label, model.file.to_json(), policy)
+
+
+def _export_step(model, route: str, export_options: dict | None) -> tuple:
+    """(chain, options) of the model's ONNX export as the store keys it: the conversion every target of the ONNX
+    route starts with (made once; already there where a target was converted)."""
+    from rosetta.convert.user import parse_user_targets
+
+    (_, onnx_target), = parse_user_targets("onnx", route)
+    return model.chain_for(onnx_target), onnx_target.export_options(dict(export_options or {}))
 
 
 def model_files(paths: Sequence[str]) -> list[Path]:

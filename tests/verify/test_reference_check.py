@@ -200,3 +200,53 @@ def test_the_row_says_which_reference_and_why_when_the_float64_run_is_not_used(t
                               False)
     assert reference.float64 is None and not policy.float64_reference and policy.multiple == 40
     assert "node /lrn/LRN (LRN): 996 float32 ulps" in policy.describe()
+
+
+CANCELLING_NET = '''
+import torch
+
+
+class Cancelling(torch.nn.Module):
+    """0.1 + y as (1e5 y + 0.1) - 1e5 y + y, in the forward's own code: float32 rounds 1e5 y + 0.1 to its ulp,
+    8e-3, float64 does not, so the float32 run is about 1e-3 of its scale from the float64 one (past the
+    ceiling, as a correct deep net's can be)."""
+
+    def __init__(self, drift=1.0):
+        super().__init__()
+        self.fc, self.drift = torch.nn.Linear(4, 3), drift
+
+    def forward(self, x):
+        y = self.fc(x)
+        return ((y * 1e5 + 0.1) - y * 1e5 + y) * (self.drift if x.dtype == torch.float64 else 1.0)
+
+
+def build():
+    torch.manual_seed(0)
+    return Cancelling()
+
+
+def drifting():
+    """The same, its float64 run another function (5e-2 larger) where no leaf module sees it."""
+    torch.manual_seed(0)
+    return Cancelling(1.0 + 5e-2)
+'''
+
+
+@pytest.mark.parametrize("factory, verdict", [("build", "PASS"), ("drifting", "INCONCLUSIVE")])
+def test_a_floor_above_the_ceiling_is_lifted_only_where_the_onnx_export_agrees_in_float64(factory, verdict, tmp_path):
+    """A PyTorch reference's leaf modules do not cover its forward's own code, so a floor above FLOOR_CEILING
+    left the row INCONCLUSIVE. Along the ONNX route its export, checked node by node in float64, vouches for the
+    float64 run where the two agree (the correct net: PASS, saying so); a float64 run that computes another
+    function does not agree, and the row stays INCONCLUSIVE with the reason."""
+    (tmp_path / "cancel.py").write_text(CANCELLING_NET)
+    out = run_here("convert", f"{tmp_path / 'cancel.py'}:{factory}", "--trust-code", "--input", "x:Nx4:float32",
+                   "--to", "onnx", "-o", tmp_path / "out", "--no-progress", "--json", tmp_path / "r.json")
+    row = json.loads((tmp_path / "r.json").read_text())["results"][0]
+    check = row["reference"]["check"]
+    assert row["verdict"] == verdict, (row["reason"], check)
+    if verdict == "PASS":
+        assert out.returncode == 0 and check["uncovered"] == "" and "corroborated" in check["description"]
+        assert row["outputs"][0]["noise_floor_ulps"] > 1e3  # the float64 run's floor, past the ceiling, believed
+    else:
+        assert "reference is in doubt" in row["reason"] and check["uncovered"]
+        assert "x the one its ONNX export gives" in check["corroboration"], check["corroboration"]
