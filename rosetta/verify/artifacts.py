@@ -252,7 +252,7 @@ def corroborate_with_export(reference: ReferenceOutputs, export: Callable[[], Pa
         outputs64, graph_check = float64_outputs(Manifest.read(folder).artifact_path(folder), reference.feeds)
         outputs32 = load_verify_runner(runner_for_format("onnx"), folder).predict(dict(reference.feeds))
     except Exception as error:  # noqa: BLE001 - no export, or the evaluator cannot run it: the ceiling stays
-        return refused(f"its ONNX export could not be run in float64: {one_line(error)}")
+        return refused(f"its ONNX export could not be made or run: {one_line(error)}")
     if not fully_checked(graph_check):
         return refused("its ONNX export's float64 run was not checked whole: " + (
             graph_check.get("description", "") if not graph_check.get("trusted") else

@@ -40,11 +40,12 @@ ARTIFACT = "saved_model"
 # onnx2tf; ONNX's function bodies, the "_expanded" cases, write both); what onnx2tf computes otherwise than ONNX
 # (Clip with bounds computed at run time or min > max, reductions over run-time axes that are empty, LpNormalization
 # of a zero vector, Shape's start/end, shifts out of range, unsigned Div, integer fmod, OneHot indices out of range)
-# and the ops it lacks or gets wrong (auto_pad SAME_LOWER, an AveragePool counting its pads, Resize, Trilu, DepthToSpace/SpaceToDepth,
-# GroupNormalization, LayerNormalization's statistics) in primitives; constant shape arithmetic folded (as onnxsim,
-# absent here, would), then the parts of Shape that are static, folded again, so that symbolic shape inference can
-# follow the Reshapes; their shapes made static; a Linear's bias moved to the second operand; non-overlapping
-# ConvTranspose as Conv + DepthToSpace (that one left to onnx2tf, which gets it right in DCR mode).
+# and the ops it lacks or gets wrong (auto_pad SAME_LOWER, an AveragePool counting its pads, Resize, Trilu,
+# DepthToSpace/SpaceToDepth, GroupNormalization, LayerNormalization's statistics) in primitives; constant shape
+# arithmetic folded (as onnxsim, absent here, would), then the parts of Shape that are static, folded again, so that
+# symbolic shape inference can follow the Reshapes; their shapes made static; a Linear's bias moved to the second
+# operand; non-overlapping ConvTranspose as Conv + DepthToSpace (that one left to onnx2tf, which gets it right in
+# DCR mode).
 REWRITES = (rw.old_opsets_upgraded, rw.scope_safe_node_names, rw.unnamed_batch_of_5d_inputs,
             rw.constant_attributes_as_tensors, rw.constants_to_initializers, rw.cast_like_as_cast,
             rw.clip_bounds_as_max_min, rw.empty_axes_as_every_axis, rw.lp_normalization_as_primitives,
