@@ -306,11 +306,28 @@ def _round_robin(groups: list[list]):
         yield [group[index] for group in groups if index < len(group)]
 
 
+def code_version() -> str:
+    """The checkout's commit (with "+" where its tree has changes), kept in each record: a sweep resumed across
+    sessions says which code measured which rows."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                                check=True, timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("+" if dirty else "")
+
+
 def sweep_model(entry: Entry, to: str, work: Path, jobs: int, executor: str, timeout: float | None) -> dict:
     """One model's record: its rows (target, verdict, reason) or why it was not built, and its wall time."""
     import rosetta
 
-    record = {"library": entry.library, "family": entry.family, "model": entry.name, "rows": [], "unbuilt": ""}
+    record = {"library": entry.library, "family": entry.family, "model": entry.name, "rows": [], "unbuilt": "",
+              "code": code_version()}
     start = time.perf_counter()
     try:
         model, inputs = entry.build()
@@ -372,7 +389,10 @@ def markdown(records: list[dict], seconds: float) -> str:
     share = lambda counts: (f"{counts.get('PASS', 0)} of {sum(counts.values())} "  # noqa: E731
                             f"({100.0 * counts.get('PASS', 0) / max(1, sum(counts.values())):.0f} %)")
     lines = [f"# Sweep: {total['models']} models ({total['unbuilt']} unbuilt), {total['cells']} cells, "
-             f"{total['passed']} PASS ({100.0 * total['passed'] / max(1, total['cells']):.0f} %), {seconds:.0f} s", ""]
+             f"{total['passed']} PASS ({100.0 * total['passed'] / max(1, total['cells']):.0f} %), {seconds:.0f} s", "",
+             "Measured by rosetta at " + ", ".join(f"{code} ({count} models)" for code, count in
+                                                   Counter(r.get("code", "unknown") for r in records).most_common()),
+             ""]
     verdicts = ("PASS", "FAIL", "CANNOT", "ERROR", "INCONCLUSIVE")
     for kind in ("target", "library", "family"):
         lines += [f"## Per {kind}", "", f"| {kind} | PASS share | " + " | ".join(verdicts) + " |",
@@ -409,7 +429,8 @@ def run(libraries, to: str, json_path: Path, markdown_path: Path, only=None, lim
         done = {f"{r['library']}/{r['family']}/{r['model']}": r for r in previous["models"]}
         seconds = previous.get("seconds", 0.0)
     entries = entries if entries is not None else catalogue(libraries, only, limit)
-    records = [done[e.key] for e in entries if e.key in done]
+    keys = {e.key for e in entries}  # earlier models outside this run's catalogue are kept: a sweep grows by runs
+    records = [done[e.key] for e in entries if e.key in done] + [r for k, r in done.items() if k not in keys]
     with tempfile.TemporaryDirectory(prefix="rosetta-sweep-") as scratch:
         work = Path(work_dir or scratch)
         for entry in entries:

@@ -79,6 +79,9 @@ def test_the_sweep_writes_its_rows_grouped_per_target_library_family_and_cause(s
     kept = [sweep.Entry(e.library, e.family, e.name, must_not_run) for e in _sample(sweep)]
     again = sweep.run(["timm"], "onnx,torch", tmp_path / "s.json", tmp_path / "s.md", resume=True, entries=kept)
     assert again == records
+    part = sweep.run(["timm"], "onnx,torch", tmp_path / "s.json", tmp_path / "s.md", resume=True, entries=kept[:1])
+    assert sorted(r["model"] for r in part) == sorted(r["model"] for r in records), "a resumed run kept every model"
+    assert all(r["code"] for r in part) and "Measured by rosetta at " in (tmp_path / "s.md").read_text()
 
 
 def test_a_family_is_swept_at_its_smallest_variant(sweep):
