@@ -1,7 +1,8 @@
 """The export step's second way in (issue 45 item 3): where no exporter was chosen and the TorchScript exporter
-refuses a module (timm's haloregnetz: an Unfold whose input size it cannot read; torchvision's alexnet at 64x64:
-an adaptive pooling whose output size does not divide the input's), the dynamo exporter makes the ONNX artifact,
-and the manifest says so and why; an exporter the user chose is the only one tried."""
+refuses a module (timm's haloregnetz: an Unfold whose input size it cannot read; an antialiased resize), the
+dynamo exporter makes the ONNX artifact, and the manifest says so and why; an exporter the user chose is the only
+one tried. An adaptive average pooling whose output size does not divide the input's (torchvision's AlexNet and
+VGG at 64x64) is no refusal: the TorchScript exporter writes it as a MatMul (tests/convert/test_torch_to_onnx.py)."""
 
 from __future__ import annotations
 
@@ -10,24 +11,24 @@ import torch
 import rosetta
 from rosetta.manifest import Manifest
 
-TORCHSCRIPT_REFUSAL = "adaptive_avg_pool2d, output size that are not factor of input size"
+TORCHSCRIPT_REFUSAL = "Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not supported"
 
 
-class UnevenPooling(torch.nn.Module):
-    """A 4x4 map pooled to 3x3: TorchScript's exporter refuses an output size that does not divide the input's."""
+class AntialiasedResize(torch.nn.Module):
+    """A 4x4 map resized to 3x3 with antialiasing, which TorchScript's exporter has no symbolic for."""
 
     def __init__(self) -> None:
         super().__init__()
         torch.manual_seed(0)
         self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
-        self.pool = torch.nn.AdaptiveAvgPool2d((3, 3))
         self.fc = torch.nn.Linear(36, 5)
 
     def forward(self, x):
-        return self.fc(self.pool(self.conv(x).relu()).flatten(1))
+        resized = torch.nn.functional.interpolate(self.conv(x).relu(), size=(3, 3), mode="bilinear", antialias=True)
+        return self.fc(resized.flatten(1))
 
 
-class UnevenPoolingOnItsSign(UnevenPooling):
+class AntialiasedResizeOnItsSign(AntialiasedResize):
     """The same, with a branch on the input's values, which the dynamo exporter (torch.export) refuses."""
 
     def forward(self, x):
@@ -42,26 +43,26 @@ def _convert(tmp_path, module, **options):
 
 
 def test_a_module_torchscript_refuses_is_exported_by_dynamo_and_passes_saying_why(tmp_path):
-    row = _convert(tmp_path, UnevenPooling())
+    row = _convert(tmp_path, AntialiasedResize())
     assert row.verdict == "PASS", row.reason
     converter = Manifest.read(tmp_path / "out" / "onnx").converter
     assert converter["name"] == "torch.onnx.export[dynamo]" and converter["options"]["exporter"] == "dynamo"
     assert "rewrites" not in converter  # the TorchScript graph's dynamic-batch rewrites: not run on dynamo's
     way_in = converter["way_in"]
     assert way_in["used"] == "dynamo" and way_in["ways"] == ["torchscript", "dynamo"]
-    assert way_in["why"].startswith("the TorchScript exporter could not make it (SymbolicValueError: ")
+    assert way_in["why"].startswith("the TorchScript exporter could not make it (UnsupportedOperatorError: ")
     assert TORCHSCRIPT_REFUSAL in way_in["why"] and way_in["why"].endswith("the dynamo exporter's artifact kept")
 
 
 def test_the_torchscript_exporter_asked_for_is_the_only_one_tried(tmp_path):
-    row = _convert(tmp_path, UnevenPooling(), exporter="torchscript")
+    row = _convert(tmp_path, AntialiasedResize(), exporter="torchscript")
     assert row.verdict == "CANNOT", row.reason
-    assert "torch.onnx.export (torchscript) failed: SymbolicValueError" in row.reason
+    assert "torch.onnx.export (torchscript) failed: UnsupportedOperatorError" in row.reason
     assert TORCHSCRIPT_REFUSAL in row.reason and "dynamo" not in row.reason
 
 
 def test_a_module_both_exporters_refuse_is_cannot_with_both_reasons(tmp_path):
-    row = _convert(tmp_path, UnevenPoolingOnItsSign())
+    row = _convert(tmp_path, AntialiasedResizeOnItsSign())
     assert row.verdict == "CANNOT", row.reason
     torchscript, dynamo = row.reason.split("; torch.onnx.export (dynamo) failed: ")
     assert "every way in failed: torch.onnx.export (torchscript) failed" in torchscript
@@ -71,7 +72,7 @@ def test_a_module_both_exporters_refuse_is_cannot_with_both_reasons(tmp_path):
 def test_no_second_way_for_a_training_mode_graph(tmp_path):
     """The dynamo exporter has no training-mode graph: TorchScript's refusal stands, and the reason says why
     no other exporter was tried."""
-    row = _convert(tmp_path, UnevenPooling(), training="train")
+    row = _convert(tmp_path, AntialiasedResize(), training="train")
     assert row.verdict == "CANNOT", row.reason
     assert TORCHSCRIPT_REFUSAL in row.reason
     assert row.reason.endswith("the dynamo exporter, the second way in, has no training-mode graph")

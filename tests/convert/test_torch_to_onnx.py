@@ -240,3 +240,55 @@ def test_batchnorm_exported_in_training_mode_is_flagged(tmp_path):
 
     assert training_mode_nodes(batchnorm(1)) == ["BatchNormalization 'bn' with training_mode=1"]
     assert training_mode_nodes(batchnorm(0)) == []
+
+
+@pytest.mark.parametrize("size,out", [((4,), (3,)), ((2, 5), (7, 3)), ((1, 1), (6, 6)), ((3, 4, 5), (2, 3, 4))])
+def test_the_averaging_matrices_compute_torchs_adaptive_average(size, out):
+    """The kernel `adaptive_average_as_matmul` writes (the Kronecker product of one averaging matrix per axis)
+    applied to the flattened spatial axes is torch's adaptive average pooling, windows overlapping or not."""
+    import torch
+
+    from rosetta.convert.onnx.from_torch import averaging_matrix
+
+    x = torch.rand(2, 3, *size, dtype=torch.float64)
+    kernel = np.ones((1, 1))
+    for s, o in zip(size, out):
+        kernel = np.kron(kernel, averaging_matrix(s, o))
+    pooled = (x.reshape(2, 3, -1).numpy() @ kernel.T).reshape(2, 3, *out)
+    expected = getattr(torch.nn.functional, f"adaptive_avg_pool{len(size)}d")(x, out).numpy()
+    np.testing.assert_allclose(pooled, expected, rtol=1e-12, atol=1e-12)
+
+
+class _Pooled:
+    """A convolution, an adaptive average pooling to `out` and a classifier: AlexNet's and VGG's head."""
+
+    @staticmethod
+    def build(out):
+        import torch
+
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
+                                   torch.nn.AdaptiveAvgPool2d(out), torch.nn.Flatten(),
+                                   torch.nn.Linear(4 * out[0] * out[1], 5)).eval()
+
+
+def test_an_uneven_adaptive_average_is_exported_by_torchscript_as_a_matmul_and_passes_every_target(tmp_path):
+    """A 4x4 map pooled to 3x3 (AlexNet and VGG at 64x64): the TorchScript exporter's own symbolic refuses it and
+    the dynamo exporter's GatherND and ReduceMean over run-time axes were refused by the Keras mapper, MXNet and
+    onnx2torch; written as the MatMul it is, every target PASSes. A pooling that divides its input keeps the
+    exporter's AveragePool."""
+    import rosetta
+
+    conversion = rosetta.convert(_Pooled.build((3, 3)), "all", inputs=["x:Nx3x4x4:float32"], batch=2,
+                                 output_dir=tmp_path / "uneven")
+    assert {row.target: row.verdict for row in conversion.report} == dict.fromkeys(
+        ("onnx", "tensorflow", "keras", "torch", "mxnet", "tensorflow-roundtrip"), "PASS"), conversion.report
+    manifest = Manifest.read(tmp_path / "uneven" / "onnx")
+    assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
+    ops = [node.op_type for node in onnx.load(str(tmp_path / "uneven" / "onnx" / manifest.artifact)).graph.node]
+    assert "MatMul" in ops and "AveragePool" not in ops and "GatherND" not in ops
+    even = rosetta.convert(_Pooled.build((2, 2)), "onnx", inputs=["x:Nx3x4x4:float32"], batch=2,
+                           output_dir=tmp_path / "even")
+    assert [row.verdict for row in even.report] == ["PASS"]
+    ops = [node.op_type for node in onnx.load(str(tmp_path / "even" / "onnx" / "model.onnx")).graph.node]
+    assert "AveragePool" in ops and "MatMul" not in ops

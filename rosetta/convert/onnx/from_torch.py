@@ -24,10 +24,10 @@ measured (a Resize to the input's size is declared with symbolic axes by the exp
 target's output could not be told apart).
 
 Where the user chose no exporter ("auto", EXPORT_DEFAULTS) the TorchScript exporter is tried first and, where it
-refuses the model (an Unfold whose input size it cannot read, an adaptive pooling whose output size does not divide
-the input's), the dynamo exporter is the second way in, at the same opset with the same dynamic batch; the manifest
-names the exporter that made the artifact and, under `way_in`, why TorchScript's was left. An exporter the user
-chose is the only one tried.
+refuses the model (an Unfold whose input size it cannot read, an adaptive max pooling whose output size does not
+divide the input's; an adaptive average one is written as a MatMul, `adaptive_average_as_matmul`), the dynamo
+exporter is the second way in, at the same opset with the same dynamic batch; the manifest names the exporter that
+made the artifact and, under `way_in`, why TorchScript's was left. An exporter the user chose is the only one tried.
 """
 
 from __future__ import annotations
@@ -175,7 +175,8 @@ def export(source: TorchSource, target: Path, exporter: str, opset: int, trainin
                 mode = {"eval": torch.onnx.TrainingMode.EVAL, "preserve": torch.onnx.TrainingMode.PRESERVE,
                         "train": torch.onnx.TrainingMode.TRAINING}[training]
                 dynamic_axes = {name: {0: "batch"} for name in input_names + output_names}
-                with dropout_kept(opset) if training == "preserve" else contextlib.nullcontext():
+                with dropout_kept(opset) if training == "preserve" else contextlib.nullcontext(), \
+                        adaptive_average_as_matmul(opset):
                     torch.onnx.export(module, args, str(target), dynamo=False, opset_version=opset,
                                       input_names=input_names, output_names=output_names,
                                       dynamic_axes=dynamic_axes, training=mode,
@@ -251,6 +252,67 @@ def dropout_kept(opset: int):
         yield
     finally:
         torch.onnx.unregister_custom_op_symbolic("aten::dropout", opset)
+
+
+def averaging_matrix(size: int, out: int):
+    """The (out, size) matrix of an adaptive average along one axis, as torch computes it: output i averages
+    input elements floor(i * size / out) to ceil((i + 1) * size / out), windows that overlap where out does
+    not divide size."""
+    import numpy as np
+
+    matrix = np.zeros((out, size))
+    for i in range(out):
+        start, end = (i * size) // out, -((-(i + 1) * size) // out)
+        matrix[i, start:end] = 1.0 / (end - start)
+    return matrix
+
+
+@contextlib.contextmanager
+def adaptive_average_as_matmul(opset: int):
+    """While it lasts, the TorchScript exporter writes an adaptive average pooling whose output size does not
+    divide its input's (its own symbolic refuses those: AlexNet and VGG below 224x224, whose 6x6 and 7x7 pools
+    then read 1x1 or 2x2 maps) as the linear map it is: the spatial axes flattened, one MatMul by the
+    Kronecker product of the per-axis averaging matrices, and the output's shape; the dynamo exporter, the
+    second way in, wrote a GatherND and a ReduceMean over run-time axes that the Keras mapper, MXNet and
+    onnx2torch refuse. Every other adaptive pooling keeps the exporter's own symbolic (GlobalAveragePool,
+    AveragePool), as do inputs of unknown spatial size or channels."""
+    import numpy as np
+    import torch
+    from torch.onnx import symbolic_opset9
+
+    def symbolic(rank: int):
+        builtin = getattr(symbolic_opset9, f"adaptive_avg_pool{rank}d")
+
+        def adaptive_average(g, x, output_size):
+            from torch.onnx import symbolic_helper
+
+            try:
+                out = [int(o) for o in symbolic_helper._parse_arg(output_size, "is")]
+            except Exception:  # noqa: BLE001 - a size computed at run time, or None (keep): the exporter's own
+                return builtin(g, x, output_size)
+            sizes = symbolic_helper._get_tensor_sizes(x) or []
+            spatial = sizes[2:]
+            if (len(sizes) != rank + 2 or sizes[1] is None or any(s is None for s in spatial) or len(out) != rank
+                    or all(s % o == 0 for s, o in zip(spatial, out))):
+                return builtin(g, x, output_size)
+            kernel = np.ones((1, 1))
+            for size, o in zip(spatial, out):
+                kernel = np.kron(kernel, averaging_matrix(size, o))
+            dtype = x.type().dtype() if x.type().dtype() is not None else torch.float32
+            shape = lambda *dims: g.op("Constant", value_t=torch.tensor(dims, dtype=torch.int64))  # noqa: E731
+            flat = g.op("Reshape", x, shape(-1, sizes[1], int(np.prod(spatial))))
+            pooled = g.op("MatMul", flat, g.op("Constant", value_t=torch.tensor(kernel.T, dtype=dtype)))
+            return g.op("Reshape", pooled, shape(-1, sizes[1], *out))
+        return adaptive_average
+
+    names = [f"aten::adaptive_avg_pool{rank}d" for rank in (1, 2, 3)]
+    for rank, name in enumerate(names, start=1):
+        torch.onnx.register_custom_op_symbolic(name, symbolic(rank), opset)
+    try:
+        yield
+    finally:
+        for name in names:
+            torch.onnx.unregister_custom_op_symbolic(name, opset)
 
 
 def check_batchnorm_kept(module, model, inputs: tuple | None = None) -> None:
