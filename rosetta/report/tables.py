@@ -33,11 +33,22 @@ def verify_table(results: list[VerifyResult], title: str = "rosetta verify"):
             table.add_row(result.model, result.route, result.target, output.name,
                           _fmt(output.max_abs_error), _fmt(output.scaled_error), _fmt(output.noise_floor),
                           ratio, cosine, within,
-                          _verdict(FAIL if not output.passed else INCONCLUSIVE if output.uninformative else PASS))
+                          _verdict(FAIL if not output.passed else
+                                   (result.verdict if decided_on_intermediates(result.reason) else INCONCLUSIVE)
+                                   if output.uninformative else PASS))
     return table
 
 
 VERDICT_STYLE = {PASS: "green", FAIL: "red", ERROR: "bold red", CANNOT: "yellow", INCONCLUSIVE: "yellow"}
+
+
+def decided_on_intermediates(reason: str) -> bool:
+    """The row's outputs did not depend on the input and its verdict was decided on its intermediates
+    (verify.files._decide_on_intermediates; a later way in's reason holds it after the earlier ways'): its
+    outputs' rows show that verdict, and its line says how."""
+    from rosetta.verify.locate import DECIDED_ON_INTERMEDIATES
+
+    return DECIDED_ON_INTERMEDIATES in reason
 
 
 def _verdict(verdict: str) -> str:
@@ -90,7 +101,8 @@ def failure_lines(results: list[VerifyResult]) -> list[str]:
     lines = []
     for r in results:
         # a PASS by a target's later way in (the Keras mapper's SavedModel for tensorflow) says so too
-        if r.verdict not in (PASS, "converted") or (r.verdict == PASS and took_another_way(r.reason)):
+        if r.verdict not in (PASS, "converted") or (r.verdict == PASS and (took_another_way(r.reason) or
+                                                                           decided_on_intermediates(r.reason))):
             lines.append(f"{_verdict(r.verdict)} {r.model} -> {r.target} ({r.route}): {escape(plain(r.reason))}")
         if r.locate:
             from rosetta.verify.locate import report_from_json

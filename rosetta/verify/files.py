@@ -120,14 +120,19 @@ def convert_and_verify_file(path: str, request: ConvertRequest, run: RunSettings
                                                                           *_export_step(model, route, export_options)))
             reference.second = second_batch_outputs(model, feeds, reference.float32, seed, threads)
             policy = reference.policy(policy, tolerance_multiple is not None)
-            results = run_artifact_cells(cells, reference, policy, progress, executor)
+            conversions = {"store": store, "targets": dict(chosen), "options": dict(export_options or {})}
+            # a row whose outputs do not depend on the input is decided on its intermediates where it can be
+            decided = lambda more, rows, ways=None: _decide_on_intermediates(  # noqa: E731
+                model, more, rows, feeds, policy, Path(scratch) / "intermediates",
+                {**conversions, "targets": {**conversions["targets"], **(ways or {})}})
+            results = decided(cells, run_artifact_cells(cells, reference, policy, progress, executor))
             # a target with more ways in (the tensorflow target's Keras mapper) tries them where the first fails
             cells, results = user_model_ways(model, chosen, store, dict(export_options or {}), copied(feeds), threads,
                                              cells, results,
-                                             lambda more: run_artifact_cells(more, reference, policy, False, executor))
+                                             lambda more, ways: decided(more, run_artifact_cells(
+                                                 more, reference, policy, False, executor), ways))
             if locate:
-                _locate_files(model, cells, results, feeds, policy, Path(scratch) / "locate",
-                              {"store": store, "targets": dict(chosen), "options": dict(export_options or {})})
+                _locate_files(model, cells, results, feeds, policy, Path(scratch) / "locate", conversions)
         written = write_converted(cells, out)
     return ConvertedFile(results, written, model.label, model.file.to_json(), policy)
 
@@ -464,7 +469,7 @@ def _locate_files(first, cells: list, results: list, feeds: dict, policy: Tolera
     irs: dict = {}  # IR chain -> (IR folder, the reference's values of its nodes), or the reason there is none
     reference_side: list = []  # the reference's layers, read once for every row that needs them
     for n, (cell, result) in enumerate(zip(cells, results)):
-        if result.verdict != FAIL:
+        if result.verdict != FAIL or result.locate:  # located already: decided on its intermediates
             continue
         candidate = Manifest.read(Path(cell.folder)) if cell.folder else None
         target = (conversions or {}).get("targets", {}).get(result.target)
@@ -474,7 +479,8 @@ def _locate_files(first, cells: list, results: list, feeds: dict, policy: Tolera
                                             tensor_policy if first.module is not None else policy,
                                             work / str(n), result.target, irs)
             elif candidate is not None and target is not None and "onnx" in first.chain_for(target)[:-1]:
-                report = _locate_conversion(first, target, cell, feeds, tensor_policy, conversions, work / str(n))
+                report = _locate_conversion(first, target, cell, feeds, tensor_policy, conversions,
+                                        work / f"{result.target}-{'-'.join(target.chain)}")
             elif candidate is not None and reference_is_onnx and candidate.format == "onnx":
                 report = locate_in_export(Path(first.folder), Path(cell.folder), feeds, tensor_policy,
                                           work / str(n), result.target)
@@ -486,6 +492,41 @@ def _locate_files(first, cells: list, results: list, feeds: dict, policy: Tolera
         except RosettaError as error:
             report = LocateReport(result.target, "not located", reason=one_line(error))
         result.locate = report.to_json()
+
+
+def _decide_on_intermediates(first, cells: list, results: list, feeds: dict, policy: TolerancePolicy, work: Path,
+                             conversions: dict) -> list:
+    """`results`, where each INCONCLUSIVE row of a conversion along the ONNX route beyond its export, whose outputs
+    do not depend on the input (not one whose reference is in doubt), is decided on its intermediates: the
+    export's tensors, which its conversion shares, read as `--locate` reads them (verify.locate.intermediates_verdict):
+    FAIL with where it diverges, PASS saying how many tensors that depend on the input agree, or INCONCLUSIVE
+    still, saying why. The export's own row stays as its outputs say: its reference is the model, whose
+    structure it does not share."""
+    from rosetta.errors import RosettaError, one_line
+    from rosetta.verify.locate import intermediates_verdict
+    from rosetta.verify.results import FAIL, INCONCLUSIVE
+
+    tensor_policy = policy if not policy.calibrated else TolerancePolicy()  # as _locate_files: per tensor
+    for cell, result in zip(cells, results):
+        outputs = result.outputs
+        if (result.verdict != INCONCLUSIVE or not outputs or not all(o.uninformative for o in outputs)
+                or any(o.reference_doubt for o in outputs)):
+            continue
+        target = conversions["targets"].get(result.target)
+        if not cell.folder or target is None or "onnx" not in first.chain_for(target)[:-1]:
+            continue
+        try:
+            report = _locate_conversion(first, target, cell, feeds, tensor_policy, conversions,
+                                        work / f"{result.target}-{'-'.join(target.chain)}")
+        except RosettaError as error:
+            result.reason += f"; its intermediates could not decide: {one_line(error)}"
+            continue
+        verdict, why = intermediates_verdict(report)
+        result.reason = f"{result.reason}; {why}" if verdict == INCONCLUSIVE else f"{why} (its outputs: {result.reason})"
+        result.verdict = verdict
+        if verdict == FAIL:
+            result.locate = report.to_json()
+    return results
 
 
 def _locate_conversion(first, target, cell, feeds: dict, policy: TolerancePolicy, conversions: dict, work: Path):

@@ -56,6 +56,7 @@ class NodeRow:
     noise_floor: float = math.nan
     origin: str = ""  # INTRODUCED (its inputs pass) or INHERITED (an input fails), for a failing row
     reason: str = ""
+    varies: bool | None = None  # its reference value differs across the batch: a match there could have failed
 
 
 @dataclass
@@ -280,11 +281,12 @@ class Probe:
     def compare(self, outputs: dict, rows: list[NodeRow]) -> None:
         """Fill each row from the output named as its tensor. An output the target does not give, or gives in
         another shape, leaves the row unmeasured (passed None), with the reason: it was not read, not wrong."""
-        from rosetta.verify.compare import compare_output
+        from rosetta.verify.compare import compare_output, uninformative
 
         for row in rows:
             fill_row(row, compare_output(row.tensor, outputs.get(row.tensor), self.ref32[row.tensor],
                                          self.ref64[row.tensor], self.policy))
+            row.varies = not uninformative(self.ref64[row.tensor])
 
     def graph_inputs(self) -> list[str]:
         from rosetta.frameworks.onnx_graph import graph_inputs
@@ -552,6 +554,34 @@ def _bisect(probe: Probe, candidate: NodeRow | None, used: list) -> tuple[int, i
         else:
             good = at
     return good, bad
+
+
+DECIDED_ON_INTERMEDIATES = "decided on its intermediates"
+
+
+def intermediates_verdict(report: LocateReport) -> tuple[str, str]:
+    """(verdict, reason) of a conversion whose outputs do not depend on the input (INCONCLUSIVE by its outputs),
+    from `locate`'s report on it: FAIL where a node was located (a tensor that fails its own tolerance, confirmed
+    by bisection); PASS where every tensor measured passes and some of them depend on the input (so a wrong
+    conversion could have shown there); else INCONCLUSIVE, with why the intermediates could not decide."""
+    from rosetta.verify.results import FAIL, INCONCLUSIVE, PASS
+
+    if report.verdict == "located":
+        return FAIL, f"{DECIDED_ON_INTERMEDIATES}: {report.summary()}"
+    measured = [row for row in report.rows if row.passed is not None]
+    varying = [row for row in measured if row.varies]
+    if report.verdict == "not reproduced" and varying:
+        deepest = max(varying, key=lambda row: row.index)
+        return PASS, (f"{DECIDED_ON_INTERMEDIATES}: {len(measured)} of the {len(report.rows)} tensors of its ONNX "
+                      f"export, converted with every tensor as an output, read and pass; {len(varying)} of them "
+                      f"depend on the input (the deepest: {deepest.node} ({deepest.op}))")
+    if report.rows and not measured:
+        why = f"no tensor could be read: {report.rows[0].reason}"
+    elif report.verdict == "not reproduced":
+        why = "none of its tensors measured depends on the input either"
+    else:
+        why = report.reason or report.verdict
+    return INCONCLUSIVE, f"its intermediates could not decide: {why}"
 
 
 def report_from_json(data: dict) -> LocateReport:

@@ -70,11 +70,11 @@ def record_in_manifest(folder: str | Path, ways: tuple, kept: str, reason: str) 
 
 
 def user_model_ways(model, chosen: list, store, options: dict, feeds: dict, threads: int, cells: list,
-                    results: list, verify: Callable[[list], list]) -> tuple[list, list]:
+                    results: list, verify: Callable[[list, dict], list]) -> tuple[list, list]:
     """`rosetta convert PATH`: for each target of `chosen` ((row name, Target)) with more than one way in whose
     row is a FAIL or a CANNOT, the next ways converted (convert.user.convert_user_model) and verified
-    (`verify(cells) -> results`) in turn, and the first that PASSes kept: (cells, results) with each row's cell
-    and result replaced by the kept way's, whose manifest says so."""
+    (`verify(cells, {row name: the way's Target}) -> results`) in turn, and the first that PASSes kept: (cells,
+    results) with each row's cell and result replaced by the kept way's, whose manifest says so."""
     from rosetta.convert.user import convert_user_model
 
     targets = dict(chosen)
@@ -85,9 +85,9 @@ def user_model_ways(model, chosen: list, store, options: dict, feeds: dict, thre
             continue
 
         def attempt(index: int, name=cell.target, target=target):
-            converted = convert_user_model(model, [(name, target.by_way(target.ways[index][1]))], store, options,
-                                           feeds, threads, progress=False)
-            return verify(converted)[0], converted[0]
+            way = target.by_way(target.ways[index][1])
+            converted = convert_user_model(model, [(name, way)], store, options, feeds, threads, progress=False)
+            return verify(converted, {name: way})[0], converted[0]
 
         kept_result, kept_cell, kept = settle(target.ways, (result, cell), attempt)
         record_in_manifest(kept_cell.folder, target.ways, target.ways[kept][0], kept_result.reason)

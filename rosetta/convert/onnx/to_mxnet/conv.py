@@ -1,12 +1,25 @@
-"""ConvTranspose -> MXNet's Deconvolution: kernel size and output channels from the weight (the importer reads a
-kernel_shape attribute the exporters leave out: "0D deconvolution not supported"), ONNX's output_padding as
-Deconvolution's `adj` (which the importer dropped: a silently wrong output size). Pads that differ at the two ends,
-output_shape and auto_pad are refused by name: Deconvolution pads both ends alike and knows no target size."""
+"""Conv: MXNet's own converter, given the kernel_shape ONNX leaves optional (the importer read it, and raised
+KeyError 'kernel' on a graph without it). ConvTranspose -> MXNet's Deconvolution: kernel size and output channels
+from the weight (the importer reads a kernel_shape attribute the exporters leave out: "0D deconvolution not
+supported"), ONNX's output_padding as Deconvolution's `adj` (which the importer dropped: a silently wrong output
+size). Pads that differ at the two ends, output_shape and auto_pad are refused by name: Deconvolution pads both
+ends alike and knows no target size."""
 
 from __future__ import annotations
 
-from rosetta.convert.onnx.to_mxnet.registry import add_converter, symbols, text
+from rosetta.convert.onnx.to_mxnet.registry import add_converter, mxnet_own, symbols, text
 from rosetta.errors import RosettaError
+
+
+@add_converter("Conv", 1)
+def conv(attrs, inputs, importer):
+    if "kernel_shape" not in attrs:
+        weight = importer._params.get(inputs[1].name)
+        if weight is None:
+            raise RosettaError("Conv without kernel_shape, its weights computed at run time, cannot be converted to "
+                               "mxnet: its Convolution needs the kernel size")
+        attrs = {**attrs, "kernel_shape": tuple(weight.shape[2:])}
+    return mxnet_own("Conv")(attrs, inputs, importer)
 
 
 @add_converter("ConvTranspose", 1)

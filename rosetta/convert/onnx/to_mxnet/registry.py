@@ -54,7 +54,7 @@ def mxnet_own(op_type: str):
     """MXNet's own converter of `op_type` (from its translations module: the table may hold rosetta's now)."""
     from mxnet.contrib.onnx.onnx2mx import _op_translations
 
-    names = {"MaxPool": "max_pooling", "AveragePool": "avg_pooling", "MatMul": "matrix_multiplication",
+    names = {"Conv": "conv", "MaxPool": "max_pooling", "AveragePool": "avg_pooling", "MatMul": "matrix_multiplication",
              "Cast": "cast", "Slice": "_slice", "BatchNormalization": "batch_norm"}
     return getattr(_op_translations, names[op_type])
 
