@@ -110,6 +110,24 @@ def test_a_class_token_expanded_to_the_run_time_batch(tmp_path):
     _check(model, {"x": np.random.default_rng(2).normal(size=(3, 5, 8)).astype(np.float32)}, tmp_path)
 
 
+class _ClassTokenAfterResidual(_ClassToken):
+    """CaiT's class attention: the token expanded to the batch of a residual sum, x + x * 0.5."""
+
+    def forward(self, x):
+        x = x + x * 0.5
+        return torch.cat([self.token.expand(x.shape[0], -1, -1), x], dim=1)
+
+
+def test_a_class_token_expanded_to_the_batch_of_a_residual_sum(tmp_path):
+    """Issue 45 (timm's CaiT): the batch read by Shape after an Add that same_shape_adds made a RosettaSameShapeAdd,
+    an op shape inference does not know: the tracer saw no shape there, and MXNet refused the Expand. The
+    rewritten Add keeps its output's shape as value_info."""
+    from rosetta.convert.onnx.dynamic_batch import batch_independent_constants
+
+    model = batch_independent_constants(_exported(_ClassTokenAfterResidual(), np.zeros((2, 5, 8), np.float32), tmp_path))
+    _check(model, {"x": np.random.default_rng(2).normal(size=(3, 5, 8)).astype(np.float32)}, tmp_path)
+
+
 def test_int32_casts_of_float_token_ids_keep_mxnet_float(tmp_path):
     # tf2onnx's Embedding index wrap: ids + (ids < 0) * size, through Cast to int32 of a bool
     nodes = [helper.make_node("Cast", ["ids"], ["ids_float"], to=TensorProto.FLOAT),

@@ -65,21 +65,26 @@ def same_shape_add(attrs, inputs, importer):
 def same_shape_adds(model):
     """Add nodes whose operands have the same shape, axis by axis (equal sizes, or the same symbolic size such
     as the batch), become RosettaSameShapeAdd: nothing to broadcast. Operands of unknown or different shape stay
-    Add. MXNet-only: `same_shape_add` reads it."""
+    Add. MXNet-only: `same_shape_add` reads it. Each output keeps its inferred type and shape as value_info: shape
+    inference knows no Rosetta op, and the rewrites after this one (shapes_as_references) read shapes past it."""
     from onnx import shape_inference
 
     inferred = shape_inference.infer_shapes(model)
-    shapes = {init.name: list(init.dims) for init in model.graph.initializer}
+    shapes, values = {init.name: list(init.dims) for init in model.graph.initializer}, {}
     for value in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        values[value.name] = value
         if value.type.tensor_type.HasField("shape"):
             shapes[value.name] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
                                   for d in value.type.tensor_type.shape.dim]
+    known = {value.name for value in model.graph.value_info} | {value.name for value in model.graph.output}
     for node in model.graph.node:
         if node.op_type != "Add" or len(node.input) != 2:
             continue
         first, second = (shapes.get(name) for name in node.input)
         if first is not None and first == second and None not in first:
             node.op_type = "RosettaSameShapeAdd"
+            if node.output[0] in values and node.output[0] not in known:
+                model.graph.value_info.append(values[node.output[0]])
     return model
 
 
