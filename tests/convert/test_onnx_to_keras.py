@@ -435,8 +435,24 @@ class ClassToken(nn.Module):
         return self.proj(torch.cat([self.token.expand(x.shape[0], -1, -1), x], dim=1))
 
 
+class ProjectedPositions(nn.Module):
+    """ConViT's gated positional attention: constant relative positions expanded to the run-time batch, projected
+    by a Linear (a MatMul and an Add the mapper fuses) and a softmax before they meet the input (issue 45): each
+    sample computed alone, so the mapper evaluates them once, at conversion."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("positions", torch.randn(1, 5, 5, 3))
+        self.proj = nn.Linear(3, 2)
+
+    def forward(self, x):  # (N, 2, 5, 5)
+        positions = self.proj(self.positions.expand(x.shape[0], -1, -1, -1)).permute(0, 3, 1, 2)
+        return x * positions.softmax(dim=-1)
+
+
 @pytest.mark.parametrize("case, factory, shape", [
     ("attention_with_run_time_shapes", Attention, (2, 5, 8)),
+    ("positions_expanded_to_the_run_time_batch_then_projected", ProjectedPositions, (2, 2, 5, 5)),
     ("class_token_expanded_to_the_run_time_batch", ClassToken, (2, 5, 8)),
     ("mask_expanded_to_the_run_time_batch", ExpandedMask, (2, 6)),
     ("stacked_bidirectional_lstm", StackedBiLstm, (2, 7, 4)),
@@ -459,6 +475,22 @@ def test_run_time_shapes_lstm_and_resize_compute_what_onnxruntime_computes(case,
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
     lstm_weights = [w for w in model.trainable_weights if "lstm" in w.path]
     assert bool(lstm_weights) == ("lstm" in case)  # a real (trainable) Keras LSTM, not an unrolled graph
+
+
+class PositionsSummedOverTheBatch(ProjectedPositions):
+    """The same positions summed over the batch: the sum grows with the batch size, so it is no constant."""
+
+    def forward(self, x):
+        return x + self.positions.expand(x.shape[0], -1, -1, -1).sum(dim=0, keepdim=True)[..., :1].permute(0, 3, 1, 2)
+
+
+def test_a_constant_expanded_to_the_batch_then_mixed_across_it_stays_refused(tmp_path):
+    """Evaluated at batches of 1 and 2, a node that mixes samples gives different values: no constant is folded in
+    its place (which would be right at one batch size only), and the mapper's refusal stands."""
+    onnx_model = _export(PositionsSummedOverTheBatch().eval(), (2, 1, 5, 5), 17, tmp_path)
+    assert "ReduceSum" in {node.op_type for node in onnx_model.graph.node}
+    with pytest.raises(RosettaError, match="of a constant expanded to the run-time batch is not supported"):
+        _to_keras(onnx_model, tmp_path)
 
 
 def _lstm_graph(direction: str, initial_state: str):

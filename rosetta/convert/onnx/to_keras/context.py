@@ -105,6 +105,7 @@ class MappingContext:
     consumers: dict = field(default_factory=dict)  # ONNX name -> [op types reading it]
     symbolic: dict = field(default_factory=dict)  # ONNX name -> object array holding BatchDims, or Filled
     opsets: dict = field(default_factory=dict)  # domain ("" for ai.onnx) -> version
+    fused_from: dict = field(default_factory=dict)  # id(fused node) -> the ONNX nodes it replaced, in order
     counter: int = 0
 
     @property

@@ -300,9 +300,10 @@ FUSIONS = {"group_normalization": _match_group_normalization, "layer_normalizati
            "embedding_index_wrap": _match_index_wrap}
 
 
-def fuse_patterns(nodes: list, constants: dict, shapes: dict, graph_outputs: set) -> list:
+def fuse_patterns(nodes: list, constants: dict, shapes: dict, graph_outputs: set, fused_from: dict | None = None) -> list:
     """Replace each pattern of FUSIONS by one node, placed where its last node was (its inputs are made before
-    its first node; only its last node's output is read outside it)."""
+    its first node; only its last node's output is read outside it). `fused_from`, where given, receives
+    {id(fused node): the nodes it replaced, in graph order}."""
     for match in FUSIONS.values():
         view = GraphView(nodes, constants, shapes, graph_outputs)
         position = {id(node): index for index, node in enumerate(nodes)}
@@ -314,6 +315,9 @@ def fuse_patterns(nodes: list, constants: dict, shapes: dict, graph_outputs: set
             matched, replacement = found
             dropped.update(id(m) for m in matched)
             replacements[id(max(matched, key=lambda m: position[id(m)]))] = replacement
+            if fused_from is not None:
+                fused_from[id(replacement)] = [m for replaced in sorted(matched, key=lambda m: position[id(m)])
+                                               for m in fused_from.get(id(replaced), [replaced])]
         nodes = [replacements.get(id(node), node) for node in nodes
                  if id(node) in replacements or id(node) not in dropped]
     return nodes

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rosetta.convert.onnx.to_keras.context import MAX_INDEX, BatchDim, Filled, MappingContext
+from rosetta.convert.onnx.to_keras.context import MAX_INDEX, BatchDim, Filled, MappingContext, has_batch
 from rosetta.errors import RosettaError
 from rosetta.frameworks.onnx_graph import onnx_slice
 
@@ -55,10 +55,17 @@ def evaluate_symbolic(context: MappingContext, node, attributes: dict) -> list:
     op, a = node.op_type, attributes
     inputs = [context.symbolic_input(name) if name else None for name in node.input]
     first = inputs[0]
-    if isinstance(first, Filled):
-        return [evaluate_filled(context, node, a, first)]
-    if any(isinstance(v, Filled) for v in inputs) and op != "Expand":
-        raise RosettaError(f"keras mapper: {op} of a filled tensor of run-time shape is not supported")
+    if any(isinstance(v, Filled) for v in inputs):
+        try:
+            if isinstance(first, Filled):
+                return [evaluate_filled(context, node, a, first)]
+            if op != "Expand":
+                raise RosettaError(f"keras mapper: {op} of a filled tensor of run-time shape is not supported")
+        except RosettaError:
+            evaluated = evaluated_per_sample(context, node, inputs)
+            if evaluated is None:
+                raise
+            return evaluated
     data = np.asarray(first, dtype=object) if first is not None else None
     if op in ("Identity", "Cast"):
         if op == "Cast" and a["to"] not in _INT_TYPES:
@@ -111,6 +118,58 @@ def evaluate_symbolic(context: MappingContext, node, attributes: dict) -> list:
         static = np.broadcast_shapes(value.shape, tuple(1 if isinstance(d, BatchDim) else int(d) for d in shape))
         return [Filled(value, [d if isinstance(d, BatchDim) else size for d, size in zip(shape, static)])]
     raise RosettaError(f"keras mapper: {op} on a shape holding the run-time batch size is not supported")
+
+
+def evaluated_per_sample(context: MappingContext, node, inputs: list) -> list | None:
+    """The outputs of a node whose inputs are tensors repeated along the batch (Filled, of one batch) and
+    constants, where the node computes each sample alone: evaluated (ONNX's reference evaluator) at a batch of 1
+    and of 2, each output is the same at both (a constant) or the batch-1 output repeated along one axis (a
+    Filled with the batch there). ConViT's relative positions, a constant expanded to the batch, then projected
+    by a MatMul and a softmax. None where that does not hold (the node mixes samples, a size is another multiple
+    of the batch, an input is a shape holding it): the caller's refusal stands."""
+    from rosetta.frameworks.onnx_graph import fold_constants
+
+    replaced = list(context.fused_from.get(id(node), [node]))  # a fused node: the ONNX nodes it replaced
+    read = {name for each in replaced for name in each.input if name in context.constants}  # their own weights
+    runs = []
+    for batch in (1, 2):
+        values = {name: context.constants[name] for name in read}
+        for name, value in zip(node.input, inputs):
+            if not name:
+                continue
+            if isinstance(value, Filled):
+                if any(isinstance(d, BatchDim) and d.multiple != 1 for d in value.shape):
+                    return None
+                values[name] = np.array(np.broadcast_to(value.value, [batch if isinstance(d, BatchDim) else int(d)
+                                                                      for d in value.shape]))
+            elif has_batch(value):
+                return None
+            else:
+                values[name] = np.asarray(value)
+        if fold_constants(replaced, values, context.opsets):
+            return None  # the evaluator cannot run it
+        runs.append([values.get(name) for name in node.output])
+    results = []
+    for one, two in zip(*runs):
+        if one is None or two is None:
+            results.append(None)
+        elif one.shape == two.shape and _same(one, two):
+            results.append(Filled(one, list(one.shape)))  # no batch in it: stored as a constant
+        else:
+            axes = [i for i, (m, n) in enumerate(zip(one.shape, two.shape)) if m != n]
+            if (one.ndim != two.ndim or len(axes) != 1 or one.shape[axes[0]] != 1 or two.shape[axes[0]] != 2
+                    or not _same(np.broadcast_to(one, two.shape), two)):
+                return None
+            results.append(Filled(one, [BatchDim(1) if i == axes[0] else size for i, size in enumerate(one.shape)]))
+    return results
+
+
+def _same(one: np.ndarray, two: np.ndarray) -> bool:
+    """Equal, floats to their rounding (a batched MatMul may round each sample differently at another batch)."""
+    if np.issubdtype(one.dtype, np.floating):
+        scale = float(np.max(np.abs(one[np.isfinite(one)]), initial=0.0))
+        return bool(np.allclose(one, two, rtol=1e-5, atol=1e-6 * scale, equal_nan=True))
+    return bool(np.array_equal(one, two))
 
 
 def evaluate_filled(context: MappingContext, node, a: dict, filled: Filled) -> Filled:

@@ -37,7 +37,8 @@ def build(context: MappingContext):
     context.constants = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
     context.opsets = opset_versions(model)
     nodes = fold_constants(list(model.graph.node), context.constants, context.opsets)
-    nodes = fuse_patterns(nodes, context.constants, context.shapes, {value.name for value in model.graph.output})
+    nodes = fuse_patterns(nodes, context.constants, context.shapes, {value.name for value in model.graph.output},
+                          context.fused_from)
     unsupported = sorted({_op_name(node) for node in nodes if _converter(context, node) is None})
     if unsupported:
         raise RosettaError(f"ONNX op {', '.join(unsupported)} (opset {context.opset}) cannot be converted to keras: "
