@@ -106,6 +106,19 @@ def test_local_ulps_measures_at_the_float64_values_scale():
     assert local_ulps(np.array([np.nan, 1.0]), np.array([np.nan, 1.0], np.float32)) == 0.0
 
 
+def test_a_node_with_omitted_optional_inputs_is_checked():
+    """A Resize to sizes leaves its roi and scales out (""): the check compares it as any other node; it once
+    counted such a node unchecked, and torchvision's DeepLabV3 export could not vouch for its PyTorch reference."""
+    x = RNG.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array([2, 3, 8, 8], np.int64), "sizes")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    _, check = checked_float64_run(model, {"x": x})
+    assert check.unchecked == 0 and check.nodes == 1 and check.worst.op == "Resize"
+
+
 def test_a_node_where_no_float64_implementation_agrees_parts_the_references():
     """The evaluator's own LRN on a batch smaller than the channels: ONNX Runtime has no double LRN to stand in,
     so the references part there, and the check names the node and op."""
