@@ -239,7 +239,8 @@ def verify_files(paths: list, run: RunSettings = RunSettings(), tolerance: Toler
     from rosetta.manifest import Manifest
     from rosetta.sources.memory import as_artifact, label_of
     from rosetta.verify.pairing import arrays_signature, pair_tensors, parse_pairs
-    from rosetta.verify.artifacts import ArtifactCell, ReferenceOutputs, reference_outputs, run_artifact_cells
+    from rosetta.verify.artifacts import (ArtifactCell, ReferenceOutputs, corroborate_with_export, floor_in_doubt,
+                                          reference_outputs, run_artifact_cells)
 
     inputs = inputs if inputs is not None else []
     inputs_file, load_outputs, layer_map = files.inputs_file, files.load_outputs, files.layer_map
@@ -333,6 +334,12 @@ def verify_files(paths: list, run: RunSettings = RunSettings(), tolerance: Toler
             reference = ReferenceOutputs(feeds, saved)
         else:
             reference = reference_outputs(first, feeds, threads)
+            if first.module is not None and floor_in_doubt(reference):  # a PyTorch reference: its export vouches
+                from rosetta.convert.store import ArtifactStore
+
+                store = ArtifactStore(Path(scratch) / "store")
+                corroborate_with_export(reference, lambda: store.get_from(first.key, first.conversion_source,
+                                                                          *_export_step(first, "onnx", None)))
             reference.second = second_batch_outputs(first, feeds, reference.float32, seed, threads)
         reference.feeds = {**reference.feeds, **extra}  # each compared model takes those it pairs with by name
         if save_inputs:

@@ -250,3 +250,22 @@ def test_a_floor_above_the_ceiling_is_lifted_only_where_the_onnx_export_agrees_i
     else:
         assert "reference is in doubt" in row["reason"] and check["uncovered"]
         assert "x the one its ONNX export gives" in check["corroboration"], check["corroboration"]
+
+
+@pytest.mark.parametrize("factory, verdict", [("build", "PASS"), ("drifting", "INCONCLUSIVE")])
+def test_verify_of_a_pytorch_reference_lifts_the_ceiling_only_where_its_export_agrees(factory, verdict, tmp_path):
+    """`rosetta verify` of a PyTorch reference against another model (here its own ONNX export, from `rosetta
+    convert`): the reference's floor is vouched for by its export as along the ONNX route, or not."""
+    (tmp_path / "cancel.py").write_text(CANCELLING_NET)
+    reference = f"{tmp_path / 'cancel.py'}:{factory}"
+    run_here("convert", reference, "--trust-code", "--input", "x:Nx4:float32", "--to", "onnx", "-o", tmp_path / "out",
+             "--no-verify", "--no-progress")
+    out = run_here("verify", reference, tmp_path / "out" / "onnx", "--trust-code", "--input", "x:Nx4:float32",
+                   "--no-progress", "--json", tmp_path / "r.json")
+    row = json.loads((tmp_path / "r.json").read_text())["results"][0]
+    check = row["reference"]["check"]
+    assert row["verdict"] == verdict, (out.stdout, row["reason"], check)
+    if verdict == "PASS":
+        assert "corroborated" in check["description"] and check["uncovered"] == ""
+    else:
+        assert "x the one its ONNX export gives" in check["corroboration"], check["corroboration"]
