@@ -292,3 +292,27 @@ def test_an_uneven_adaptive_average_is_exported_by_torchscript_as_a_matmul_and_p
     assert [row.verdict for row in even.report] == ["PASS"]
     ops = [node.op_type for node in onnx.load(str(tmp_path / "even" / "onnx" / "model.onnx")).graph.node]
     assert "AveragePool" in ops and "MatMul" not in ops
+
+
+@pytest.mark.parametrize("norm", [lambda: __import__("torch").nn.RMSNorm(6),
+                                  lambda: __import__("torch").nn.RMSNorm([4, 6], eps=1e-3, elementwise_affine=False)],
+                         ids=["weight-default-eps", "two-axes-no-weight"])
+def test_rms_norm_is_exported_by_torchscript_as_primitives(norm, tmp_path):
+    """torch.nn.RMSNorm (aten::rms_norm: Hugging Face's DiffLlama, timm's RmsNorm) has no TorchScript symbolic below
+    opset 23, and the dynamo exporter, the second way in, failed on DiffLlama: written as Mul, ReduceMean, Add,
+    Sqrt, Div (and Mul by the weight), it PASSes by the TorchScript exporter."""
+    import torch
+
+    import rosetta
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(6, 6), norm()).eval()
+    with torch.no_grad():
+        for parameter in module[1].parameters():
+            parameter.uniform_(0.5, 1.5)
+    conversion = rosetta.convert(module, "onnx", inputs=["x:Nx4x6:float32"], batch=2, output_dir=tmp_path / "out")
+    assert [row.verdict for row in conversion.report] == ["PASS"], conversion.report
+    manifest = Manifest.read(tmp_path / "out" / "onnx")
+    assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
+    ops = {node.op_type for node in onnx.load(str(tmp_path / "out" / "onnx" / manifest.artifact)).graph.node}
+    assert {"ReduceMean", "Sqrt", "Div"} <= ops

@@ -25,9 +25,10 @@ target's output could not be told apart).
 
 Where the user chose no exporter ("auto", EXPORT_DEFAULTS) the TorchScript exporter is tried first and, where it
 refuses the model (an Unfold whose input size it cannot read, an adaptive max pooling whose output size does not
-divide the input's; an adaptive average one is written as a MatMul, `adaptive_average_as_matmul`), the dynamo
-exporter is the second way in, at the same opset with the same dynamic batch; the manifest names the exporter that
-made the artifact and, under `way_in`, why TorchScript's was left. An exporter the user chose is the only one tried.
+divide the input's; an adaptive average one is written as a MatMul, `adaptive_average_as_matmul`, and rms_norm as
+primitives, `rms_norm_as_primitives`), the dynamo exporter is the second way in, at the same opset with the same
+dynamic batch; the manifest names the exporter that made the artifact and, under `way_in`, why TorchScript's was
+left. An exporter the user chose is the only one tried.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ def export(source: TorchSource, target: Path, exporter: str, opset: int, trainin
                         "train": torch.onnx.TrainingMode.TRAINING}[training]
                 dynamic_axes = {name: {0: "batch"} for name in input_names + output_names}
                 with dropout_kept(opset) if training == "preserve" else contextlib.nullcontext(), \
-                        adaptive_average_as_matmul(opset):
+                        adaptive_average_as_matmul(opset), rms_norm_as_primitives(opset):
                     torch.onnx.export(module, args, str(target), dynamo=False, opset_version=opset,
                                       input_names=input_names, output_names=output_names,
                                       dynamic_axes=dynamic_axes, training=mode,
@@ -313,6 +314,37 @@ def adaptive_average_as_matmul(opset: int):
     finally:
         for name in names:
             torch.onnx.unregister_custom_op_symbolic(name, opset)
+
+
+@contextlib.contextmanager
+def rms_norm_as_primitives(opset: int):
+    """While it lasts, the TorchScript exporter writes aten::rms_norm (torch.nn.RMSNorm, F.rms_norm: Hugging Face's
+    DiffLlama, timm's RmsNorm), which it has no symbolic for below opset 23, as the primitives it is:
+    x / sqrt(mean(x * x over the normalized axes) + eps) * weight, eps torch's default (the dtype's machine
+    epsilon) where none is given."""
+    import torch
+
+    def rms_norm(g, x, normalized_shape, weight, eps):
+        from torch.onnx import symbolic_helper
+
+        shape = symbolic_helper._parse_arg(normalized_shape, "is")
+        dtype = x.type().dtype() if x.type().dtype() is not None else torch.float32
+        epsilon = torch.finfo(dtype).eps if symbolic_helper._is_none(eps) else \
+            float(symbolic_helper._maybe_get_const(eps, "f"))
+        axes = list(range(-len(shape), 0))
+        if opset >= 18:
+            mean = g.op("ReduceMean", g.op("Mul", x, x), g.op("Constant", value_t=torch.tensor(axes)), keepdims_i=1)
+        else:
+            mean = g.op("ReduceMean", g.op("Mul", x, x), axes_i=axes, keepdims_i=1)
+        scale = g.op("Sqrt", g.op("Add", mean, g.op("Constant", value_t=torch.tensor(epsilon, dtype=dtype))))
+        normalized = g.op("Div", x, scale)
+        return normalized if symbolic_helper._is_none(weight) else g.op("Mul", normalized, weight)
+
+    torch.onnx.register_custom_op_symbolic("aten::rms_norm", rms_norm, opset)
+    try:
+        yield
+    finally:
+        torch.onnx.unregister_custom_op_symbolic("aten::rms_norm", opset)
 
 
 def check_batchnorm_kept(module, model, inputs: tuple | None = None) -> None:
