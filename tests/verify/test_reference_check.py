@@ -116,6 +116,27 @@ def build():
 '''
 
 
+NO_FLOAT64_NET = DRIFTING_NET.replace("return x * (1.01 if x.dtype == torch.float64 else 1.0)", '''if x.dtype == torch.float64:
+            raise RuntimeError("Expected mat_a to be Float32, BFloat16 or Float16 matrix, got Double")
+        return x''')
+
+
+def test_a_pytorch_reference_that_cannot_run_in_float64_is_compared_by_the_float32_only_rule(tmp_path):
+    """A layer without a float64 kernel (Hugging Face's AFMoE: torch's grouped matmul) made every row ERROR; the
+    float32-only rule applies instead, saying why: a correct ONNX copy PASSes and one with a 1 % weight change
+    FAILs under it."""
+    (tmp_path / "no64.py").write_text(NO_FLOAT64_NET)
+    out = run_here("convert", f"{tmp_path / 'no64.py'}:build", "--trust-code", "--input", "x:Nx8:float32", "--to",
+                   "onnx", "-o", tmp_path / "out", "--no-verify")
+    assert out.returncode == 0, out.stdout + out.stderr
+    onnx_copy = tmp_path / "out" / "onnx" / "model.onnx"
+    wrong = changed(onnx_copy, tmp_path / "wrong.onnx", onnx.load(str(onnx_copy)).graph.initializer[0].name, 1.01)
+    code, rows, tolerance = verify(tmp_path, f"{tmp_path / 'no64.py'}:build", onnx_copy, wrong, "--trust-code",
+                                   "--input", "x:Nx8:float32")
+    assert [row["verdict"] for row in rows] == ["PASS", "FAIL"] and code == 1
+    assert not tolerance["float64_reference"] and "got Double" in tolerance["description"], tolerance
+
+
 def test_a_pytorch_reference_whose_float64_run_parts_is_not_believed(tmp_path):
     """Its leaf `2` parts: the float32-only rule, said in the title and the row; a correct ONNX copy PASSes and
     one with a 1 % weight change FAILs under it."""
