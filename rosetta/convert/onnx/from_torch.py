@@ -25,9 +25,9 @@ target's output could not be told apart).
 
 Where the user chose no exporter ("auto", EXPORT_DEFAULTS) the TorchScript exporter is tried first and, where it
 refuses the model (an Unfold whose input size it cannot read, an adaptive max pooling whose output size does not
-divide the input's; an adaptive average one is written as a MatMul, `adaptive_average_as_matmul`, and rms_norm as
-primitives, `rms_norm_as_primitives`), the dynamo exporter is the second way in, at the same opset with the same
-dynamic batch; the manifest names the exporter that made the artifact and, under `way_in`, why TorchScript's was
+divide the input's; an adaptive average one is written as a MatMul, `adaptive_average_as_matmul`, and rms_norm
+and expm1 as primitives, `primitive_forms`), the dynamo exporter is the second way in, at the same opset with the
+same dynamic batch; the manifest names the exporter that made the artifact and, under `way_in`, why TorchScript's was
 left. An exporter the user chose is the only one tried.
 """
 
@@ -177,7 +177,7 @@ def export(source: TorchSource, target: Path, exporter: str, opset: int, trainin
                         "train": torch.onnx.TrainingMode.TRAINING}[training]
                 dynamic_axes = {name: {0: "batch"} for name in input_names + output_names}
                 with dropout_kept(opset) if training == "preserve" else contextlib.nullcontext(), \
-                        adaptive_average_as_matmul(opset), rms_norm_as_primitives(opset):
+                        adaptive_average_as_matmul(opset), primitive_forms(opset):
                     torch.onnx.export(module, args, str(target), dynamo=False, opset_version=opset,
                                       input_names=input_names, output_names=output_names,
                                       dynamic_axes=dynamic_axes, training=mode,
@@ -317,11 +317,12 @@ def adaptive_average_as_matmul(opset: int):
 
 
 @contextlib.contextmanager
-def rms_norm_as_primitives(opset: int):
-    """While it lasts, the TorchScript exporter writes aten::rms_norm (torch.nn.RMSNorm, F.rms_norm: Hugging Face's
-    DiffLlama, timm's RmsNorm), which it has no symbolic for below opset 23, as the primitives it is:
-    x / sqrt(mean(x * x over the normalized axes) + eps) * weight, eps torch's default (the dtype's machine
-    epsilon) where none is given."""
+def primitive_forms(opset: int):
+    """While it lasts, the TorchScript exporter writes ops it has no symbolic for at the export's opset as the
+    primitives they are: aten::rms_norm (torch.nn.RMSNorm, F.rms_norm: Hugging Face's DiffLlama, timm's RmsNorm;
+    ONNX has RMSNormalization from opset 23) as x / sqrt(mean(x * x over the normalized axes) + eps) * weight, eps
+    torch's default (the dtype's machine epsilon) where none is given; aten::expm1 (Apertus' xIELU) as
+    exp(x) - 1."""
     import torch
 
     def rms_norm(g, x, normalized_shape, weight, eps):
@@ -340,11 +341,17 @@ def rms_norm_as_primitives(opset: int):
         normalized = g.op("Div", x, scale)
         return normalized if symbolic_helper._is_none(weight) else g.op("Mul", normalized, weight)
 
+    def expm1(g, x):  # exp(x) - 1: off by a float32 ulp of 1 near 0, within the float32 noise of any output
+        dtype = x.type().dtype() if x.type().dtype() is not None else torch.float32
+        return g.op("Sub", g.op("Exp", x), g.op("Constant", value_t=torch.tensor(1.0, dtype=dtype)))
+
     torch.onnx.register_custom_op_symbolic("aten::rms_norm", rms_norm, opset)
+    torch.onnx.register_custom_op_symbolic("aten::expm1", expm1, opset)
     try:
         yield
     finally:
         torch.onnx.unregister_custom_op_symbolic("aten::rms_norm", opset)
+        torch.onnx.unregister_custom_op_symbolic("aten::expm1", opset)
 
 
 def check_batchnorm_kept(module, model, inputs: tuple | None = None) -> None:
