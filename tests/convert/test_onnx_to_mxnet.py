@@ -317,6 +317,9 @@ REGISTRY_CASES = {
     "Clip": lambda: _one("Clip", {"x": _x(2, 5)}, {"lo": np.float32(-0.5), "hi": np.float32(0.7)}),
     # issue 45: CumSum (position ids of Hugging Face decoders), reversed and exclusive
     "CumSum": lambda: _one("CumSum", {"x": _x(2, 5)}, {"axis": np.asarray(1, np.int64)}, exclusive=1, reverse=1),
+    # a tensor clamped by a scalar (Apertus' xIELU): the importer's `minimum`/`maximum` needed equal shapes
+    "Min": lambda: _one("Min", {"x": _x(2, 3, 5)}, {"bound": np.asarray([0.2], np.float32)}),
+    "Max": lambda: _one("Max", {"x": _x(2, 3, 5), "y": _x(3, 1, seed=1)}, {"z": np.asarray(-0.3, np.float32)}),
     # a Conv without the optional kernel_shape (MXNet's importer raised KeyError 'kernel'): taken from the weight
     "Conv": lambda: _one("Conv", {"x": _x(1, 2, 5, 5)}, {"w": _x(3, 2, 3, 3, seed=1)}, pads=[1, 0, 1, 0], strides=[2, 1]),
     "ConvTranspose": lambda: _one("ConvTranspose", {"x": _x(1, 2, 4, 4)}, {"w": _x(2, 3, 3, 3, seed=1)},

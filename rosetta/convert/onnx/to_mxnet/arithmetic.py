@@ -1,6 +1,7 @@
 """Arithmetic: Mod (the importer has none), Erf (none: the exact GELU of transformers and mixers), MatMul by a
 2-D weight (`dot`, which contracts the last axis of any rank: the importer's `linalg_gemm2` needs equal ranks),
-Relu and same-shape Adds on the operators MXNet's oneDNN backend runs.
+Min and Max that broadcast (the importer's `minimum`/`maximum` need equal shapes), Relu and same-shape Adds on the
+operators MXNet's oneDNN backend runs.
 
 Speed (rosetta bench --baseline native): the importer writes Relu as `relu` and every Add as `broadcast_add`,
 operators MXNet's oneDNN backend does not run, where a Gluon model has Activation and elemwise_add; the
@@ -45,6 +46,22 @@ def matmul(attrs, inputs, importer):
     if weight is not None and len(weight.shape) == 2:
         return symbols().dot(inputs[0], inputs[1]), attrs, inputs
     return mxnet_own("MatMul")(attrs, inputs, importer)
+
+
+def _broadcasting(name: str):
+    def convert(attrs, inputs, importer):
+        """ONNX Min/Max of any number of inputs, broadcast numpy-style as ONNX does (Apertus' xIELU clamps a
+        tensor by a scalar): pairwise broadcast_minimum/broadcast_maximum."""
+        operator = getattr(symbols(), f"broadcast_{name}")
+        result = inputs[0]
+        for other in inputs[1:]:
+            result = operator(result, other)
+        return result, attrs, inputs
+    return convert
+
+
+add_converter("Min", 1)(_broadcasting("minimum"))
+add_converter("Max", 1)(_broadcasting("maximum"))
 
 
 @add_converter("Relu", 1)
