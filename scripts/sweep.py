@@ -7,7 +7,7 @@ runs only the models not in it) and a markdown report: PASS per target, per libr
 cell that is not a PASS grouped by cause (converter and op or pattern) with counts.
 
     python scripts/sweep.py --json sweep.json --markdown sweep.md [--libraries timm,torchvision]
-        [--only convnext,resnet] [--limit 20] [--to all] [--jobs 2] [--executor local|ray] [--resume]
+        [--only convnext,resnet] [--limit 20] [--to all] [--jobs 2] [--executor local|ray] [--resume [--rerun-failing]]
 
 A family is timm's model module (`timm.list_modules()`), torchvision's builder module, a transformers
 model type (one that builds offline from `AutoConfig.for_model(type, <small sizes>)`), or a Keras
@@ -420,13 +420,15 @@ def write(json_path: Path, markdown_path: Path, records: list[dict], seconds: fl
 
 def run(libraries, to: str, json_path: Path, markdown_path: Path, only=None, limit=None, resume: bool = False,
         jobs: int = 2, executor: str = "local", timeout: float | None = None, work_dir: Path | None = None,
-        entries: list[Entry] | None = None) -> list[dict]:
+        entries: list[Entry] | None = None, rerun_failing: bool = False) -> list[dict]:
     """Sweep `entries` (default: the catalogue of `libraries`), writing the JSON and markdown after each model;
-    `resume` keeps the models already in the JSON. Returns every record."""
+    `resume` keeps the models already in the JSON (`rerun_failing`: but those with a cell that is not a PASS, run
+    again with this checkout's code). Returns every record."""
     done, seconds = {}, 0.0
     if resume and json_path.is_file():
         previous = json.loads(json_path.read_text())
-        done = {f"{r['library']}/{r['family']}/{r['model']}": r for r in previous["models"]}
+        done = {f"{r['library']}/{r['family']}/{r['model']}": r for r in previous["models"]
+                if not (rerun_failing and any(row["verdict"] != "PASS" for row in r["rows"]))}
         seconds = previous.get("seconds", 0.0)
     entries = entries if entries is not None else catalogue(libraries, only, limit)
     keys = {e.key for e in entries}  # earlier models outside this run's catalogue are kept: a sweep grows by runs
@@ -456,6 +458,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=Path("sweep.json"))
     parser.add_argument("--markdown", type=Path, default=Path("sweep.md"))
     parser.add_argument("--resume", action="store_true", help="keep the models already in --json, run the rest")
+    parser.add_argument("--rerun-failing", action="store_true",
+                        help="with --resume: run again the models with a cell that is not a PASS (after a fix)")
     parser.add_argument("--jobs", type=int, default=2, help="cells at a time (local: slots)")
     parser.add_argument("--executor", default="local", choices=("local", "ray"))
     parser.add_argument("--timeout", type=float, help="seconds a worker may take per job")
@@ -468,7 +472,7 @@ def main() -> None:
                      f"choose from: {', '.join(LIBRARIES)}")
     only = [word.strip() for word in args.only.split(",")] if args.only else None
     records = run(libraries, args.to, args.json, args.markdown, only, args.limit, args.resume, args.jobs,
-                  args.executor, args.timeout, args.work_dir)
+                  args.executor, args.timeout, args.work_dir, rerun_failing=args.rerun_failing)
     print(f"{len(records)} models; wrote {args.json} and {args.markdown}")
 
 

@@ -82,6 +82,11 @@ def test_the_sweep_writes_its_rows_grouped_per_target_library_family_and_cause(s
     part = sweep.run(["timm"], "onnx,torch", tmp_path / "s.json", tmp_path / "s.md", resume=True, entries=kept[:1])
     assert sorted(r["model"] for r in part) == sorted(r["model"] for r in records), "a resumed run kept every model"
     assert all(r["code"] for r in part) and "Measured by rosetta at " in (tmp_path / "s.md").read_text()
+    ran = []
+    again = [sweep.Entry(e.library, e.family, e.name, lambda e=e: ran.append(e.name) or e.build()) for e in _sample(sweep)]
+    sweep.run(["timm"], "onnx,torch", tmp_path / "s.json", tmp_path / "s.md", resume=True, entries=again, jobs=1,
+              rerun_failing=True)
+    assert ran == ["shrinking"], "only the model with a cell that is not a PASS runs again"
 
 
 def test_a_family_is_swept_at_its_smallest_variant(sweep):
