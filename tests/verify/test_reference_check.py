@@ -121,18 +121,24 @@ NO_FLOAT64_NET = DRIFTING_NET.replace("return x * (1.01 if x.dtype == torch.floa
         return x''')
 
 
-def test_a_pytorch_reference_that_cannot_run_in_float64_is_compared_by_the_float32_only_rule(tmp_path):
-    """A layer without a float64 kernel (Hugging Face's AFMoE: torch's grouped matmul) made every row ERROR; the
-    float32-only rule applies instead, saying why: a correct ONNX copy PASSes and one with a 1 % weight change
-    FAILs under it."""
-    (tmp_path / "no64.py").write_text(NO_FLOAT64_NET)
-    out = run_here("convert", f"{tmp_path / 'no64.py'}:build", "--trust-code", "--input", "x:Nx8:float32", "--to",
+def _against_its_copies(source: str, tmp_path):
+    """`rosetta verify` of the net in `source` (its `build`) against its ONNX export and a copy with one weight 1 %
+    off: (exit code, rows, tolerance)."""
+    (tmp_path / "net.py").write_text(source)
+    out = run_here("convert", f"{tmp_path / 'net.py'}:build", "--trust-code", "--input", "x:Nx8:float32", "--to",
                    "onnx", "-o", tmp_path / "out", "--no-verify")
     assert out.returncode == 0, out.stdout + out.stderr
     onnx_copy = tmp_path / "out" / "onnx" / "model.onnx"
     wrong = changed(onnx_copy, tmp_path / "wrong.onnx", onnx.load(str(onnx_copy)).graph.initializer[0].name, 1.01)
-    code, rows, tolerance = verify(tmp_path, f"{tmp_path / 'no64.py'}:build", onnx_copy, wrong, "--trust-code",
-                                   "--input", "x:Nx8:float32")
+    return verify(tmp_path, f"{tmp_path / 'net.py'}:build", onnx_copy, wrong, "--trust-code", "--input",
+                  "x:Nx8:float32")
+
+
+def test_a_pytorch_reference_that_cannot_run_in_float64_is_compared_by_the_float32_only_rule(tmp_path):
+    """A layer without a float64 kernel (Hugging Face's AFMoE: torch's grouped matmul) made every row ERROR; the
+    float32-only rule applies instead, saying why: a correct ONNX copy PASSes and one with a 1 % weight change
+    FAILs under it."""
+    code, rows, tolerance = _against_its_copies(NO_FLOAT64_NET, tmp_path)
     assert [row["verdict"] for row in rows] == ["PASS", "FAIL"] and code == 1
     assert not tolerance["float64_reference"] and "got Double" in tolerance["description"], tolerance
 
@@ -140,14 +146,7 @@ def test_a_pytorch_reference_that_cannot_run_in_float64_is_compared_by_the_float
 def test_a_pytorch_reference_whose_float64_run_parts_is_not_believed(tmp_path):
     """Its leaf `2` parts: the float32-only rule, said in the title and the row; a correct ONNX copy PASSes and
     one with a 1 % weight change FAILs under it."""
-    (tmp_path / "drift.py").write_text(DRIFTING_NET)
-    out = run_here("convert", f"{tmp_path / 'drift.py'}:build", "--trust-code", "--input", "x:Nx8:float32", "--to",
-                   "onnx", "-o", tmp_path / "out", "--no-verify")
-    assert out.returncode == 0, out.stdout + out.stderr
-    onnx_copy = tmp_path / "out" / "onnx" / "model.onnx"
-    wrong = changed(onnx_copy, tmp_path / "wrong.onnx", onnx.load(str(onnx_copy)).graph.initializer[0].name, 1.01)
-    code, rows, tolerance = verify(tmp_path, f"{tmp_path / 'drift.py'}:build", onnx_copy, wrong, "--trust-code",
-                                   "--input", "x:Nx8:float32")
+    code, rows, tolerance = _against_its_copies(DRIFTING_NET, tmp_path)
     assert [row["verdict"] for row in rows] == ["PASS", "FAIL"] and code == 1
     assert not tolerance["float64_reference"] and "leaf module 2 (DriftsInFloat64)" in tolerance["description"]
     assert "note: float64 reference not used" in rows[0]["reason"]
