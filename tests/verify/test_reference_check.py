@@ -116,7 +116,9 @@ def build():
 '''
 
 
-NO_FLOAT64_NET = DRIFTING_NET.replace("return x * (1.01 if x.dtype == torch.float64 else 1.0)", '''if x.dtype == torch.float64:
+NO_FLOAT64_NET = DRIFTING_NET.replace("Computes another function in float64: a float64 reference of it must not "
+                                      "be believed.", "Has no float64 kernel, as torch's grouped matmul.").replace(
+    "return x * (1.01 if x.dtype == torch.float64 else 1.0)", '''if x.dtype == torch.float64:
             raise RuntimeError("Expected mat_a to be Float32, BFloat16 or Float16 matrix, got Double")
         return x''')
 
