@@ -486,8 +486,7 @@ def _locate_files(first, cells: list, results: list, feeds: dict, policy: Tolera
                                             tensor_policy if first.module is not None else policy,
                                             work / str(n), result.target, irs)
             elif candidate is not None and target is not None and "onnx" in first.chain_for(target)[:-1]:
-                report = _locate_conversion(first, target, cell, feeds, tensor_policy, conversions,
-                                        work / f"{result.target}-{'-'.join(target.chain)}")
+                report = _locate_conversion(first, target, cell, feeds, tensor_policy, conversions, work / str(n))
             elif candidate is not None and reference_is_onnx and candidate.format == "onnx":
                 report = locate_in_export(Path(first.folder), Path(cell.folder), feeds, tensor_policy,
                                           work / str(n), result.target)
