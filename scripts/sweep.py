@@ -38,6 +38,7 @@ TEXT = 8  # tokens per sequence of the text models
 SIZE_WORDS = ("test", "atto", "femto", "pico", "nano", "xxs", "tiny", "t", "xs", "mini", "small", "mobile", "s", "b0",
               "050", "100", "base", "b", "medium", "m")
 SMALL_VIT = {"depth": 2, "embed_dim": 64, "num_heads": 2}  # timm's ViT-like families take these
+MAX_TRANSFORMER_PARAMETERS = 50_000_000  # a transformers model larger than this at the small sizes is not built
 SMALL_TRANSFORMER = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 37,
                      "vocab_size": 99, "max_position_embeddings": 64, "num_key_value_heads": 2, "d_model": 32,
                      "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 2,
@@ -230,6 +231,12 @@ def transformers_entries() -> list[Entry]:
             for key, value in SMALL_TRANSFORMER.items():
                 if hasattr(config, key) and isinstance(getattr(config, key), int):
                     setattr(config, key, value)
+            with torch.device("meta"):  # counted before it is built: a configuration that keeps sizes the sweep
+                # does not set (a multimodal model's sub-configs) can be many GB (one was killed at 21 GB)
+                count = sum(p.numel() for p in AutoModel.from_config(config).parameters())
+            if count > MAX_TRANSFORMER_PARAMETERS:
+                raise RuntimeError(f"{count / 1e6:.0f} M parameters at the sweep's sizes (its configuration keeps "
+                                   f"sizes the sweep does not set), over {MAX_TRANSFORMER_PARAMETERS / 1e6:.0f} M")
             module = _seeded(lambda: AutoModel.from_config(config))
             main = getattr(module, "main_input_name", "input_ids")
             if main == "input_ids":

@@ -143,3 +143,11 @@ def test_a_model_built_twice_has_the_same_weights_and_statistics(sweep):
     assert inputs == again == [f"x:Nx3x{sweep.IMAGE}x{sweep.IMAGE}:float32"]
     for (name, a), (_, b) in zip(first.state_dict().items(), second.state_dict().items()):
         assert torch.equal(a, b), name
+
+
+def test_a_transformers_model_too_large_at_the_sweeps_sizes_is_not_built(sweep):
+    """A configuration that keeps sizes the sweep does not set (Apertus 1.5: 7 B parameters) is counted on the meta
+    device and listed as unbuilt, instead of being built (one run was killed at 21 GB)."""
+    (entry,) = [e for e in sweep.transformers_entries() if e.name == "apertus1p5"]
+    with pytest.raises(RuntimeError, match=r"M parameters at the sweep's sizes .* over 50 M"):
+        entry.build()
