@@ -480,7 +480,8 @@ def test_the_direct_rewrite_tests_cover_every_registered_rewrite():
 
     covered_elsewhere = {rw.drop_zero_initial_states, rw.drop_default_training_mode, rw.constants_to_initializers,
                          rw.axes_inputs_to_attributes, rw.positive_gather_indices, rw.initializers_as_inputs,
-                         rw.decompose_layer_normalization, rw.constant_of_shape_as_initializers, rw.bounded_slices}
+                         rw.decompose_layer_normalization, rw.constant_of_shape_as_initializers, rw.bounded_slices,
+                         rw.batch_normalization_of_constants}
     mxnet_only = {"same_shape_adds", "integer_divisions", "shapes_as_references", "scalar_gather_indices",
                   "split_sizes_as_attribute", "name_omitted_inputs"}
     assert set(rw.registered()) == {f.__name__ for f in set(DIRECT) | covered_elsewhere} | mxnet_only
@@ -524,3 +525,26 @@ def test_shifts_out_of_range_give_what_onnx_says(direction):
     feeds = {"a": np.array([200, 7, 1, 255, 16], np.uint8), "b": np.array([8, 9, 255, 1, 3], np.uint8)}
     rewritten = rw.shifts_out_of_range_as_where(onnx.ModelProto.FromString(model.SerializeToString()))
     np.testing.assert_array_equal(_run(rewritten, feeds), ReferenceEvaluator(model).run(None, feeds)[0])
+
+
+def test_a_batch_normalization_of_constants_becomes_the_weights_torch_computes():
+    """BiT's weight standardisation, batch_norm(weight, training=True) on a constant: folded into the initializer it
+    computes, as torch computes it (biased batch variance; ONNX Runtime's training-mode BatchNormalization divides by
+    another variance, 0.16 off here, so the rewrite is checked against torch, not against ONNX Runtime's run of the
+    original graph). A BatchNormalization whose running statistics are read stays."""
+    import torch
+
+    weight = _RNG_45.normal(size=(1, 4, 6)).astype(np.float32)
+    nodes = [helper.make_node("BatchNormalization", ["w", "ones", "zeros", "zeros", "ones"], ["standard", "mean", "var"],
+                              training_mode=1, epsilon=1e-6),
+             helper.make_node("Add", ["x", "standard"], ["y"])]
+    initializers = [("w", weight), ("ones", np.ones(4, np.float32)), ("zeros", np.zeros(4, np.float32))]
+    rewritten = rw.batch_normalization_of_constants(_small_graph(nodes, [("x", ["N", 4, 6])], initializers))
+    assert "BatchNormalization" not in {node.op_type for node in rewritten.graph.node}
+    x = np.random.default_rng(0).normal(size=(2, 4, 6)).astype(np.float32)
+    expected = x + torch.nn.functional.batch_norm(torch.from_numpy(weight), None, None, training=True, eps=1e-6).numpy()
+    np.testing.assert_allclose(_run(rewritten, {"x": x}), expected, rtol=1e-5, atol=1e-6)
+    statistics_read = _small_graph(nodes + [helper.make_node("Add", ["x", "mean"], ["unused"])], [("x", ["N", 4, 6])],
+                                   initializers)
+    kept = rw.batch_normalization_of_constants(onnx.ModelProto.FromString(statistics_read.SerializeToString()))
+    assert "BatchNormalization" in {node.op_type for node in kept.graph.node}

@@ -32,7 +32,8 @@ from rosetta.convert.onnx.rewrites.axes import (axes_inputs_to_attributes, empty
                                                 run_time_axes_of_unknown_count)  # noqa: F401
 from rosetta.convert.onnx.rewrites.slices import (bounded_slices, one_hot_out_of_range_as_off, positive_gather_indices,
                                                   SLICE_BOUND)  # noqa: F401
-from rosetta.convert.onnx.rewrites.normalization import (decompose_layer_normalization,
+from rosetta.convert.onnx.rewrites.normalization import (batch_normalization_of_constants,
+                                                         decompose_layer_normalization,
                                                          group_normalization_as_instance_normalization,
                                                          layer_normalization_statistics_as_primitives,
                                                          lp_normalization_as_primitives)  # noqa: F401

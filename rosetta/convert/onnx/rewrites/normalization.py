@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rosetta.convert.onnx.rewrites.constants import fold_constant_subgraphs
 from rosetta.convert.onnx.rewrites.graph import FLOAT_TYPES, remove_dead_nodes, replace_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
 from rosetta.frameworks.onnx_graph import constant_values, default_opset, element_types, node_attributes, static_shapes
@@ -169,3 +170,34 @@ def group_normalization_as_instance_normalization(model):
 
     replace_nodes(model, replace)
     return remove_dead_nodes(model)
+
+
+@rewrite
+def batch_normalization_of_constants(model):
+    """onnx2torch and MXNet: a BatchNormalization whose every input is a constant (a weight-standardised
+    convolution's batch_norm(weight, training=True): timm's and Hugging Face's BiT StdConv2d) becomes the
+    initializer it computes (ONNX's reference implementation), where nothing reads its running-statistics outputs,
+    and the exact ops after it (fold_constant_subgraphs) too. onnx2torch refuses a BatchNormalization with those
+    outputs, MXNet's importer its training_mode attribute."""
+    from onnx import numpy_helper
+
+    from rosetta.frameworks.onnx_graph import fold_constants
+
+    nodes = list(model.graph.node)
+    read = {name for node in nodes for name in node.input} | {value.name for value in model.graph.output}
+    chosen = [index for index, node in enumerate(nodes) if node.op_type == "BatchNormalization"
+              and not any(name in read for name in node.output[1:] if name)]
+    if not chosen:
+        return model
+    values = constant_values(model)
+    fold_constants(nodes, values, model.opset_import)  # what constants alone compute (the weight's Reshape)
+    folded = {index: values[nodes[index].output[0]] for index in chosen if nodes[index].output[0] in values}
+    if not folded:
+        return model
+    for index, value in folded.items():
+        model.graph.initializer.append(numpy_helper.from_array(value, nodes[index].output[0]))
+    del model.graph.node[:]
+    model.graph.node.extend(node for index, node in enumerate(nodes) if index not in folded)
+    # and what reads it, where exact (the standardised weight's Reshape back to the Conv's: onnx2torch reads a
+    # Conv's weight from an initializer only)
+    return fold_constant_subgraphs(remove_dead_nodes(model))
