@@ -2,10 +2,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-# --no-compile: pip would byte-compile all 22,000 modules of the venv as it installs them (54 s of CPU measured,
-# one core); Python compiles the ones a run imports, once, as it imports them
 PIP    := $(PY) -m pip
-PIP_INSTALL := $(PIP) install --no-compile
 PINS   := requirements/pins.txt
 STAMP  := $(VENV)/.installed
 # GPU=1 (`make demo GPU=1`, `make test GPU=1`): the CUDA builds of requirements/gpu.txt (which holds every pin of
@@ -50,16 +47,16 @@ ifeq ($(GPU)$(SYSTEM_TORCH),11)
 endif
 	$(PIP) install --quiet --upgrade pip
 	# torch first and pinned, so that nothing can pull another build (CUDA; with GPU=1, CPU) in its place.
-	$(PIP_INSTALL) --quiet -c $(PINS) torch
-	$(PIP_INSTALL) --quiet -c $(PINS) -e '.[frameworks,test,ray]'
+	$(PIP) install --quiet -c $(PINS) torch
+	$(PIP) install --quiet -c $(PINS) -e '.[frameworks,test,ray]'
 ifeq ($(GPU),1)
 	# The CUDA builds in place of onnxruntime and tensorflow-cpu (MXNet stays a CPU build: requirements/gpu.txt).
 	# Each pair ships the same Python module, so both builds go first (a re-run has just put the CPU one back),
 	# then the CUDA one is installed alone.
 	$(PIP) uninstall --quiet --yes onnxruntime onnxruntime-gpu tensorflow-cpu tensorflow
-	$(PIP_INSTALL) --quiet -c $(PINS) onnxruntime-gpu 'tensorflow[and-cuda]'
+	$(PIP) install --quiet -c $(PINS) onnxruntime-gpu 'tensorflow[and-cuda]'
 endif
-	$(PIP_INSTALL) --quiet --no-deps -r $(NODEPS)
+	$(PIP) install --quiet --no-deps -r $(NODEPS)
 	touch $(STAMP)
 
 install: $(STAMP)
