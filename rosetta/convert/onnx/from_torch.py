@@ -255,6 +255,13 @@ def dropout_kept(opset: int):
         torch.onnx.unregister_custom_op_symbolic("aten::dropout", opset)
 
 
+def _dtype_of(value):
+    """The torch dtype of a TorchScript graph value, float32 where the trace did not record it."""
+    import torch
+
+    return value.type().dtype() if value.type().dtype() is not None else torch.float32
+
+
 def averaging_matrix(size: int, out: int):
     """The (out, size) matrix of an adaptive average along one axis, as torch computes it: output i averages
     input elements floor(i * size / out) to ceil((i + 1) * size / out), windows that overlap where out does
@@ -299,7 +306,7 @@ def adaptive_average_as_matmul(opset: int):
             kernel = np.ones((1, 1))
             for size, o in zip(spatial, out):
                 kernel = np.kron(kernel, averaging_matrix(size, o))
-            dtype = x.type().dtype() if x.type().dtype() is not None else torch.float32
+            dtype = _dtype_of(x)
             shape = lambda *dims: g.op("Constant", value_t=torch.tensor(dims, dtype=torch.int64))  # noqa: E731
             flat = g.op("Reshape", x, shape(-1, sizes[1], int(np.prod(spatial))))
             pooled = g.op("MatMul", flat, g.op("Constant", value_t=torch.tensor(kernel.T, dtype=dtype)))
@@ -329,7 +336,7 @@ def primitive_forms(opset: int):
         from torch.onnx import symbolic_helper
 
         shape = symbolic_helper._parse_arg(normalized_shape, "is")
-        dtype = x.type().dtype() if x.type().dtype() is not None else torch.float32
+        dtype = _dtype_of(x)
         epsilon = torch.finfo(dtype).eps if symbolic_helper._is_none(eps) else \
             float(symbolic_helper._maybe_get_const(eps, "f"))
         axes = list(range(-len(shape), 0))
@@ -342,7 +349,7 @@ def primitive_forms(opset: int):
         return normalized if symbolic_helper._is_none(weight) else g.op("Mul", normalized, weight)
 
     def expm1(g, x):  # exp(x) - 1: off by a float32 ulp of 1 near 0, within the float32 noise of any output
-        dtype = x.type().dtype() if x.type().dtype() is not None else torch.float32
+        dtype = _dtype_of(x)
         return g.op("Sub", g.op("Exp", x), g.op("Constant", value_t=torch.tensor(1.0, dtype=dtype)))
 
     torch.onnx.register_custom_op_symbolic("aten::rms_norm", rms_norm, opset)

@@ -300,7 +300,8 @@ FUSIONS = {"group_normalization": _match_group_normalization, "layer_normalizati
            "embedding_index_wrap": _match_index_wrap}
 
 
-def fuse_patterns(nodes: list, constants: dict, shapes: dict, graph_outputs: set, fused_from: dict | None = None) -> list:
+def fuse_patterns(nodes: list, constants: dict, shapes: dict, graph_outputs: set,
+                  fused_from: dict | None = None) -> list:
     """Replace each pattern of FUSIONS by one node, placed where its last node was (its inputs are made before
     its first node; only its last node's output is read outside it). `fused_from`, where given, receives
     {id(fused node): the nodes it replaced, in graph order}."""
