@@ -88,6 +88,24 @@ def _seeded(build: Callable, seed: int = 0):
     return module.eval()
 
 
+def _untied(module, seed: int = 0):
+    """`module` with each weight transformers initialises to one repeated value (a mixture-of-experts router's
+    gate and expert bias are zeros) drawn from a seed instead: with a zero gate every expert scores the same,
+    and which k of them TopK picks is each runtime's tie-break (torch's and ONNX's differ), so the model's
+    output would say nothing about the conversion. A trained checkpoint has no such ties. LayerNorm-style
+    scales of one are left as they are."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in module.named_parameters():
+            flat = parameter.detach().reshape(-1)
+            if parameter.dim() >= 1 and flat.numel() > 1 and parameter.is_floating_point() \
+                    and bool((flat == 0).all()) and ("gate" in name or "router" in name or "expert" in name):
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.02)
+    return module
+
+
 # images BatchNorm statistics are calibrated on: with 4, the last stages (2x2 maps) gave statistics of 16 values
 # per channel, and other inputs than those 4 saturated Keras' EfficientNetB0's softmax (INCONCLUSIVE again)
 CALIBRATION_BATCH = 64
@@ -237,7 +255,7 @@ def transformers_entries() -> list[Entry]:
             if count > MAX_TRANSFORMER_PARAMETERS:
                 raise RuntimeError(f"{count / 1e6:.0f} M parameters at the sweep's sizes (its configuration keeps "
                                    f"sizes the sweep does not set), over {MAX_TRANSFORMER_PARAMETERS / 1e6:.0f} M")
-            module = _seeded(lambda: AutoModel.from_config(config))
+            module = _untied(_seeded(lambda: AutoModel.from_config(config)))
             main = getattr(module, "main_input_name", "input_ids")
             if main == "input_ids":
                 inputs = [f"input_ids:Nx{TEXT}:int64:0:{config.vocab_size - 1}"]

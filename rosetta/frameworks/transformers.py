@@ -54,6 +54,32 @@ def plain_attention_masks(module) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def batched_experts(module) -> Iterator[list]:
+    """While it lasts, the mixture-of-experts models in `module` run their experts as transformers'
+    "batched_mm" (each token's chosen experts' weights gathered, one batched MatMul): the same function as
+    the default "grouped_mm", whose offsets come from torch.histc and torch._grouped_mm (neither exports to
+    ONNX), or "eager" (a Python loop over the experts the tokens chose, fixed at trace time). Yields the
+    models it set; each is put back after."""
+    models = [m for m in hugging_face_models(module) if getattr(m, "config", None) is not None
+              and getattr(m, "_can_set_experts_implementation", lambda: False)()
+              and getattr(m.config, "_experts_implementation", None) not in (None, "batched_mm")]
+    outermost, covered = [], set()
+    for model in models:  # outermost first: setting a model sets its submodels
+        if id(model) not in covered:
+            outermost.append(model)
+            covered.update(id(m) for m in model.modules())
+    models = outermost
+    originals = [m.get_experts_implementation() for m in models]
+    try:
+        for model in models:
+            model.set_experts_implementation("batched_mm")
+        yield models
+    finally:
+        for model, original in zip(models, originals):
+            model.set_experts_implementation(original)
+
+
 def plain_scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                        scale=None, enable_gqa=False):
     """torch's scaled_dot_product_attention (inference) in the ops torch.onnx writes plainly: a boolean mask

@@ -628,7 +628,8 @@ REGISTRY_CASES = {
     "Squeeze": ("test_squeeze", "initializers"), "Sub": ("test_sub_example", "initializers"),
     "Sum": ("test_sum_example", "plain"), "Tan": ("test_tan_example", "plain"),
     "Tanh": ("test_tanh_example", "plain"), "ThresholdedRelu": ("test_thresholdedrelu_example", "plain"),
-    "Tile": ("test_tile", "initializers"), "Transpose": ("test_transpose_default", "plain"),
+    "Tile": ("test_tile", "initializers"), "TopK": ("test_top_k_smallest", "initializers"),
+    "Transpose": ("test_transpose_default", "plain"),
     "Trilu": ("test_triu_neg", "initializers"), "Unsqueeze": ("test_unsqueeze_axis_0", "initializers"),
     "Upsample": ("test_upsample_nearest", "initializers"), "Where": ("test_where_example", "initializers"),
     "Xor": ("test_xor2d", "plain")

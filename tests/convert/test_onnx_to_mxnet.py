@@ -353,6 +353,8 @@ REGISTRY_CASES = {
     "Split": lambda: _one("Split", {"x": _x(2, 6)}, {"split": np.asarray([2, 4], np.int64)}, outputs=2, axis=1),
     "ThresholdedRelu": lambda: _one("ThresholdedRelu", {"x": _x(2, 5) * 2}, alpha=0.5),
     "Tile": lambda: _one("Tile", {"x": _x(2, 3)}, {"repeats": np.asarray([2, 1], np.int64)}),
+    # issue 45: a mixture-of-experts router's expert choice (AFMoE), the smallest along a middle axis here
+    "TopK": lambda: _one("TopK", {"x": _x(2, 5, 3)}, {"k": np.asarray([2], np.int64)}, outputs=2, axis=1, largest=0),
     "Where": lambda: _where(),
 }
 

@@ -64,3 +64,27 @@ def test_a_mask_function_that_reads_the_batch_index_is_left_to_transformers():
     causal = additive_mask(transformers_own, 2, 3, 3, mask_function=lambda b, h, q, kv: kv <= q)
     assert causal.shape == (1, 1, 3, 3) and causal[0, 0, 0, 1] == torch.finfo(torch.float32).min
     assert causal[0, 0, 1, 0] == 0
+
+
+def test_a_mixture_of_experts_exports_with_batched_experts_and_keeps_its_own(tmp_path):
+    """Issue 45: transformers' default experts ("grouped_mm") count tokens per expert with torch.histc, which
+    neither torch.onnx exporter takes (AFMoE: every target CANNOT). Exported as "batched_mm", the same function,
+    it PASSes against the model as built, whose own implementation is put back."""
+    import torch
+
+    import rosetta
+    from rosetta.frameworks.torchvision import make_importable
+
+    make_importable()
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.MixtralConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                        num_attention_heads=2, num_key_value_heads=1, num_local_experts=4,
+                                        num_experts_per_tok=2, max_position_embeddings=32)
+    model = transformers.MixtralModel(config).eval()
+    implementation = model.config._experts_implementation
+    assert implementation not in (None, "batched_mm"), "the case no longer starts from an unexportable default"
+    conversion = rosetta.convert(model, "onnx", inputs=["input_ids:Nx8:int64:0:50"], output_dir=tmp_path / "out")
+    assert conversion.passed, conversion.report.message()
+    assert model.config._experts_implementation == implementation

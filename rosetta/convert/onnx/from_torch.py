@@ -16,9 +16,10 @@ it has no training-mode graph). `training` chooses what happens to BatchNorm/Dro
             that verification catches a model exported in the wrong mode
 The batch axis is dynamic. The result passes onnx.checker's full check (with shape inference). A Hugging Face
 transformers model is exported with its attention masks and attention in plain ops (frameworks.transformers
-plain_attention_masks), and verified against the model as it was built. What the TorchScript exporter computes
-from the input's shape only because the batch is free is made constant (dynamic_batch: a view(x.size(0), ...)
-as Reshape(x, [-1, ...]), T5's relative position buckets from its sequence lengths), which MXNet's importer
+plain_attention_masks), its mixture of experts as transformers' "batched_mm" (batched_experts: the default's
+torch.histc exports to no ONNX op), and verified against the model as it was built. What the TorchScript
+exporter computes from the input's shape only because the batch is free is made constant (dynamic_batch: a
+view(x.size(0), ...) as Reshape(x, [-1, ...]), T5's relative position buckets from its sequence lengths), which MXNet's importer
 (a run-time Concat), onnx2tf and rosetta's Keras mapper could not take; the outputs' declared shapes are
 measured (a Resize to the input's size is declared with symbolic axes by the exporter, and a channels-last
 target's output could not be told apart).
@@ -130,7 +131,10 @@ def convert(source: TorchSource, staging: Path, options: dict) -> Manifest:
         rewrites = {"rewrites": ["dynamic_batch.batch_independent_constants", "dynamic_batch.constant_reshape_targets",
                                  "dynamic_batch.static_output_shapes"],
                     **({"attention": "rosetta.frameworks.transformers.plain_attention_masks"}
-                       if hugging_face_models(module) else {})}
+                       if hugging_face_models(module) else {}),
+                    **({"experts": "rosetta.frameworks.transformers.batched_experts"}
+                       if any(getattr(m, "_can_set_experts_implementation", lambda: False)()
+                              for m in hugging_face_models(module)) else {})}
     model = load_checked(target)
     if training == "preserve" and not isinstance(module, torch.export.ExportedProgram):
         check_batchnorm_kept(module, model, example_inputs(source))
@@ -166,11 +170,12 @@ def export(source: TorchSource, target: Path, exporter: str, opset: int, trainin
     input_names = [spec.name for spec in source.inputs]
     output_names = [spec.name for spec in source.outputs]
     log = io.StringIO()
-    from rosetta.frameworks.transformers import plain_attention_masks
+    from rosetta.frameworks.transformers import batched_experts, plain_attention_masks
 
     masks = contextlib.nullcontext() if exported else plain_attention_masks(module)
+    experts = contextlib.nullcontext() if exported else batched_experts(module)
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(log), masks:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(log), masks, experts:
             warnings.simplefilter("ignore")
             if exporter == "torchscript":
                 mode = {"eval": torch.onnx.TrainingMode.EVAL, "preserve": torch.onnx.TrainingMode.PRESERVE,

@@ -1,5 +1,5 @@
-"""Ops that move, select or cast elements: Cast in MXNet's float32 world, Slice, Gather, Split, Where, Tile, Pad,
-CumSum, and Expand/ConstantOfShape of a shape computed at run time.
+"""Ops that move, select or cast elements: Cast in MXNet's float32 world, Slice, Gather, Split, Where, Tile, TopK,
+Pad, CumSum, and Expand/ConstantOfShape of a shape computed at run time.
 
 Integers: MXNet carries them as float32 (the importer loads every initializer as float32, the runner feeds
 integer inputs as float32), so `cast` keeps the dtype where ONNX casts to an integer type or to float32: to an
@@ -187,6 +187,18 @@ def tile(attrs, inputs, importer):
         raise RosettaError("Tile with repeats computed at run time cannot be converted to mxnet")
     repeats = tuple(int(r) for r in importer._params[inputs[1].name].asnumpy().ravel())
     return symbols().tile(inputs[0], reps=repeats), attrs, inputs[:1]
+
+
+@add_converter("TopK", 10)
+def top_k(attrs, inputs, importer):
+    """ONNX TopK with a constant k -> `topk` (values and indices, the indices float32 as MXNet carries
+    integers); the importer's own passes k as an array ("[6.]", which `topk` refuses) and `largest` through."""
+    if inputs[1].name not in importer._params:
+        raise RosettaError("TopK with k computed at run time cannot be converted to mxnet")
+    k = int(importer._params[inputs[1].name].asnumpy().ravel()[0])
+    symbol = symbols().topk(inputs[0], k=k, axis=int(attrs.get("axis", -1)), ret_typ="both",
+                            is_ascend=not int(attrs.get("largest", 1)), dtype="float32")
+    return symbol, {}, inputs[:1]
 
 
 @add_converter("Split", 1)

@@ -1,4 +1,4 @@
-"""Elementwise math, comparisons, logic, Where, reductions, ArgMax/ArgMin, CumSum and the normalizations by a
+"""Elementwise math, comparisons, logic, Where, reductions, ArgMax/ArgMin, TopK, CumSum and the normalizations by a
 norm, as keras.ops operations (serialised in the model's config, no Lambda; none has weights). Unary ops keep
 their input's layout; the others compute in ONNX's layout (layout.onnx_order), where keras.ops broadcast and
 reduce as ONNX's numpy-style ops do, constants passed as arrays."""
@@ -208,6 +208,21 @@ def cumsum(context, node, attrs):
     if attrs.get("exclusive", 0):
         summed = ops.subtract(summed, tensor)
     return [in_onnx_order(ops.flip(summed, axis=axis) if attrs.get("reverse", 0) else summed)]
+
+
+@add_converter("TopK", 11)
+def top_k(context, node, attrs):
+    """The k largest (or smallest) along a constant axis, values and int64 indices; keras.ops.top_k works on the
+    last axis, so another is moved there and back. Equal values come lower index first, as ONNX says."""
+    x = onnx_order(context, context.values[node.input[0]])
+    ops, axis = context.keras.ops, attrs.get("axis", -1) % len(x.axes)
+    k = int(np.ravel(context.constant(node.input[1], "TopK k"))[0])
+    largest = bool(attrs.get("largest", 1))
+    tensor = ops.moveaxis(x.tensor, axis, -1)
+    values, indices = ops.top_k(tensor if largest else ops.negative(tensor), k, sorted=True)
+    values = values if largest else ops.negative(values)
+    return [in_onnx_order(ops.moveaxis(values, -1, axis)),
+            in_onnx_order(ops.cast(ops.moveaxis(indices, -1, axis), "int64"))]
 
 
 @add_converter("LpNormalization", 1)
