@@ -481,7 +481,7 @@ def test_the_direct_rewrite_tests_cover_every_registered_rewrite():
     covered_elsewhere = {rw.drop_zero_initial_states, rw.drop_default_training_mode, rw.constants_to_initializers,
                          rw.axes_inputs_to_attributes, rw.positive_gather_indices, rw.initializers_as_inputs,
                          rw.decompose_layer_normalization, rw.constant_of_shape_as_initializers, rw.bounded_slices,
-                         rw.batch_normalization_of_constants}
+                         rw.batch_normalization_of_constants, rw.axis_ranges}
     mxnet_only = {"same_shape_adds", "integer_divisions", "shapes_as_references", "scalar_gather_indices",
                   "split_sizes_as_attribute", "name_omitted_inputs"}
     assert set(rw.registered()) == {f.__name__ for f in set(DIRECT) | covered_elsewhere} | mxnet_only
@@ -548,3 +548,32 @@ def test_a_batch_normalization_of_constants_becomes_the_weights_torch_computes()
                                    initializers)
     kept = rw.batch_normalization_of_constants(onnx.ModelProto.FromString(statistics_read.SerializeToString()))
     assert "BatchNormalization" in {node.op_type for node in kept.graph.node}
+
+
+def test_a_range_over_the_run_time_batch_counts_along_it_in_keras_and_mxnet(tmp_path):
+    """Issue 45: CLIP's pooled token, x[arange(batch), argmax]: a Range up to the run-time batch size, which
+    neither the Keras mapper nor MXNet converted (Range: no converter), is RosettaAxisRange after axis_ranges, and
+    both compute what ONNX Runtime does at two batch sizes (MXNet's ArgMax index, int64 there, was refused by
+    the Add with the Range)."""
+    from rosetta.convert.onnx.to_keras import onnx_to_keras_model
+    from rosetta.frameworks.keras import import_keras
+
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+             helper.make_node("Range", ["zero", "n", "one"], ["rows"]),
+             helper.make_node("ReduceSum", ["x", "last"], ["score"], keepdims=0),
+             helper.make_node("ArgMax", ["score"], ["best"], axis=1, keepdims=0),
+             helper.make_node("Mul", ["rows", "four"], ["first"]), helper.make_node("Add", ["first", "best"], ["flat"]),
+             helper.make_node("Reshape", ["x", "tokens"], ["token_rows"]),
+             helper.make_node("Gather", ["token_rows", "flat"], ["y"], axis=0)]
+    model = _graph(nodes, [("x", ["N", 4, 3])], [("y", ["N", 3])],
+                   [("zero", np.array(0, np.int64)), ("one", np.array(1, np.int64)), ("four", np.array(4, np.int64)),
+                    ("last", _int64(2)), ("tokens", _int64(-1, 3))])
+    rewritten = rw.axis_ranges(onnx.ModelProto.FromString(model.SerializeToString()))
+    assert "RosettaAxisRange" in {n.op_type for n in rewritten.graph.node}
+    assert "Range" not in {n.op_type for n in rewritten.graph.node}
+    keras_model = onnx_to_keras_model(onnx.ModelProto.FromString(model.SerializeToString()), import_keras())
+    for batch in (2, 3):
+        x = np.random.default_rng(batch).normal(size=(batch, 4, 3)).astype(np.float32)
+        np.testing.assert_allclose(np.asarray(keras_model(x, training=False)), _run(model, {"x": x}), rtol=1e-6)
+    x = np.random.default_rng(0).normal(size=(2, 4, 3)).astype(np.float32)
+    np.testing.assert_allclose(_mxnet_outputs(model, {"x": x}, tmp_path)[0], _run(model, {"x": x}), rtol=1e-6)

@@ -308,6 +308,8 @@ def _recurrent(op: str, gates: int):
 _AXES = {"axes": np.asarray([1], np.int64)}
 # op registered -> its case (model, feeds); the Rosetta* ops are what the bridge's own rewrites write
 REGISTRY_CASES = {
+    "ArgMax": lambda: _one("ArgMax", {"x": _x(2, 5)}, axis=1, keepdims=0),
+    "ArgMin": lambda: _one("ArgMin", {"x": _x(2, 5, 3)}, axis=1),
     "AveragePool": lambda: _one("AveragePool", {"x": _x(1, 2, 5, 5)}, kernel_shape=[3, 3], strides=[2, 2],
                                 pads=[1, 1, 1, 1]),
     "BatchNormalization": lambda: _one("BatchNormalization", {"x": _x(2, 3, 4, 4)},
@@ -356,7 +358,17 @@ REGISTRY_CASES = {
     # issue 45: a mixture-of-experts router's expert choice (AFMoE), the smallest along a middle axis here
     "TopK": lambda: _one("TopK", {"x": _x(2, 5, 3)}, {"k": np.asarray([2], np.int64)}, outputs=2, axis=1, largest=0),
     "Where": lambda: _where(),
+    "RosettaAxisRange": lambda: _axis_range(),
 }
+
+
+def _axis_range():
+    """Range(0, batch, 1), which rewrites.axis_ranges writes as RosettaAxisRange."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Gather", ["shape", "zero"], ["n"]),
+             helper.make_node("Range", ["zero", "n", "one"], ["rows"]), helper.make_node("Cast", ["rows"], ["y"], to=1)]
+    model = _model(nodes, [("x", TensorProto.FLOAT, ["N", 3])], [("y", TensorProto.FLOAT, ["N"])],
+                   [("zero", np.array(0, np.int64)), ("one", np.array(1, np.int64))])
+    return model, {"x": _x(3, 3)}
 
 
 def _where():

@@ -267,3 +267,42 @@ def vector_wheres_as_gathers(model):
 
     replace_nodes(model, replace)
     return remove_dead_nodes(model)
+
+
+@rewrite
+def axis_ranges(model):
+    """MXNet and the Keras mapper: Range(0, n, 1) where n is the run-time size of one axis of a graph tensor
+    (torch's arange(x.size(0)) on a free batch: CLIP's pooled token at [arange(batch), eos], BART's shifted
+    decoder ids written by ScatterND at [arange(batch), position]) becomes RosettaAxisRange(x), attribute axis:
+    neither has an op that computes a Range from a tensor, and both can count along one of its axes
+    (keras.ops.cumsum of ones, MXNet's arange_like). A size traced to a ConstantOfShape is followed to the
+    tensor its shape was read from (BART's zeros of input_ids' shape, a value the Keras mapper holds unmade)."""
+    from onnx import helper
+
+    elements, _ = shape_tracer(model)
+    constants = constant_values(model)
+    producers = {output: node for node in model.graph.node for output in node.output}
+
+    def origin(tensor: str, axis: int, depth: int = 0):
+        node = producers.get(tensor)
+        if node is None or node.op_type != "ConstantOfShape" or depth > 8:
+            return tensor, axis
+        shape = elements(node.input[0])
+        if not shape or axis >= len(shape) or isinstance(shape[axis], int):
+            return tensor, axis
+        return origin(*shape[axis], depth + 1)
+
+    def replace(node):
+        if node.op_type != "Range" or any(name not in constants for name in (node.input[0], node.input[2])):
+            return None
+        start, delta = (np.ravel(constants[name]) for name in (node.input[0], node.input[2]))
+        limit = elements(node.input[1])
+        if start.size != 1 or delta.size != 1 or float(start[0]) != 0 or float(delta[0]) != 1 or not limit \
+                or len(limit) != 1 or isinstance(limit[0], int):
+            return None
+        tensor, axis = origin(*limit[0])
+        return [helper.make_node("RosettaAxisRange", [tensor], list(node.output), name=node.name, axis=int(axis),
+                                 to=helper.np_dtype_to_tensor_dtype(constants[node.input[0]].dtype))]
+
+    replace_nodes(model, replace)
+    return remove_dead_nodes(model)

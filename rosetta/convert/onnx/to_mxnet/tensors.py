@@ -201,6 +201,27 @@ def top_k(attrs, inputs, importer):
     return symbol, {}, inputs[:1]
 
 
+@add_converter("RosettaAxisRange", 1)
+def axis_range(attrs, inputs, importer):
+    """0, 1, ..., n - 1 for the size n of one axis of x (rewrites.axis_ranges: a Range over the run-time batch)
+    -> `arange_like` along that axis, float32 as MXNet carries integers."""
+    return symbols().contrib.arange_like(inputs[0], axis=int(attrs["axis"])), {}, inputs[:1]
+
+
+def _arg_extreme(name: str):
+    """ONNX ArgMax/ArgMin -> `argmax`/`argmin`, float32 as MXNet carries integers: the importer's own cast the
+    index to int64, which an Add with the other integers (float32) then refused (CLIP's pooled token index)."""
+    def convert(attrs, inputs, importer):
+        find = getattr(symbols(), name)
+        return find(inputs[0], axis=int(attrs.get("axis", 0)), keepdims=bool(int(attrs.get("keepdims", 1)))), {}, \
+            inputs[:1]
+    return convert
+
+
+add_converter("ArgMax", 1)(_arg_extreme("argmax"))
+add_converter("ArgMin", 1)(_arg_extreme("argmin"))
+
+
 @add_converter("Split", 1)
 def split(attrs, inputs, importer):
     """ONNX Split by the sizes `split_sizes_as_attribute` writes: one slice_axis per output (MXNet's `split`

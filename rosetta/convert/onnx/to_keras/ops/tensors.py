@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.convert.onnx.to_keras.context import BatchDim, Mapped
-from rosetta.convert.onnx.to_keras.layout import identity, in_onnx_order, materialize, operands, realize
+from rosetta.convert.onnx.to_keras.layout import identity, in_onnx_order, materialize, onnx_order, operands, realize
 from rosetta.convert.onnx.to_keras.registry import add_converter
 from rosetta.convert.onnx.to_keras.symbolic import slice_parameters, whole_axis
 from rosetta.errors import RosettaError
@@ -181,6 +181,21 @@ def expand(context, node, attrs):
     if dtype == "bool":
         return [in_onnx_order(ops.logical_and(x, np.ones(shape, bool)))]
     return [in_onnx_order(ops.multiply(x, np.ones(shape, dtype)))]
+
+
+@add_converter("RosettaAxisRange", 1)
+def axis_range(context, node, attrs):
+    """0, 1, ..., n - 1 for the size n of one axis of x (rewrites.axis_ranges: a Range over the run-time
+    batch): ones along that axis (ones_like reads no value, so NaN or Inf in x does not spread), summed in turn."""
+    from onnx import helper
+
+    x = onnx_order(context, context.values[node.input[0]])
+    ops, axis = context.keras.ops, attrs["axis"] % len(x.axes)
+    ones = ops.ones_like(x.tensor, dtype="float32")
+    others = tuple(k for k in range(len(x.axes)) if k != axis)
+    ones = ops.max(ones, axis=others) if others else ones
+    dtype = helper.tensor_dtype_to_np_dtype(attrs["to"]).name
+    return [in_onnx_order(ops.cast(ops.subtract(ops.cumsum(ones, axis=0), 1.0), dtype))]
 
 
 @add_converter("Trilu", 14)
