@@ -154,9 +154,19 @@ CASES = {
     # the batch absorbed by -1 next to static sizes (Keras applications' Reshape to (-1, 1, 1, C))
     "reshape_with_the_batch_as_minus_one": (lambda: FunctionModule(lambda m, x: m.linear(x.reshape(-1, 1, 2, 6)),
                                                                    linear=nn.Linear(6, 3)), (2, 3, 4), 17),
+    # issue 45: BART's shift_tokens_right, zeros of the input's shape written by ScatterND at [arange(batch), 1..]:
+    # a Range over the run-time batch (rewrites.axis_ranges), Shape and Expand of the zeros, and ScatterND
+    "shift_right_by_scatter": (lambda: FunctionModule(_shifted_right), (2, 5), 17),
     "conv_3d_and_pools": (lambda: nn.Sequential(nn.Conv3d(2, 3, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2, padding=1),
                                                 nn.AvgPool3d(2)), (2, 2, 4, 3, 4), 17),
 }
+
+
+def _shifted_right(module, x):
+    shifted = x.new_zeros(x.shape)
+    shifted[:, 1:] = x[:, :-1].clone()
+    shifted[:, 0] = 2.0
+    return shifted * 1.5 + x
 
 
 def _randomized(module: nn.Module) -> nn.Module:
@@ -618,6 +628,7 @@ REGISTRY_CASES = {
     "ReduceSumSquare": ("test_reduce_sum_square_do_not_keepdims_example", "initializers"),
     "Relu": ("test_relu", "plain"), "Reshape": ("test_reshape_reordered_all_dims", "initializers"),
     "Resize": ("test_resize_upsample_scales_nearest", "initializers"), "Round": ("test_round", "plain"),
+    "ScatterND": ("test_scatternd", "plain"),
     "Selu": ("test_selu_example", "plain"), "Shape": ("test_shape_example", "plain"),
     "Sigmoid": ("test_sigmoid_example", "plain"), "Sign": ("test_sign", "plain"),
     "Sin": ("test_sin_example", "plain"), "Sinh": ("test_sinh_example", "plain"),

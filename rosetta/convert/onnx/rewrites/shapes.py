@@ -301,8 +301,15 @@ def axis_ranges(model):
                 or len(limit) != 1 or isinstance(limit[0], int):
             return None
         tensor, axis = origin(*limit[0])
+        element = helper.np_dtype_to_tensor_dtype(constants[node.input[0]].dtype)
+        declared.append(helper.make_tensor_value_info(node.output[0], element, [f"{tensor}_{axis}"]))
         return [helper.make_node("RosettaAxisRange", [tensor], list(node.output), name=node.name, axis=int(axis),
-                                 to=helper.np_dtype_to_tensor_dtype(constants[node.input[0]].dtype))]
+                                 to=element)]
 
+    declared = []  # the outputs' types and ranks: shape inference, which knows no Rosetta op, goes on past them
     replace_nodes(model, replace)
+    kept = {value.name for value in declared}
+    others = [value for value in model.graph.value_info if value.name not in kept]
+    del model.graph.value_info[:]
+    model.graph.value_info.extend(others + declared)
     return remove_dead_nodes(model)

@@ -343,6 +343,17 @@ def gather_elements(context, node, attrs):
     return [in_onnx_order(ops.take_along_axis(x, indices, axis=axis))]
 
 
+@add_converter("ScatterND", 11)
+def scatter_nd(context, node, attrs):
+    """data with `updates` written at `indices` (keras.ops.scatter_update: the last axis of indices indexes
+    data's first axes, as ONNX's): BART's decoder ids shifted right, written at [arange(batch), 1..T-1]."""
+    if attrs.get("reduction", "none") not in ("none", b"none"):
+        raise RosettaError(f"keras mapper: ScatterND with reduction {attrs['reduction']!r} is not supported")
+    data, indices, updates = operands(context, node.input[:3])
+    ops = context.keras.ops
+    return [in_onnx_order(ops.scatter_update(data, ops.cast(indices, "int64"), updates))]
+
+
 def _take(context, node, x: Mapped, axis: int, index: int) -> Mapped:
     """One index along a (non-batch) axis, as keras.ops.take (attention's q, k, v from one tensor)."""
     dims = context.dims(node.input[0])
