@@ -391,6 +391,16 @@ def test_an_average_pool_whose_pads_differ_at_the_two_ends_computes_what_onnxrun
     _check(model, feeds, tmp_path, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape, pads", [((2, 5, 4, 3), [0, 1, 0, 0, 0, 2, 3, 0]),  # channels-last H and W (DaViT)
+                                         ((2, 4, 3), [0, 2, 0, 0, 1, 0]),  # a 3-D tensor's middle axis
+                                         ((2, 3, 4, 2, 2), [0, 0, 1, 0, 0, 0, 0, 2, 0, 1])])
+def test_a_pad_of_axes_mxnet_does_not_pad_computes_what_onnxruntime_computes(shape, pads, tmp_path):
+    """Issue 45: MXNet's pad pads the axes after the first two only; timm's DaViT and Swin pad a channels-last
+    map's H and W (refused before). The padded axes are moved last and back."""
+    model, feeds = _one("Pad", {"x": _x(*shape)}, {"pads": np.asarray(pads, np.int64), "v": np.float32(0.5)})
+    _check(model, feeds, tmp_path, atol=1e-6)
+
+
 def test_every_registered_op_has_a_case():
     from rosetta.convert.onnx.to_mxnet.registry import registered
 

@@ -270,8 +270,10 @@ def split_sizes_as_attribute(model):
 def pad(attrs, inputs, importer):
     """ONNX Pad, its pads and value attributes (before opset 11) or constant inputs (the value omitted: 0), ->
     `pad`, which pads only the spatial axes of 4-D and 5-D tensors and knows constant, edge and reflect: a 3-D
-    tensor (a 1-D signal's causal padding) is padded as 4-D with a unit axis added and taken away again; any other
-    pad is refused by name here (it would otherwise be refused when run, or be an unknown mode)."""
+    tensor (a 1-D signal's causal padding) is padded as 4-D with a unit axis added and taken away again; a pad
+    of other axes (a channels-last feature map's H and W, as timm's DaViT and Swin pad their windows) is done
+    with the padded axes transposed to the end and back; any other pad is refused by name here (it would
+    otherwise be refused when run, or be an unknown mode)."""
     sym = symbols()
 
     def constant(index):
@@ -287,14 +289,29 @@ def pad(attrs, inputs, importer):
     mode = mode.decode() if isinstance(mode, bytes) else mode
     rank = len(pads) // 2
     axes_given = len(inputs) > 3 and inputs[3].name != OMITTED
-    if axes_given or rank not in (3, 4, 5) or any(pads[axis] or pads[rank + axis] for axis in (0, 1)) \
-            or mode not in ("constant", "edge", "reflect"):
+    padded = [axis for axis in range(rank) if pads[axis] or pads[rank + axis]]
+    if axes_given or rank not in (3, 4, 5) or len(padded) > rank - 2 or mode not in ("constant", "edge", "reflect"):
         raise RosettaError(f"Pad mode={mode!r} of a {rank}-D tensor with pads {pads}{' on given axes' if axes_given else ''} "
-                           "cannot be converted to mxnet: MXNet's pad pads the spatial axes of 3-D (as 4-D), 4-D "
-                           "and 5-D tensors only, in constant, edge or reflect mode")
+                           "cannot be converted to mxnet: MXNet's pad pads the spatial axes of 4-D and 5-D tensors "
+                           "(a 3-D one as 4-D, other axes moved there), at most rank - 2 of them, in constant, edge "
+                           "or reflect mode")
+    x = inputs[0]
+    order = list(range(rank))
+    if any(axis in (0, 1) for axis in padded):  # the padded axes moved last, in their order
+        order = [axis for axis in range(rank) if axis not in padded] + padded
+        x, pads = sym.transpose(x, axes=tuple(order)), [pads[a] for a in order] + [pads[rank + a] for a in order]
+    result = _spatial_pad(sym, x, pads, mode, value)
+    if order != list(range(rank)):
+        result = sym.transpose(result, axes=tuple(order.index(axis) for axis in range(rank)))
+    return result, attrs, inputs[:1]
+
+
+def _spatial_pad(sym, x, pads: list, mode: str, value: float):
+    """MXNet's pad of x's axes after the first two (a 3-D tensor's last one as 4-D)."""
+    rank = len(pads) // 2
     width = tuple(p for axis in range(rank) for p in (pads[axis], pads[rank + axis]))
     if rank == 3:
-        padded = sym.pad(sym.expand_dims(inputs[0], axis=2), mode=mode, pad_width=(0, 0, 0, 0, 0, 0) + width[4:],
+        padded = sym.pad(sym.expand_dims(x, axis=2), mode=mode, pad_width=(0, 0, 0, 0, 0, 0) + width[4:],
                          constant_value=value)
-        return sym.squeeze(padded, axis=2), attrs, inputs[:1]
-    return sym.pad(inputs[0], mode=mode, pad_width=width, constant_value=value), attrs, inputs[:1]
+        return sym.squeeze(padded, axis=2)
+    return sym.pad(x, mode=mode, pad_width=width, constant_value=value)
