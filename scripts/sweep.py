@@ -201,7 +201,9 @@ def timm_entries() -> list[Entry]:
                     except (TypeError, ValueError, AssertionError, RuntimeError):  # settings it does not take
                         continue
                 return timm.create_model(name, pretrained=False, num_classes=10)
-            return _image_model(factory)
+            # and the model's own size last (CrossViT's 240: its two branches' patch grids must agree)
+            own = getattr(timm.models.get_pretrained_cfg(name), "input_size", None) or (3, 224, 224)
+            return _image_model(factory, tuple(dict.fromkeys((IMAGE, 96, 224, int(own[-1])))))
         entries.append(Entry("timm", family, name, build))
     return entries
 
