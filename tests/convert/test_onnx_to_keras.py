@@ -240,6 +240,9 @@ HAND_BUILT = {
                                                              axes=[2, 3], coordinate_transformation_mode="half_pixel")],
                                            18, [_int64s("sizes", [8, 15])]),
     "gelu_op_opset_20": ([helper.make_node("Gelu", ["x"], ["y"])], 20, ()),
+    # issue 45: an equation with spaces, as torchvision's MaxViT writes its attention (was refused by Keras)
+    "einsum_with_spaces": ([helper.make_node("Einsum", ["x", "x"], ["y"], equation="B C H I, B C H J -> B C I J")],
+                           17, ()),
     "pad_axes_input_opset_18": ([helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"])], 18,
                                 [_int64s("pads", [1, 0, 2, 3]), _int64s("axes", [2, 3])]),
     "reduce_mean_axes_input_opset_18": ([helper.make_node("ReduceMean", ["x", "axes"], ["y"], keepdims=1)], 18,

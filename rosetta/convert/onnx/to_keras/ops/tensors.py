@@ -209,7 +209,15 @@ def trilu(context, node, attrs):
 
 @add_converter("Einsum", 12)
 def einsum(context, node, attrs):
+    """keras.ops.einsum, the equation without spaces and in lower-case letters: ONNX allows both ("B G H I D,
+    B G H J D -> ...", as torchvision's MaxViT writes it), and Keras reads a space as a subscript and fails to
+    infer the shape of upper-case ones."""
     equation = attrs["equation"].decode() if isinstance(attrs["equation"], bytes) else attrs["equation"]
+    equation = "".join(equation.split())
+    letters = list(dict.fromkeys(c for c in equation if c.isalpha()))
+    if len(letters) > 26:
+        raise RosettaError("keras mapper: Einsum of more than 26 subscripts is not supported")
+    equation = equation.translate(str.maketrans(dict(zip(letters, "abcdefghijklmnopqrstuvwxyz"))))
     return [in_onnx_order(context.keras.ops.einsum(equation, *operands(context, node.input)))]
 
 
