@@ -450,6 +450,10 @@ DIRECT = {
          helper.make_node("Expand", ["token", "s"], ["expanded"]), helper.make_node("Add", ["x", "expanded"], ["y"])],
         [("x", ["N", 3, 4])], [("minus_one", np.array([False, True, False])), ("ones", _int64(1)),
                                ("token", _RNG_45.normal(size=(1, 1, 4)).astype(np.float32))]), "Where"),
+    rw.einsum_as_matmul: (_small_graph(  # attention's scores, then its weighted values
+        [helper.make_node("Einsum", ["x", "x"], ["scores"], equation="bhid,bhjd->bhij"),
+         helper.make_node("Einsum", ["scores", "x"], ["y"], equation="B H I J, B H J D -> B H I D")],
+        [("x", ["N", 2, 3, 4])], [], opset=17), "Einsum"),
     rw.old_opsets_upgraded: (_small_graph(  # Pad-2, its pads and value attributes (opset 11 made them inputs)
         [helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 2], value=2.0)], [("x", ["N", 3])], [], opset=9), None),
 }
@@ -577,3 +581,21 @@ def test_a_range_over_the_run_time_batch_counts_along_it_in_keras_and_mxnet(tmp_
         np.testing.assert_allclose(np.asarray(keras_model(x, training=False)), _run(model, {"x": x}), rtol=1e-6)
     x = np.random.default_rng(0).normal(size=(2, 4, 3)).astype(np.float32)
     np.testing.assert_allclose(_mxnet_outputs(model, {"x": x}, tmp_path)[0], _run(model, {"x": x}), rtol=1e-6)
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("ij,kj->ik", [(3, 4), (5, 4)]), ("bi,bi->b", [(2, 3), (2, 3)]),
+    ("bi,bj->bij", [(2, 3), (2, 4)]), ("hbid,hbjd->bhji", [(2, 3, 4, 5), (2, 3, 6, 5)]), ("i,j->ij", [(3,), (4,)]),
+    ("bhd,hd->bh", [(2, 3, 5), (3, 5)])])
+def test_an_einsum_that_is_a_matrix_product_computes_the_same_as_a_matmul(equation, shapes):
+    """Issue 45: MXNet has no Einsum (CvT, MaxViT); as Transposes, a MatMul and Unsqueeze/Squeeze, the same
+    outputs in ONNX Runtime as Einsum's, for every arrangement of batch, summed and free letters."""
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape) for name, shape in zip("ab", shapes)]
+    graph = helper.make_graph([helper.make_node("Einsum", ["a", "b"], ["y"], equation=equation)], "g", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    rewritten = rw.einsum_as_matmul(onnx.ModelProto.FromString(model.SerializeToString()))
+    assert "Einsum" not in {n.op_type for n in rewritten.graph.node}
+    rng = np.random.default_rng(0)
+    feeds = {name: rng.normal(size=shape).astype(np.float32) for name, shape in zip("ab", shapes)}
+    np.testing.assert_allclose(_run(rewritten, feeds), _run(model, feeds), rtol=1e-5, atol=1e-6)

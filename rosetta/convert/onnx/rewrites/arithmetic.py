@@ -1,5 +1,5 @@
 """Elementwise ops, activations and masks importers lack or compute otherwise: Clip's bounds, shifts, unsigned
-and integer division and fmod, CastLike, Gelu, Trilu."""
+and integer division and fmod, CastLike, Gelu, Trilu; and Einsum as a MatMul."""
 
 from __future__ import annotations
 
@@ -205,6 +205,75 @@ def gelu_as_primitives(model):
                       helper.make_node("Erf", [f"{name}_scaled"], [f"{name}_curve"])]
         nodes += [helper.make_node("Add", [f"{name}_curve", f"{name}_one"], [f"{name}_gate"]),
                   helper.make_node("Mul", [f"{name}_halved", f"{name}_gate"], [name])]
+        return nodes
+
+    replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
+@rewrite
+def einsum_as_matmul(model):
+    """MXNet (no Einsum): a two-operand Einsum that is a batched matrix product (attention's "bhid,bhjd->bhij"
+    and "bhij,bhjd->bhid", CvT's and MaxViT's) as Transposes, a MatMul and Unsqueeze/Squeeze: the letters of
+    both operands and the output are the batch, at most one is summed over, and at most one comes from each
+    operand alone. Others (an ellipsis, a repeated letter, a letter summed within one operand, two free
+    letters of one operand, which would need its sizes) are left as they are."""
+    from onnx import helper, numpy_helper
+
+    opset = default_opset(model)
+
+    def axes_node(op, tensor, output, axes):
+        if opset < 13:
+            return helper.make_node(op, [tensor], [output], axes=axes)
+        model.graph.initializer.append(numpy_helper.from_array(np.array(axes, np.int64), f"{output}_axes"))
+        return helper.make_node(op, [tensor, f"{output}_axes"], [output])
+
+    def arranged(tensor, letters, wanted, name, nodes):
+        perm = [letters.index(c) for c in wanted]
+        if perm == list(range(len(letters))):
+            return tensor
+        nodes.append(helper.make_node("Transpose", [tensor], [name], perm=perm))
+        return name
+
+    def replace(node):
+        if node.op_type != "Einsum" or len(node.input) != 2:
+            return None
+        equation = "".join(text(node_attributes(node)["equation"]).split())
+        if "." in equation or "->" not in equation:
+            return None
+        given, out = equation.split("->")
+        a, b = given.split(",")
+        if any(len(set(s)) != len(s) for s in (a, b, out)) or not set(out) <= set(a) | set(b):
+            return None
+        batch = [c for c in out if c in a and c in b]
+        summed = [c for c in a if c in b and c not in out]
+        left, right = [c for c in a if c not in b], [c for c in b if c not in a]
+        if len(summed) > 1 or len(left) > 1 or len(right) > 1 or not set(left + right) <= set(out):
+            return None
+        name, nodes = node.output[0], []
+        x = arranged(node.input[0], a, batch + left + summed, f"{name}_left", nodes)
+        y = arranged(node.input[1], b, batch + summed + right, f"{name}_right", nodes)
+        k = len(batch)
+        if not left or not summed:
+            nodes.append(axes_node("Unsqueeze", x, f"{name}_left_3d", [k] if not left else [k + 1]))
+            x = f"{name}_left_3d"
+            if not left and not summed:
+                nodes.append(axes_node("Unsqueeze", x, f"{name}_left_3d_again", [k + 1]))
+                x = f"{name}_left_3d_again"
+        if not summed or not right:
+            y_axes = ([k] if not summed else []) + ([k + 1] if not right else [])
+            nodes.append(axes_node("Unsqueeze", y, f"{name}_right_3d", y_axes))
+            y = f"{name}_right_3d"
+        product = f"{name}_product"
+        nodes.append(helper.make_node("MatMul", [x, y], [product]))
+        dropped = ([k] if not left else []) + ([k + 1] if not right else [])
+        if dropped:
+            nodes.append(axes_node("Squeeze", product, f"{name}_squeezed", dropped))
+            product = f"{name}_squeezed"
+        letters = batch + left + right
+        perm = [letters.index(c) for c in out]
+        nodes.append(helper.make_node("Transpose", [product], [name], perm=perm) if perm != list(range(len(out)))
+                     else helper.make_node("Identity", [product], [name]))
         return nodes
 
     replace_nodes(model, replace)
