@@ -454,6 +454,11 @@ DIRECT = {
         [helper.make_node("Einsum", ["x", "x"], ["scores"], equation="bhid,bhjd->bhij"),
          helper.make_node("Einsum", ["scores", "x"], ["y"], equation="B H I J, B H J D -> B H I D")],
         [("x", ["N", 2, 3, 4])], [], opset=17), "Einsum"),
+    rw.allowzero_without_zeros: (_small_graph(  # the dynamo exporter's Reshape, its target read from x's shape
+        [helper.make_node("Shape", ["x"], ["shape"], start=0, end=1), helper.make_node("Concat", ["shape", "rest"],
+                                                                                     ["target"], axis=0),
+         helper.make_node("Reshape", ["x", "target"], ["y"], allowzero=1)], [("x", ["N", 3, 4])], [("rest", _int64(12))],
+        opset=17), None),
     rw.old_opsets_upgraded: (_small_graph(  # Pad-2, its pads and value attributes (opset 11 made them inputs)
         [helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 2], value=2.0)], [("x", ["N", 3])], [], opset=9), None),
 }

@@ -393,6 +393,7 @@ def test_an_average_pool_whose_pads_differ_at_the_two_ends_computes_what_onnxrun
 
 @pytest.mark.parametrize("shape, pads", [((2, 5, 4, 3), [0, 1, 0, 0, 0, 2, 3, 0]),  # channels-last H and W (DaViT)
                                          ((2, 4, 3), [0, 2, 0, 0, 1, 0]),  # a 3-D tensor's middle axis
+                                         ((6, 5), [0, 0, 0, 4]), ((6, 5), [1, 2, 0, 3]),  # 2-D rows (HaloNet)
                                          ((2, 3, 4, 2, 2), [0, 0, 1, 0, 0, 0, 0, 2, 0, 1])])
 def test_a_pad_of_axes_mxnet_does_not_pad_computes_what_onnxruntime_computes(shape, pads, tmp_path):
     """Issue 45: MXNet's pad pads the axes after the first two only; timm's DaViT and Swin pad a channels-last

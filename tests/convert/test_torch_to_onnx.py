@@ -322,3 +322,37 @@ def test_ops_without_a_torchscript_symbolic_are_exported_as_primitives(norm, ops
     manifest = Manifest.read(tmp_path / "out" / "onnx")
     assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
     assert ops <= {node.op_type for node in onnx.load(str(tmp_path / "out" / "onnx" / manifest.artifact)).graph.node}
+
+
+def test_dynamo_preserve_is_optimised_but_keeps_its_batchnorm(tmp_path):
+    """Issue 45: with preserve the dynamo export went unoptimised (its optimiser folds BatchNorm), keeping the
+    exporter's SplitToSequence, SequenceAt and a Range over static sizes, which no target but ONNX Runtime
+    converts (timm's HaloNet: Keras CANNOT). Optimised without the BatchNorm folding: neither, and BatchNorm."""
+    import torch
+
+    class SplitAndCount(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.norm = torch.nn.Conv2d(4, 4, 1), torch.nn.BatchNorm2d(4)
+
+        def forward(self, x):
+            y = self.norm(self.conv(x))
+            first, rest = torch.split(y, [1, 3], dim=1)
+            return first.sum(1) + rest.sum(1) + torch.arange(y.shape[2]).float()
+
+    torch.manual_seed(0)
+    module = SplitAndCount().eval()
+    module.norm.running_mean.uniform_(-1, 1)
+    module.norm.running_var.uniform_(0.5, 2)
+    from rosetta.convert.onnx.from_torch import TorchSource
+    from rosetta.models.registry import TensorSpec
+
+    source = TorchSource(module, (TensorSpec("x", (None, 4, 3, 3), "float32"),), (TensorSpec("y", (None,), "float32"),), {})
+    run_conversion(source, ONNX, tmp_path / "out", {"exporter": "dynamo", "opset": 18, "training": "preserve"})
+    ops = {n.op_type for n in onnx.load(str(tmp_path / "out" / "model.onnx")).graph.node}
+    assert "BatchNormalization" in ops and not ops & {"SplitToSequence", "SequenceAt", "Range"}
+    x = np.random.default_rng(0).normal(size=(3, 4, 3, 3)).astype(np.float32)
+    with torch.no_grad():
+        expected = module(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(load_runner("onnxruntime", tmp_path / "out").predict({"x": x})["y"], expected,
+                               rtol=1e-5, atol=1e-5)

@@ -192,6 +192,8 @@ def export(source: TorchSource, target: Path, exporter: str, opset: int, trainin
                 torch.onnx.export(module, args, str(target), dynamo=True, opset_version=opset,
                                   input_names=input_names, output_names=output_names,
                                   dynamic_shapes=dynamic, external_data=False, optimize=(training != "preserve"))
+                if training == "preserve":
+                    optimized_keeping_batch_normalization(target)
     except RosettaError:
         raise
     except Exception as error:
@@ -199,6 +201,29 @@ def export(source: TorchSource, target: Path, exporter: str, opset: int, trainin
     finally:
         if not exported:
             module.eval()
+
+
+def optimized_keeping_batch_normalization(path: Path) -> None:
+    """The dynamo exporter's graph optimised as its `optimize=True` does (onnxscript: constants folded, its
+    default rewrite rules, unused nodes removed) but without the rules that fold BatchNormalization into the
+    Conv or Gemm before it, which `preserve` keeps as its own node. Unoptimised, the graph kept what the
+    exporter writes before its own clean-up (timm's HaloNet: SplitToSequence, SequenceAt and a Range over
+    static sizes), which no target but ONNX Runtime converts."""
+    import onnx_ir as ir
+    import onnx_ir.passes.common as common_passes
+    from onnxscript import rewriter
+    from onnxscript.optimizer import _constant_folding
+    from onnxscript.rewriter.rules.common import _fuse_batchnorm
+
+    folding = {id(rule) for rule in _fuse_batchnorm.rules.rules}
+    rules = [rule for rule in rewriter._DEFAULT_REWRITE_RULES if id(rule) not in folding]
+    model = ir.load(str(path))
+    folding_constants = _constant_folding.FoldConstantsPass(
+        shape_inference=True, input_size_limit=_constant_folding.DEFAULT_CONSTANT_FOLD_INPUT_SIZE_LIMIT,
+        output_size_limit=_constant_folding.DEFAULT_CONSTANT_FOLD_OUTPUT_SIZE_LIMIT)
+    ir.passes.PassManager([folding_constants, rewriter.RewritePass(rules), common_passes.RemoveUnusedNodesPass()],
+                          steps=2, early_stop=True)(model)
+    ir.save(model, str(path))
 
 
 def batch_dynamic_shapes(module, args) -> tuple:

@@ -22,7 +22,8 @@ from rosetta.convert.onnx.rewrites.constants import (constant_attributes_as_tens
                                                      constant_operands_second, constants_to_initializers,
                                                      fold_constant_subgraphs, scalar_constants_as_vectors,
                                                      static_shapes_as_constants)  # noqa: F401
-from rosetta.convert.onnx.rewrites.shapes import (_symbolic_shapes, axis_ranges, constant_reshape_shapes,
+from rosetta.convert.onnx.rewrites.shapes import (_symbolic_shapes, allowzero_without_zeros, axis_ranges,
+                                                  constant_reshape_shapes,
                                                   depth_to_space_as_reshapes, flatten_as_reshape,
                                                   shape_bounds_as_slice, static_shape_parts,
                                                   symbolic_reshape_shapes, vector_reshapes_as_identity,

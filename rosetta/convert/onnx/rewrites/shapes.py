@@ -313,3 +313,19 @@ def axis_ranges(model):
     del model.graph.value_info[:]
     model.graph.value_info.extend(others + declared)
     return remove_dead_nodes(model)
+
+
+@rewrite
+def allowzero_without_zeros(model):
+    """onnx2torch ("allowzero=1 is not implemented"): a Reshape with allowzero=1, which the dynamo exporter writes
+    on every Reshape, whose target holds no 0 (a constant without one, or sizes read from the graph's tensors,
+    0 only for an empty tensor) means what it means without it: the attribute goes."""
+    elements, _ = shape_tracer(model)
+    for node in model.graph.node:
+        allowzero = [a for a in node.attribute if a.name == "allowzero" and a.i]
+        if node.op_type != "Reshape" or not allowzero:
+            continue
+        target = elements(node.input[1])
+        if target is not None and all(not isinstance(e, int) or e != 0 for e in target):
+            node.attribute.remove(allowzero[0])
+    return model

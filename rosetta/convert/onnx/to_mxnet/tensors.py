@@ -269,11 +269,11 @@ def split_sizes_as_attribute(model):
 @add_converter("Pad", 1)
 def pad(attrs, inputs, importer):
     """ONNX Pad, its pads and value attributes (before opset 11) or constant inputs (the value omitted: 0), ->
-    `pad`, which pads only the spatial axes of 4-D and 5-D tensors and knows constant, edge and reflect: a 3-D
-    tensor (a 1-D signal's causal padding) is padded as 4-D with a unit axis added and taken away again; a pad
-    of other axes (a channels-last feature map's H and W, as timm's DaViT and Swin pad their windows) is done
-    with the padded axes transposed to the end and back; any other pad is refused by name here (it would
-    otherwise be refused when run, or be an unknown mode)."""
+    `pad`, which pads only the spatial axes of 4-D and 5-D tensors and knows constant, edge and reflect: a
+    smaller tensor (a 1-D signal's causal padding, HaloNet's 2-D rows) is padded as 4-D with unit axes put
+    first and taken away again; a pad of other axes (a channels-last feature map's H and W, as timm's DaViT
+    and Swin pad their windows) is done with the padded axes transposed to the end and back; any other pad is
+    refused by name here (it would otherwise be refused when run, or be an unknown mode)."""
     sym = symbols()
 
     def constant(index):
@@ -290,14 +290,15 @@ def pad(attrs, inputs, importer):
     rank = len(pads) // 2
     axes_given = len(inputs) > 3 and inputs[3].name != OMITTED
     padded = [axis for axis in range(rank) if pads[axis] or pads[rank + axis]]
-    if axes_given or rank not in (3, 4, 5) or len(padded) > rank - 2 or mode not in ("constant", "edge", "reflect"):
+    unit = max(0, 4 - rank)  # unit axes put first: MXNet pads 4-D and 5-D tensors
+    if axes_given or not 1 <= rank <= 5 or len(padded) > rank + unit - 2 or mode not in ("constant", "edge", "reflect"):
         raise RosettaError(f"Pad mode={mode!r} of a {rank}-D tensor with pads {pads}{' on given axes' if axes_given else ''} "
                            "cannot be converted to mxnet: MXNet's pad pads the spatial axes of 4-D and 5-D tensors "
-                           "(a 3-D one as 4-D, other axes moved there), at most rank - 2 of them, in constant, edge "
-                           "or reflect mode")
+                           "(a smaller one as 4-D, other axes moved there), at most 2 (5-D: 3) of them, in constant, "
+                           "edge or reflect mode")
     x = inputs[0]
     order = list(range(rank))
-    if any(axis in (0, 1) for axis in padded):  # the padded axes moved last, in their order
+    if any(axis + unit < 2 for axis in padded):  # the padded axes moved last, in their order
         order = [axis for axis in range(rank) if axis not in padded] + padded
         x, pads = sym.transpose(x, axes=tuple(order)), [pads[a] for a in order] + [pads[rank + a] for a in order]
     result = _spatial_pad(sym, x, pads, mode, value)
@@ -307,11 +308,15 @@ def pad(attrs, inputs, importer):
 
 
 def _spatial_pad(sym, x, pads: list, mode: str, value: float):
-    """MXNet's pad of x's axes after the first two (a 3-D tensor's last one as 4-D)."""
+    """MXNet's pad of x's axes after the first two, a tensor of rank below 4 padded as 4-D with unit axes put
+    first and taken away again."""
     rank = len(pads) // 2
-    width = tuple(p for axis in range(rank) for p in (pads[axis], pads[rank + axis]))
-    if rank == 3:
-        padded = sym.pad(sym.expand_dims(x, axis=2), mode=mode, pad_width=(0, 0, 0, 0, 0, 0) + width[4:],
-                         constant_value=value)
-        return sym.squeeze(padded, axis=2)
-    return sym.pad(x, mode=mode, pad_width=width, constant_value=value)
+    unit = max(0, 4 - rank)
+    for _ in range(unit):
+        x = sym.expand_dims(x, axis=0)
+    pads = [0] * unit + pads[:rank] + [0] * unit + pads[rank:]
+    width = tuple(p for axis in range(rank + unit) for p in (pads[axis], pads[rank + unit + axis]))
+    result = sym.pad(x, mode=mode, pad_width=width, constant_value=value)
+    for _ in range(unit):
+        result = sym.squeeze(result, axis=0)
+    return result

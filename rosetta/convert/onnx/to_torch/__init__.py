@@ -29,7 +29,7 @@ ARTIFACT = "model"  # a folder: the graph and the weights
 REWRITES = (rw.batch_normalization_of_constants, rw.identity_of_initializers_as_initializers,
             rw.resize_as_gathers_and_matmuls, rw.trilu_as_where,
             rw.depth_to_space_as_reshapes, rw.layer_normalization_statistics_as_primitives, rw.cast_like_as_cast,
-            rw.gelu_as_primitives, rw.explicit_pads)
+            rw.gelu_as_primitives, rw.explicit_pads, rw.allowzero_without_zeros)
 
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
