@@ -260,7 +260,8 @@ def text(value) -> str:
 
 
 def constant_values(model) -> dict[str, np.ndarray]:
-    """{name: array} of the graph's initializers and the outputs of its Constant nodes (`value` form)."""
+    """{name: array} of the graph's initializers and the outputs of its Constant nodes: the `value` form, and
+    value_int(s) and value_float(s), which ONNX's function bodies and the dynamo exporter's optimiser write."""
     from onnx import numpy_helper
 
     values = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
@@ -269,7 +270,14 @@ def constant_values(model) -> dict[str, np.ndarray]:
             attribute = node.attribute[0]
             if attribute.name == "value":
                 values[node.output[0]] = numpy_helper.to_array(attribute.t)
+            elif attribute.name in _CONSTANT_LISTS:
+                dtype, field = _CONSTANT_LISTS[attribute.name]
+                values[node.output[0]] = np.array(getattr(attribute, field), dtype)
     return values
+
+
+_CONSTANT_LISTS = {"value_int": (np.int64, "i"), "value_ints": (np.int64, "ints"),
+                   "value_float": (np.float32, "f"), "value_floats": (np.float32, "floats")}
 
 
 def static_shapes(model, data_prop: bool = False) -> dict[str, list]:

@@ -459,6 +459,11 @@ DIRECT = {
                                                                                      ["target"], axis=0),
          helper.make_node("Reshape", ["x", "target"], ["y"], allowzero=1)], [("x", ["N", 3, 4])], [("rest", _int64(12))],
         opset=17), None),
+    rw.tile_as_expand: (_small_graph(  # CPM-Ant's: a row repeated once per sample of the batch
+        [helper.make_node("Shape", ["x"], ["batch"], start=0, end=1),
+         helper.make_node("Concat", ["batch", "once"], ["repeats"], axis=0),
+         helper.make_node("Tile", ["row", "repeats"], ["rows"]), helper.make_node("Add", ["x", "rows"], ["y"])],
+        [("x", ["N", 3])], [("once", _int64(1)), ("row", _RNG_45.normal(size=(1, 3)).astype(np.float32))]), "Tile"),
     rw.old_opsets_upgraded: (_small_graph(  # Pad-2, its pads and value attributes (opset 11 made them inputs)
         [helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 2], value=2.0)], [("x", ["N", 3])], [], opset=9), None),
 }
@@ -604,3 +609,20 @@ def test_an_einsum_that_is_a_matrix_product_computes_the_same_as_a_matmul(equati
     rng = np.random.default_rng(0)
     feeds = {name: rng.normal(size=shape).astype(np.float32) for name, shape in zip("ab", shapes)}
     np.testing.assert_allclose(_run(rewritten, feeds), _run(model, feeds), rtol=1e-5, atol=1e-6)
+
+
+def test_constants_written_as_value_ints_are_read_as_any_other():
+    """Issue 45: the dynamo exporter's optimiser writes small constants as Constant(value_ints=...); read only in
+    the `value` form, a shape built from one could not be traced (CPM-Ant's zeros of [batch, 32]: MXNet's
+    Expand refused)."""
+    nodes = [helper.make_node("Constant", [], ["ints"], value_ints=[32]),
+             helper.make_node("Constant", [], ["one"], value_float=1.5),
+             helper.make_node("Shape", ["x"], ["batch"], start=0, end=1),
+             helper.make_node("Concat", ["batch", "ints"], ["shape"], axis=0)]
+    model = _small_graph(nodes + [helper.make_node("Expand", ["one", "shape"], ["y"])], [("x", ["N", 3])], [])
+    values = constant_values(model)
+    assert values["ints"].tolist() == [32] and values["ints"].dtype == np.int64 and values["one"] == np.float32(1.5)
+    from rosetta.frameworks.onnx_graph import shape_tracer
+
+    elements, _ = shape_tracer(model)
+    assert elements("shape") == [("x", 0), 32]

@@ -585,6 +585,8 @@ REGISTRY_CASES = {
     "Atan": ("test_atan_example", "plain"), "Atanh": ("test_atanh_example", "plain"),
     "AveragePool": ("test_averagepool_2d_precomputed_pads", "plain"),
     "BatchNormalization": ("test_batchnorm_example", "initializers"),
+    "BitwiseAnd": ("test_bitwise_and_i32_2d", "plain"), "BitwiseNot": ("test_bitwise_not_2d", "plain"),
+    "BitwiseOr": ("test_bitwise_or_i32_2d", "plain"), "BitwiseXor": ("test_bitwise_xor_i32_2d", "plain"),
     "Cast": ("test_cast_FLOAT_to_FLOAT16", "plain"), "CastLike": ("test_castlike_FLOAT_to_FLOAT16", "plain"),
     "Ceil": ("test_ceil_example", "plain"), "Celu": ("test_celu", "plain"),
     "Clip": ("test_clip_example", "initializers"), "Concat": ("test_concat_1d_axis_0", "plain"),

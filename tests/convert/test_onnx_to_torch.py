@@ -59,6 +59,10 @@ CASES = {
                                         pads=[1, 0, 1, 0], strides=[2, 1]),
     ("AveragePool", 19): lambda: _one("AveragePool", 19, {"x": _f(1, 2, 6, 5)}, kernel_shape=[3, 2], strides=[2, 2],
                                       pads=[0, 1, 2, 0]),  # pads differing at the two ends
+    **{(op, 18): (lambda op=op: _one(op, 18, {"x": np.asarray([[5, -3, 12], [0, 7, -1]], np.int32),
+                                              "y": np.asarray([[6, 3, -8], [1, 7, 2]], np.int32)}))
+       for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor")},  # CPM-Ant's integer masks
+    ("BitwiseNot", 18): lambda: _one("BitwiseNot", 18, {"x": np.asarray([[5, -3, 0]], np.int32)}),
     ("CumSum", 11): lambda: _one("CumSum", 11, {"x": _f(2, 5)}, {"axis": _i(1).reshape(())}, exclusive=1),
     ("CumSum", 14): lambda: _one("CumSum", 14, {"x": _f(2, 5)}, {"axis": _i(1).reshape(())}),
     ("Dropout", 7): lambda: _one("Dropout", 7, {"x": _f(2, 5)}, ratio=0.3),

@@ -25,7 +25,7 @@ from rosetta.convert.onnx.rewrites.constants import (constant_attributes_as_tens
 from rosetta.convert.onnx.rewrites.shapes import (_symbolic_shapes, allowzero_without_zeros, axis_ranges,
                                                   constant_reshape_shapes,
                                                   depth_to_space_as_reshapes, flatten_as_reshape,
-                                                  shape_bounds_as_slice, static_shape_parts,
+                                                  shape_bounds_as_slice, static_shape_parts, tile_as_expand,
                                                   symbolic_reshape_shapes, vector_reshapes_as_identity,
                                                   vector_wheres_as_gathers)  # noqa: F401
 from rosetta.convert.onnx.rewrites.axes import (axes_inputs_to_attributes, empty_axes_as_every_axis,

@@ -329,3 +329,21 @@ def allowzero_without_zeros(model):
         if target is not None and all(not isinstance(e, int) or e != 0 for e in target):
             node.attribute.remove(allowzero[0])
     return model
+
+
+@rewrite
+def tile_as_expand(model):
+    """MXNet and the Keras mapper (Tile by repeats read at run time, such as the batch size): a Tile whose every
+    axis is either of size 1 in x or repeated once is Expand(x, repeats), which both take with a run-time shape
+    (a size-1 axis broadcast to its repeat, another kept as it is). CPM-Ant's position ids, repeated per batch."""
+    shapes, constants = static_shapes(model), constant_values(model)
+    elements, _ = shape_tracer(model)
+    for node in model.graph.node:
+        shape = None if node.op_type != "Tile" else list(constants[node.input[0]].shape) \
+            if node.input[0] in constants else shapes.get(node.input[0])
+        repeats = elements(node.input[1]) if shape is not None and node.input[1] not in constants else None
+        if repeats is None or len(repeats) != len(shape) or \
+                any(size != 1 and repeat != 1 for size, repeat in zip(shape, repeats)):
+            continue
+        node.op_type = "Expand"
+    return model

@@ -32,6 +32,7 @@ _UNARY = {
     "Asinh": (9, lambda ops, x, a: ops.arcsinh(x)), "Acosh": (9, lambda ops, x, a: ops.arccosh(x)),
     "Atanh": (9, lambda ops, x, a: ops.arctanh(x)), "Erf": (9, lambda ops, x, a: ops.erf(x)),
     "Sign": (9, lambda ops, x, a: ops.sign(x)), "Not": (1, lambda ops, x, a: ops.logical_not(x)),
+    "BitwiseNot": (18, lambda ops, x, a: ops.bitwise_invert(x)),
     "IsNaN": (9, lambda ops, x, a: ops.isnan(x)),
     "IsInf": (10, lambda ops, x, a: ops.logical_and(ops.isinf(x), (ops.greater(x, 0) if not a.get("detect_negative", 1)
                                                                   else ops.less(x, 0) if not a.get("detect_positive", 1)
@@ -93,6 +94,9 @@ BINARY = {
     "GreaterOrEqual": lambda ops, a, b, attrs: ops.greater_equal(a, b),
     "And": lambda ops, a, b, attrs: ops.logical_and(a, b), "Or": lambda ops, a, b, attrs: ops.logical_or(a, b),
     "Xor": lambda ops, a, b, attrs: ops.logical_xor(a, b),
+    "BitwiseAnd": lambda ops, a, b, attrs: ops.bitwise_and(a, b),
+    "BitwiseOr": lambda ops, a, b, attrs: ops.bitwise_or(a, b),
+    "BitwiseXor": lambda ops, a, b, attrs: ops.bitwise_xor(a, b),
 }
 
 
@@ -103,7 +107,8 @@ def binary(context, node, attrs) -> list:
 
 
 for _op, _version in (("Mod", 10), ("Equal", 7), ("Less", 7), ("Greater", 7), ("LessOrEqual", 12),
-                      ("GreaterOrEqual", 12), ("And", 7), ("Or", 7), ("Xor", 7)):
+                      ("GreaterOrEqual", 12), ("And", 7), ("Or", 7), ("Xor", 7), ("BitwiseAnd", 18),
+                      ("BitwiseOr", 18), ("BitwiseXor", 18)):
     add_converter(_op, _version)(binary)
 
 

@@ -1,4 +1,5 @@
-"""IsInf: onnx2torch's reads neither detect_positive nor detect_negative. ThresholdedRelu: onnx2torch has none."""
+"""IsInf: onnx2torch's reads neither detect_positive nor detect_negative. ThresholdedRelu and the bitwise ops
+(CPM-Ant's integer masks): onnx2torch has none."""
 
 from __future__ import annotations
 
@@ -49,3 +50,24 @@ class OnnxThresholdedRelu(torch.nn.Module, OnnxToTorchModule):
 def thresholded_relu(node, graph) -> OperationConverterResult:
     """Opset 10 on (22 only widened the types: the same converter, frameworks.onnx2torch.register_later_opsets)."""
     return result(OnnxThresholdedRelu(float(node.attributes.get("alpha", 1.0))), node)
+
+
+class OnnxBitwise(torch.nn.Module, OnnxToTorchModule):
+    """ONNX BitwiseAnd, BitwiseOr, BitwiseXor (broadcast) and BitwiseNot, as torch's."""
+
+    def __init__(self, op_type: str) -> None:
+        super().__init__()
+        self.op_type = op_type
+
+    def forward(self, x, y=None):
+        compute = {"BitwiseAnd": torch.bitwise_and, "BitwiseOr": torch.bitwise_or,
+                   "BitwiseXor": torch.bitwise_xor}.get(self.op_type)
+        return torch.bitwise_not(x) if compute is None else compute(x, y)
+
+
+@add_converter("BitwiseNot", 18)
+@add_converter("BitwiseXor", 18)
+@add_converter("BitwiseOr", 18)
+@add_converter("BitwiseAnd", 18)
+def bitwise(node, graph) -> OperationConverterResult:
+    return result(OnnxBitwise(node.operation_type), node)
