@@ -633,6 +633,7 @@ REGISTRY_CASES = {
     "ReduceSumSquare": ("test_reduce_sum_square_do_not_keepdims_example", "initializers"),
     "Relu": ("test_relu", "plain"), "Reshape": ("test_reshape_reordered_all_dims", "initializers"),
     "Resize": ("test_resize_upsample_scales_nearest", "initializers"), "Round": ("test_round", "plain"),
+    "ScatterElements": ("test_scatter_elements_with_negative_indices", "plain"),
     "ScatterND": ("test_scatternd", "plain"),
     "Selu": ("test_selu_example", "plain"), "Shape": ("test_shape_example", "plain"),
     "Sigmoid": ("test_sigmoid_example", "plain"), "Sign": ("test_sign", "plain"),

@@ -93,6 +93,12 @@ CASES = {
                               {"pads": _i(0, 1, 1, 2), "value": np.asarray(1.5, np.float32)}),
     **{(op, 18): (lambda op=op: _one(op, 18, {"x": _f(2, 3, 4, positive=True)}, {"axes": _i(1)}, keepdims=0))
        for op in _REDUCTIONS_18},
+    ("ScatterElements", 11): lambda: _one("ScatterElements", 11, {"x": _f(3, 4)},
+                                          {"i": _i(1, -1, 0, 2).reshape(1, 4), "u": _f(1, 4)}, axis=0),
+    ("ScatterElements", 16): lambda: _one("ScatterElements", 16, {"x": _f(2, 5)},
+                                          {"i": _i(4, 0, 4, 1).reshape(2, 2), "u": _f(2, 2)}, axis=1, reduction="add"),
+    ("ScatterElements", 18): lambda: _one("ScatterElements", 18, {"x": _f(2, 5)},
+                                          {"i": _i(3, 3, 0, 1).reshape(2, 2), "u": _f(2, 2)}, axis=1, reduction="max"),
     ("Split", 18): lambda: _one("Split", 18, {"x": _f(2, 7)}, outputs=3, axis=1, num_outputs=3),
     ("Squeeze", 13): lambda: _one("Squeeze", 13, {"x": _f(2, 1, 3)}, {"axes": _i(1)}),
     ("Squeeze", 21): lambda: _one("Squeeze", 21, {"x": _f(2, 1, 3)}, {"axes": _i(1)}),

@@ -351,6 +351,34 @@ def gather_elements(context, node, attrs):
     return [in_onnx_order(ops.take_along_axis(x, indices, axis=axis))]
 
 
+@add_converter("ScatterElements", 11)
+def scatter_elements(context, node, attrs):
+    """data with `updates` written at `indices` along `axis` (a mixture-of-experts router's mask of the chosen
+    experts): with the axis moved last, a one-hot of each index marks where its update goes, and where none does
+    data is kept. Indices of data's shape on the other axes only (ONNX leaves two writes to one place undefined;
+    here they would add)."""
+    if attrs.get("reduction", "none") not in ("none", b"none"):
+        raise RosettaError(f"keras mapper: ScatterElements with reduction {attrs['reduction']!r} is not supported")
+    data, indices, updates = operands(context, node.input[:3])
+    ops, rank = context.keras.ops, len(data.shape)
+    axis = attrs.get("axis", 0) % rank
+    size = data.shape[axis]
+    if size is None or any(a != axis and i is not None and d is not None and int(i) != int(d)
+                           for a, (i, d) in enumerate(zip(indices.shape, data.shape))):
+        raise RosettaError("keras mapper: ScatterElements along the batch axis, or with indices smaller than the "
+                           "data on another axis, is not supported")
+    size = int(size)
+    indices = ops.moveaxis(ops.cast(indices, "int64"), axis, -1)
+    indices = ops.where(ops.less(indices, 0), ops.add(indices, size), indices)
+    dtype = str(data.dtype) if "float" in str(data.dtype) else "float32"
+    hot = ops.one_hot(indices, size, dtype=dtype)  # [..., k, n]
+    written = ops.sum(ops.multiply(hot, ops.expand_dims(ops.cast(ops.moveaxis(updates, axis, -1), dtype), -1)), -2)
+    hit = ops.greater(ops.max(hot, axis=-2), 0)
+    kept = ops.moveaxis(data, axis, -1)
+    result = ops.where(hit, ops.cast(written, str(data.dtype)), kept)
+    return [in_onnx_order(ops.moveaxis(result, -1, axis))]
+
+
 @add_converter("ScatterND", 11)
 def scatter_nd(context, node, attrs):
     """data with `updates` written at `indices` (keras.ops.scatter_update: the last axis of indices indexes

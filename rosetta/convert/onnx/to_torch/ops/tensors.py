@@ -4,7 +4,8 @@ without `axes` (onnx2torch's opset-13 Pad is the same function). Replacing onnx2
 CumSum (it defaults `reverse` to 1; ONNX to 0), Pad-2 (it reads the pad value from an attribute
 `constant_value`; ONNX names it `value`), NonZero (torch.nonzero is ONNX's transpose), TopK (ties in
 torch.topk's order, not lowest index first: a stable sort), GatherElements (torch.gather refuses the negative
-indices ONNX counts from the end: Hugging Face decoders' and RoBERTa-style position ids)."""
+indices ONNX counts from the end: Hugging Face decoders' and RoBERTa-style position ids). Added:
+ScatterElements (a mixture-of-experts router's mask)."""
 
 from __future__ import annotations
 
@@ -161,3 +162,30 @@ def gather_elements(original):
     def convert(node, graph) -> OperationConverterResult:
         return result(OnnxGatherElements(int(node.attributes.get("axis", 0))), node)
     return convert
+
+
+class OnnxScatterElements(torch.nn.Module, OnnxToTorchModule):
+    """ONNX ScatterElements: torch.scatter (reduction none) or scatter_reduce (add, mul, max, min, the data's
+    own values included as ONNX's), a negative index counted from the end of the axis."""
+
+    def __init__(self, axis: int, reduction: str) -> None:
+        super().__init__()
+        self.axis, self.reduction = axis, reduction
+
+    def forward(self, x, indices, updates):
+        indices = indices.long()
+        indices = torch.where(indices < 0, indices + x.shape[self.axis], indices)
+        if self.reduction == "none":
+            return torch.scatter(x, self.axis, indices, updates)
+        reduce = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}[self.reduction]
+        return torch.scatter_reduce(x, self.axis, indices, updates, reduce, include_self=True)
+
+
+@add_converter("ScatterElements", 18)
+@add_converter("ScatterElements", 16)
+@add_converter("ScatterElements", 11)
+def scatter_elements(node, graph) -> OperationConverterResult:
+    """onnx2torch has none (a mixture-of-experts router's mask of the chosen experts)."""
+    reduction = node.attributes.get("reduction", "none")
+    reduction = reduction.decode() if isinstance(reduction, bytes) else reduction
+    return result(OnnxScatterElements(int(node.attributes.get("axis", 0)), reduction), node)
