@@ -464,6 +464,14 @@ DIRECT = {
          helper.make_node("Concat", ["batch", "once"], ["repeats"], axis=0),
          helper.make_node("Tile", ["row", "repeats"], ["rows"]), helper.make_node("Add", ["x", "rows"], ["y"])],
         [("x", ["N", 3])], [("once", _int64(1)), ("row", _RNG_45.normal(size=(1, 3)).astype(np.float32))]), "Tile"),
+    rw.gather_elements_of_a_vector: (_small_graph(  # RoBERTa's position buffer expanded to the batch, gathered
+        [helper.make_node("Shape", ["x"], ["batch"], start=0, end=1),
+         helper.make_node("Concat", ["batch", "six"], ["shape"], axis=0),
+         helper.make_node("Expand", ["positions", "shape"], ["every"]),
+         helper.make_node("GatherElements", ["every", "picks"], ["picked"], axis=1),
+         helper.make_node("Add", ["x", "picked"], ["y"])],
+        [("x", ["N", 3])], [("six", _int64(6)), ("positions", _RNG_45.normal(size=(1, 6)).astype(np.float32)),
+                            ("picks", np.array([[5, -1, 2]], np.int64))]), "GatherElements"),
     rw.old_opsets_upgraded: (_small_graph(  # Pad-2, its pads and value attributes (opset 11 made them inputs)
         [helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 2], value=2.0)], [("x", ["N", 3])], [], opset=9), None),
 }

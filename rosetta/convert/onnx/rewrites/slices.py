@@ -119,3 +119,34 @@ def one_hot_out_of_range_as_off(model):
 
     replace_nodes(model, replace)
     return model
+
+
+@rewrite
+def gather_elements_of_a_vector(model):
+    """MXNet (no GatherElements): GatherElements of a constant that varies along the gathered axis only (of size
+    1 on every other), or of such a constant expanded (RoBERTa-style position ids: a buffer of positions
+    expanded to the batch, gathered by each token's position), is a Gather of that constant as a vector: each
+    output element is the constant at its index. A negative index counts from the end in both."""
+    from onnx import helper, numpy_helper
+
+    constants = constant_values(model)
+    producers = {output: node for node in model.graph.node for output in node.output}
+
+    def replace(node):
+        if node.op_type != "GatherElements":
+            return None
+        data = node.input[0]
+        if data not in constants and data in producers and producers[data].op_type == "Expand":
+            data = producers[data].input[0]
+        value = constants.get(data)
+        if value is None or value.ndim == 0:
+            return None
+        axis = node_attributes(node).get("axis", 0) % value.ndim
+        if any(size != 1 for a, size in enumerate(value.shape) if a != axis):
+            return None
+        vector = f"{node.output[0]}_vector"
+        model.graph.initializer.append(numpy_helper.from_array(value.reshape(-1), vector))
+        return [helper.make_node("Gather", [vector, node.input[1]], list(node.output), name=node.name, axis=0)]
+
+    replace_nodes(model, replace)
+    return remove_dead_nodes(model)
