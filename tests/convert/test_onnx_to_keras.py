@@ -240,6 +240,15 @@ HAND_BUILT = {
                                                              axes=[2, 3], coordinate_transformation_mode="half_pixel")],
                                            18, [_int64s("sizes", [8, 15])]),
     "gelu_op_opset_20": ([helper.make_node("Gelu", ["x"], ["y"])], 20, ()),
+    # issue 45: a constant expanded to the batch, then expanded again (Cosmos' position ids)
+    "constant_expanded_twice": ([helper.make_node("Shape", ["x"], ["batch"], start=0, end=1),
+                                 helper.make_node("Concat", ["batch", "rest"], ["first_shape"], axis=0),
+                                 helper.make_node("Expand", ["row", "first_shape"], ["once"]),
+                                 helper.make_node("Shape", ["x"], ["whole"]),
+                                 helper.make_node("Expand", ["once", "whole"], ["twice"]),
+                                 helper.make_node("Add", ["x", "twice"], ["y"])], 17,
+                                [_int64s("rest", [1, 1, 5]),
+                                 helper.make_tensor("row", TensorProto.FLOAT, [1, 1, 1, 5], [0.5, -1, 2, 0, 3])]),
     # issue 45: an equation with spaces, as torchvision's MaxViT writes its attention (was refused by Keras)
     "einsum_with_spaces": ([helper.make_node("Einsum", ["x", "x"], ["y"], equation="B C H I, B C H J -> B C I J")],
                            17, ()),

@@ -178,6 +178,16 @@ def evaluate_filled(context: MappingContext, node, a: dict, filled: Filled):
     op, shape = node.op_type, list(filled.shape)
     if op == "Shape":
         return np.asarray(shape[slice(a.get("start", 0), a.get("end"))], dtype=object)
+    if op == "Expand":  # the value broadcast along new axes: only the shape changes, broadcast both ways
+        target = list(np.ravel(np.asarray(context.symbolic_input(node.input[1]) if node.input[1] in context.symbolic
+                                          else context.constant(node.input[1], "Expand shape"), dtype=object)))
+        rank = max(len(shape), len(target))
+        shape, target = [1] * (rank - len(shape)) + shape, [1] * (rank - len(target)) + target
+        if any(not (x == 1 or y == 1 or x == y) for x, y in zip(shape, target)):
+            raise RosettaError("keras mapper: Expand of a filled tensor to a shape it does not broadcast to")
+        value = filled.value.reshape((1,) * (rank - filled.value.ndim) + filled.value.shape) if filled.value.ndim \
+            else filled.value
+        return Filled(value, [y if not isinstance(x, BatchDim) and int(x) == 1 else x for x, y in zip(shape, target)])
     if filled.value.ndim and op not in ("Identity", "Cast"):
         raise RosettaError(f"keras mapper: {op} of a constant expanded to the run-time batch is not supported")
     if op in ("Identity", "Cast"):
@@ -193,15 +203,6 @@ def evaluate_filled(context: MappingContext, node, a: dict, filled: Filled):
         return Filled(filled.value, shape)
     if op == "Transpose":
         return Filled(filled.value, [shape[p] for p in a.get("perm", list(reversed(range(len(shape)))))])
-    if op == "Expand":  # one value everywhere: only the shape, broadcast both ways
-        target = list(np.ravel(np.asarray(context.symbolic_input(node.input[1]) if node.input[1] in context.symbolic
-                                          else context.constant(node.input[1], "Expand shape"), dtype=object)))
-        rank = max(len(shape), len(target))
-        shape, target = [1] * (rank - len(shape)) + shape, [1] * (rank - len(target)) + target
-        if any(not (x == 1 or y == 1 or x == y) for x, y in zip(shape, target)):
-            raise RosettaError("keras mapper: Expand of a filled tensor to a shape it does not broadcast to")
-        return Filled(filled.value, [y if not isinstance(x, BatchDim) and int(x) == 1 else x
-                                     for x, y in zip(shape, target)])
     if op == "Slice":
         bounds = [context.constant(n, "Slice bounds") for n in node.input[1:3]]
         optional = [context.optional_constant(node, index, f"Slice {what}") for index, what in ((3, "axes"), (4, "steps"))]
