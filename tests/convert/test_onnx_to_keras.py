@@ -249,6 +249,14 @@ HAND_BUILT = {
                                  helper.make_node("Add", ["x", "twice"], ["y"])], 17,
                                 [_int64s("rest", [1, 1, 5]),
                                  helper.make_tensor("row", TensorProto.FLOAT, [1, 1, 1, 5], [0.5, -1, 2, 0, 3])]),
+    # issue 45: DETR's pixel mask: ones of the input's shape resized to a feature map's, an output as it is
+    "resized_ones_as_output": ([helper.make_node("Shape", ["x"], ["shape"]),
+                                helper.make_node("ConstantOfShape", ["shape"], ["ones"],
+                                                 value=helper.make_tensor("", TensorProto.FLOAT, [1], [1.5])),
+                                helper.make_node("Shape", ["x"], ["leading"], start=0, end=2),
+                                helper.make_node("Concat", ["leading", "spatial"], ["sizes"], axis=0),
+                                helper.make_node("Resize", ["ones", "", "", "sizes"], ["y"], mode="nearest")], 17,
+                               [_int64s("spatial", [2, 10])]),
     # issue 45: an equation with spaces, as torchvision's MaxViT writes its attention (was refused by Keras)
     "einsum_with_spaces": ([helper.make_node("Einsum", ["x", "x"], ["y"], equation="B C H I, B C H J -> B C I J")],
                            17, ()),

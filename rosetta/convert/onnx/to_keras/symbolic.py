@@ -174,7 +174,8 @@ def _same(one: np.ndarray, two: np.ndarray) -> bool:
 
 def evaluate_filled(context: MappingContext, node, a: dict, filled: Filled):
     """Ops that move a filled tensor around without changing its value: only its shape is followed; its Shape
-    (BART's zeros of the input's shape, measured again) is that shape."""
+    (BART's zeros of the input's shape, measured again) is that shape, and a Resize of one value (DETR's pixel
+    mask of ones, resized to each feature map) is that value at the new size."""
     op, shape = node.op_type, list(filled.shape)
     if op == "Shape":
         return np.asarray(shape[slice(a.get("start", 0), a.get("end"))], dtype=object)
@@ -188,6 +189,16 @@ def evaluate_filled(context: MappingContext, node, a: dict, filled: Filled):
         value = filled.value.reshape((1,) * (rank - filled.value.ndim) + filled.value.shape) if filled.value.ndim \
             else filled.value
         return Filled(value, [y if not isinstance(x, BatchDim) and int(x) == 1 else x for x, y in zip(shape, target)])
+    if op == "Resize" and not filled.value.ndim and not a.get("axes"):  # one value: resampled, the same value
+        sizes = context.symbolic_input(node.input[3]) if len(node.input) > 3 and node.input[3] in context.symbolic \
+            else context.optional_constant(node, 3, "Resize sizes")
+        if sizes is not None:
+            return Filled(filled.value, list(np.ravel(np.asarray(sizes, dtype=object))))
+        scales = np.ravel(context.optional_constant(node, 2, "Resize scales"))
+        if any(isinstance(d, BatchDim) and float(k) != 1 for d, k in zip(shape, scales)):
+            raise RosettaError("keras mapper: Resize of the batch axis of a filled tensor is not supported")
+        return Filled(filled.value, [d if isinstance(d, BatchDim) else int(np.floor(int(d) * float(k)))
+                                     for d, k in zip(shape, scales)])
     if filled.value.ndim and op not in ("Identity", "Cast"):
         raise RosettaError(f"keras mapper: {op} of a constant expanded to the run-time batch is not supported")
     if op in ("Identity", "Cast"):

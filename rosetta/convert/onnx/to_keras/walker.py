@@ -74,13 +74,17 @@ def build(context: MappingContext):
                         context.store_symbolic(name, value)
                 continue
             if not converter.reads_symbolic:
-                _filled_as_tensors(context, node, names)
+                _filled_as_tensors(context, node.op_type, names)
         tensors = [context.values[name] for name in names if name in context.values]
         for name, mapped in zip(node.output, converter.function(context, node, attributes)):
             if name:
                 context.define(name, mapped, tensors)
     outputs = []
     for value in model.graph.output:
+        if value.name not in context.values and isinstance(context.symbolic.get(value.name), Filled) and inputs:
+            # a constant repeated along the batch (DETR's query reference points): made from the first input
+            first = next(graph_input.name for graph_input in model.graph.input if graph_input.name in context.values)
+            _filled_as_tensors(context, f"output {value.name!r}", [first, value.name])
         if value.name not in context.values:
             outputs.append(_constant_output(context, value.name, inputs))
             continue
@@ -124,7 +128,7 @@ def tensor_map(context: MappingContext) -> dict[str, dict]:
     return found
 
 
-def _filled_as_tensors(context: MappingContext, node, names: list) -> None:
+def _filled_as_tensors(context: MappingContext, what: str, names: list) -> None:
     """The filled values (symbolic.Filled) an op that adds layers reads, made Keras tensors: the value times
     ones along the batch axis, the ones taken from the op's first tensor input (ViT's class token concatenated
     with the patches). Other symbolic values are refused."""
@@ -138,7 +142,7 @@ def _filled_as_tensors(context: MappingContext, node, names: list) -> None:
         unknown = [k for k, d in enumerate(reference.tensor.shape) if d is None]
         if not isinstance(filled, Filled) or len(batch) != 1 or len(unknown) != 1 or \
                 filled.shape[batch[0]] != BatchDim(reference.batch_multiple or 1):
-            raise RosettaError(f"keras mapper: {node.op_type} of a tensor and a value computed from the "
+            raise RosettaError(f"keras mapper: {what} of a tensor and a value computed from the "
                                f"run-time shape is not supported")
         static = [1 if isinstance(d, BatchDim) else int(d) for d in filled.shape]
         value = np.broadcast_to(filled.value, static).astype(filled.value.dtype)
