@@ -270,14 +270,15 @@ def constant_values(model) -> dict[str, np.ndarray]:
             attribute = node.attribute[0]
             if attribute.name == "value":
                 values[node.output[0]] = numpy_helper.to_array(attribute.t)
-            elif attribute.name in _CONSTANT_LISTS:
-                dtype, field = _CONSTANT_LISTS[attribute.name]
+            elif attribute.name in CONSTANT_ATTRIBUTE_FORMS:
+                dtype, field = CONSTANT_ATTRIBUTE_FORMS[attribute.name]
                 values[node.output[0]] = np.array(getattr(attribute, field), dtype)
     return values
 
 
-_CONSTANT_LISTS = {"value_int": (np.int64, "i"), "value_ints": (np.int64, "ints"),
-                   "value_float": (np.float32, "f"), "value_floats": (np.float32, "floats")}
+# a Constant's other value forms: {attribute: (dtype, field of the AttributeProto)}
+CONSTANT_ATTRIBUTE_FORMS = {"value_int": (np.int64, "i"), "value_ints": (np.int64, "ints"),
+                            "value_float": (np.float32, "f"), "value_floats": (np.float32, "floats")}
 
 
 def static_shapes(model, data_prop: bool = False) -> dict[str, list]:

@@ -104,16 +104,16 @@ def _graph(nodes, inputs, outputs, initializers=(), opset=17):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
 
 
-def _mxnet_outputs(model, feeds, tmp_path) -> list[np.ndarray]:
-    """`model` converted to MXNet by rosetta's onnx -> mxnet path and run there (in MXNet's worker)."""
+def _target_outputs(model, feeds, tmp_path, target: str = "mxnet") -> list[np.ndarray]:
+    """`model` converted to `target` (MXNet unless said) by rosetta's onnx -> target path and run in its worker."""
     source = tmp_path / "onnx"
     source.mkdir()
     onnx.save(model, str(source / "model.onnx"))
     Manifest(artifact="model.onnx", format="onnx", source={"path": "test"}, converter={"name": "test"},
              inputs=value_info_signature(graph_inputs(model)), outputs=value_info_signature(model.graph.output),
              sha256=sha256_of(source / "model.onnx"), opset=model.opset_import[0].version).write(source)
-    run_conversion(source, ("onnx", "mxnet"), tmp_path / "mxnet")
-    outputs = load_runner("mxnet", tmp_path / "mxnet").predict(feeds)
+    run_conversion(source, ("onnx", target), tmp_path / target)
+    outputs = load_runner(target, tmp_path / target).predict(feeds)
     return [outputs[value.name] for value in model.graph.output]
 
 
@@ -124,7 +124,7 @@ def _check_rewrite(rewrite, model, feeds, tmp_path):
     onnx.checker.check_model(rewritten)
     for got, want in zip(_run_all(rewritten, feeds), expected):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    for got, want in zip(_mxnet_outputs(model, feeds, tmp_path), expected):
+    for got, want in zip(_target_outputs(model, feeds, tmp_path), expected):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     return rewritten
 
@@ -228,7 +228,7 @@ def test_slice_on_an_axis_of_unknown_size_is_bounded_within_int32(tmp_path):
     assert starts == [0, 1] and ends == [rw.SLICE_BOUND, -1]
     feeds = {"x": np.random.default_rng(5).normal(size=(4, 6)).astype(np.float32)}
     np.testing.assert_array_equal(_run(rewritten, feeds), feeds["x"][:, 1:-1])
-    np.testing.assert_array_equal(_mxnet_outputs(model, feeds, tmp_path)[0], feeds["x"][:, 1:-1])
+    np.testing.assert_array_equal(_target_outputs(model, feeds, tmp_path)[0], feeds["x"][:, 1:-1])
 
 
 def test_erf_of_the_exact_gelu_converts_to_mxnet(tmp_path):
@@ -236,7 +236,7 @@ def test_erf_of_the_exact_gelu_converts_to_mxnet(tmp_path):
     model = _exported(torch.nn.GELU(), x, tmp_path)
     assert "Erf" in {n.op_type for n in model.graph.node}
     expected = _run_all(model, {"x": x})
-    for got, want in zip(_mxnet_outputs(model, {"x": x}, tmp_path), expected):
+    for got, want in zip(_target_outputs(model, {"x": x}, tmp_path), expected):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
@@ -246,7 +246,7 @@ def test_linear_on_tokens_converts_to_mxnet(tmp_path):
     x = np.random.default_rng(0).normal(size=(2, 5, 4)).astype(np.float32)
     model = _exported(torch.nn.Linear(4, 3, bias=False), x, tmp_path)
     assert "MatMul" in {n.op_type for n in model.graph.node}
-    for got, want in zip(_mxnet_outputs(model, {"x": x}, tmp_path), _run_all(model, {"x": x})):
+    for got, want in zip(_target_outputs(model, {"x": x}, tmp_path), _run_all(model, {"x": x})):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
@@ -254,7 +254,7 @@ def test_an_omitted_optional_input_is_refused_naming_the_op(tmp_path):
     resize = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")  # scales given at run time
     model = _graph([resize], [("x", [1, 1, 2, 2]), ("scales", [4])], [("y", None)])
     with pytest.raises(RosettaError, match="ONNX op Resize with an omitted optional input cannot be converted to mxnet"):
-        _mxnet_outputs(model, {"x": np.ones((1, 1, 2, 2), np.float32), "scales": np.ones(4, np.float32)}, tmp_path)
+        _target_outputs(model, {"x": np.ones((1, 1, 2, 2), np.float32), "scales": np.ones(4, np.float32)}, tmp_path)
 
 
 @pytest.mark.parametrize("nodes, shape, initializers", [
@@ -273,7 +273,7 @@ def test_ops_mxnet_lacks_are_rewritten_and_compute_in_mxnet_what_onnxruntime_doe
     opset = 21 if nodes[0].op_type == "GroupNormalization" else 18
     model = _graph(nodes, [("x", shape)], [("y", None)], initializers, opset=opset)
     x = np.random.default_rng(4).normal(size=[2] + shape[1:]).astype(np.float32)
-    np.testing.assert_allclose(_mxnet_outputs(model, {"x": x}, tmp_path)[0], _run(model, {"x": x}), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_target_outputs(model, {"x": x}, tmp_path)[0], _run(model, {"x": x}), rtol=1e-5, atol=1e-5)
 
 
 def _small_graph(nodes, inputs, initializers, opset: int = 17):
@@ -598,7 +598,7 @@ def test_a_range_over_the_run_time_batch_counts_along_it_in_keras_and_mxnet(tmp_
         x = np.random.default_rng(batch).normal(size=(batch, 4, 3)).astype(np.float32)
         np.testing.assert_allclose(np.asarray(keras_model(x, training=False)), _run(model, {"x": x}), rtol=1e-6)
     x = np.random.default_rng(0).normal(size=(2, 4, 3)).astype(np.float32)
-    np.testing.assert_allclose(_mxnet_outputs(model, {"x": x}, tmp_path)[0], _run(model, {"x": x}), rtol=1e-6)
+    np.testing.assert_allclose(_target_outputs(model, {"x": x}, tmp_path)[0], _run(model, {"x": x}), rtol=1e-6)
 
 
 @pytest.mark.parametrize("equation, shapes", [
@@ -634,3 +634,16 @@ def test_constants_written_as_value_ints_are_read_as_any_other():
 
     elements, _ = shape_tracer(model)
     assert elements("shape") == [("x", 0), 32]
+
+
+@pytest.mark.parametrize("target", ["torch", "mxnet", "keras"])
+def test_a_constant_written_as_value_ints_converts_in_every_bridge(target, tmp_path):
+    """Issue 45: the dynamo exporter's optimiser writes an Unsqueeze's axes as Constant(value_ints=...), which
+    onnx2torch read as a list ("'list' object has no attribute 'tolist'": timm's CSATv2, torch CANNOT); each
+    bridge's pipeline starts with constant_attributes_as_tensors."""
+    nodes = [helper.make_node("Constant", [], ["axes"], value_ints=[1]),
+             helper.make_node("Constant", [], ["scale"], value_float=1.5),
+             helper.make_node("Unsqueeze", ["x", "axes"], ["wide"]), helper.make_node("Mul", ["wide", "scale"], ["y"])]
+    model = _graph(nodes, [("x", ["N", 3])], [("y", ["N", 1, 3])], opset=18)
+    x = np.random.default_rng(0).normal(size=(2, 3)).astype(np.float32)
+    np.testing.assert_allclose(_target_outputs(model, {"x": x}, tmp_path, target)[0], _run(model, {"x": x}), rtol=1e-6)

@@ -7,12 +7,11 @@ import numpy as np
 
 from rosetta.convert.onnx.rewrites.graph import remove_dead_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
-from rosetta.frameworks.onnx_graph import constant_values, fold_constants, node_attributes, onnx_slice, static_shapes
+from rosetta.frameworks.onnx_graph import (CONSTANT_ATTRIBUTE_FORMS, constant_values, fold_constants, node_attributes,
+                                           onnx_slice, static_shapes)
 
 
 # Constant's attribute forms other than a tensor, and the array each stands for (ONNX's Constant-12/13)
-_CONSTANT_FORMS = {"value_float": (np.float32, "f"), "value_floats": (np.float32, "floats"),
-                   "value_int": (np.int64, "i"), "value_ints": (np.int64, "ints")}
 
 
 @rewrite
@@ -26,7 +25,7 @@ def constant_attributes_as_tensors(model):
     for node in model.graph.node:
         if node.op_type != "Constant" or node.domain not in ("", "ai.onnx") or len(node.attribute) != 1:
             continue
-        form = _CONSTANT_FORMS.get(node.attribute[0].name)
+        form = CONSTANT_ATTRIBUTE_FORMS.get(node.attribute[0].name)
         if form is None:
             continue
         dtype, field = form

@@ -39,7 +39,7 @@ FLOAT_TYPES = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT
 # move to attributes (its ReduceMeans take them as inputs from opset 18); shapes_as_references before too, as it
 # infers shapes (an opset-17 Unsqueeze with its axes as an attribute fails inference); Shape's bounds before the
 # Slice bounds are brought within the axis.
-REWRITES = (rw.batch_normalization_of_constants, rw.vector_reshapes_as_identity, rw.vector_wheres_as_gathers,
+REWRITES = (rw.constant_attributes_as_tensors, rw.batch_normalization_of_constants, rw.vector_reshapes_as_identity, rw.vector_wheres_as_gathers,
             rw.constant_reshape_shapes, rw.axis_ranges, rw.tile_as_expand,
             rw.drop_zero_initial_states, rw.static_shapes_as_constants,
             rw.explicit_pads, rw.cast_like_as_cast,
