@@ -30,7 +30,7 @@ SUBSET = {
     "test_relu": ALL_PASS,
     "test_add_int8": ALL_PASS,
     "test_group_normalization_example_expanded": {"onnxruntime": "PASS", "tensorflow": "FAIL", "keras": "PASS",
-                                                  "torch": "PASS", "mxnet": "CANNOT", "tensorflow-roundtrip": "FAIL"},
+                                                  "torch": "PASS", "mxnet": "PASS", "tensorflow-roundtrip": "FAIL"},
 }
 # A fixed subset of the whole suite (all of it: `rosetta conformance --targets all --suite all`,
 # docs/conformance.md): a case or two of every op the reference models and common models
