@@ -647,3 +647,13 @@ def test_a_constant_written_as_value_ints_converts_in_every_bridge(target, tmp_p
     model = _graph(nodes, [("x", ["N", 3])], [("y", ["N", 1, 3])], opset=18)
     x = np.random.default_rng(0).normal(size=(2, 3)).astype(np.float32)
     np.testing.assert_allclose(_target_outputs(model, {"x": x}, tmp_path, target)[0], _run(model, {"x": x}), rtol=1e-6)
+
+
+def test_a_clip_by_bounds_computed_at_run_time_converts_to_torch(tmp_path):
+    """Issue 45: onnx2torch refused a Clip whose bounds are not constants ("Dynamic value of min/max is not
+    implemented": timm's EdgeNeXt); its pipeline writes it as Min(Max(x, min), max), ONNX's definition."""
+    nodes = [helper.make_node("ReduceMin", ["x"], ["low"], keepdims=0), helper.make_node("Neg", ["low"], ["high"]),
+             helper.make_node("Clip", ["x", "low", "high"], ["y"])]
+    model = _graph(nodes, [("x", ["N", 4])], [("y", ["N", 4])], opset=17)
+    x = np.array([[-2.0, 0.5, 3.0, -0.5], [1.0, 2.5, -1.0, 0.0]], np.float32)
+    np.testing.assert_allclose(_target_outputs(model, {"x": x}, tmp_path, "torch")[0], _run(model, {"x": x}))

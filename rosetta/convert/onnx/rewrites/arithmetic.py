@@ -42,8 +42,9 @@ def trilu_as_where(model):
 
 @rewrite
 def clip_bounds_as_max_min(model):
-    """onnx2tf: Clip (opset 11+) whose bounds are computed at run time, omitted before a given one, or constants
-    with min > max, as Min(Max(x, min), max), which is ONNX's definition (max wherever min > max). onnx2tf reads
+    """onnx2tf and onnx2torch ("Dynamic value of min/max is not implemented": timm's EdgeNeXt): Clip (opset 11+)
+    whose bounds are computed at run time, omitted before a given one, or constants with min > max, as
+    Min(Max(x, min), max), which is ONNX's definition (max wherever min > max). onnx2tf reads
     such bounds by guesses (a bound of unknown shape taken as none: test_clip's FAIL by 1.55) and clips to min
     where min > max. Clips with constant bounds in order (ReLU6) are left to onnx2tf, which recognises them."""
     from onnx import helper

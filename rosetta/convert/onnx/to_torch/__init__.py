@@ -30,7 +30,7 @@ REWRITES = (rw.constant_attributes_as_tensors, rw.batch_normalization_of_constan
             rw.identity_of_initializers_as_initializers,
             rw.resize_as_gathers_and_matmuls, rw.trilu_as_where,
             rw.depth_to_space_as_reshapes, rw.layer_normalization_statistics_as_primitives, rw.cast_like_as_cast,
-            rw.gelu_as_primitives, rw.explicit_pads, rw.allowzero_without_zeros)
+            rw.gelu_as_primitives, rw.explicit_pads, rw.allowzero_without_zeros, rw.clip_bounds_as_max_min)
 
 
 def convert(source: Path, staging: Path, options: dict) -> Manifest:
