@@ -11,7 +11,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from rosetta.errors import RosettaError
-from tests.convert.test_onnx_rewrites import _mxnet_outputs as _mxnet  # converted by rosetta, run in MXNet
+from tests.convert.test_onnx_rewrites import _target_outputs as _mxnet  # converted by rosetta, run in MXNet
 
 
 def _model(nodes, inputs, outputs, initializers=(), opset=17):
