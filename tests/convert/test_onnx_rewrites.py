@@ -472,6 +472,9 @@ DIRECT = {
          helper.make_node("Add", ["x", "picked"], ["y"])],
         [("x", ["N", 3])], [("six", _int64(6)), ("positions", _RNG_45.normal(size=(1, 6)).astype(np.float32)),
                             ("picks", np.array([[5, -1, 2]], np.int64))]), "GatherElements"),
+    rw.gather_nd_as_gather: (_small_graph(  # the dynamo exporter's x[rows, columns]
+        [helper.make_node("GatherND", ["x", "picks"], ["picked"]), helper.make_node("Relu", ["picked"], ["y"])],
+        [("x", [3, 4, 5])], [("picks", np.array([[[2, 1], [0, 3]], [[1, -1], [2, 0]]], np.int64))]), "GatherND"),
     rw.old_opsets_upgraded: (_small_graph(  # Pad-2, its pads and value attributes (opset 11 made them inputs)
         [helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 2], value=2.0)], [("x", ["N", 3])], [], opset=9), None),
 }
@@ -657,3 +660,13 @@ def test_a_clip_by_bounds_computed_at_run_time_converts_to_torch(tmp_path):
     model = _graph(nodes, [("x", ["N", 4])], [("y", ["N", 4])], opset=17)
     x = np.array([[-2.0, 0.5, 3.0, -0.5], [1.0, 2.5, -1.0, 0.0]], np.float32)
     np.testing.assert_allclose(_target_outputs(model, {"x": x}, tmp_path, "torch")[0], _run(model, {"x": x}))
+
+
+def test_a_gather_nd_converts_to_mxnet_as_a_gather_of_flat_positions(tmp_path):
+    """Issue 45: MXNet has no GatherND (the dynamo exporter's advanced indexing: timm's CSATv2); as a Gather of
+    data with the indexed axes flattened, by each index's flat position, MXNet computes ONNX Runtime's."""
+    nodes = [helper.make_node("GatherND", ["x", "picks"], ["y"])]
+    model = _graph(nodes, [("x", ["N", 4, 5])], [("y", None)],
+                   [("picks", np.array([[1, 2], [0, -1], [1, 0]], np.int64))], opset=17)
+    x = np.random.default_rng(3).normal(size=(2, 4, 5)).astype(np.float32)
+    np.testing.assert_allclose(_target_outputs(model, {"x": x}, tmp_path)[0], _run(model, {"x": x}), rtol=1e-6)

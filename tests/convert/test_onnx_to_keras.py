@@ -616,6 +616,7 @@ REGISTRY_CASES = {
     "Expand": ("test_expand_dim_changed", "initializers"), "Flatten": ("test_flatten_axis0", "plain"),
     "Floor": ("test_floor_example", "plain"), "GRU": ("test_gru_bidirectional", "initializers"),
     "Gather": ("test_gather_0", "plain"), "GatherElements": ("test_gather_elements_negative_indices", "plain"),
+    "GatherND": ("test_gathernd_example_float32", "plain"),
     "Gelu": ("test_gelu_tanh_1", "plain"),
     "Gemm": ("test_gemm_default_no_bias", "initializers"), "GlobalAveragePool": ("test_globalaveragepool", "plain"),
     "GlobalMaxPool": ("test_globalmaxpool", "plain"), "Greater": ("test_greater", "plain"),

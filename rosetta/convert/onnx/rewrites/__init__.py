@@ -31,7 +31,7 @@ from rosetta.convert.onnx.rewrites.shapes import (_symbolic_shapes, allowzero_wi
 from rosetta.convert.onnx.rewrites.axes import (axes_inputs_to_attributes, empty_axes_as_every_axis,
                                                 explicit_default_axes, REDUCTIONS,
                                                 run_time_axes_of_unknown_count)  # noqa: F401
-from rosetta.convert.onnx.rewrites.slices import (bounded_slices, gather_elements_of_a_vector,
+from rosetta.convert.onnx.rewrites.slices import (bounded_slices, gather_elements_of_a_vector, gather_nd_as_gather,
                                                   one_hot_out_of_range_as_off, positive_gather_indices,
                                                   SLICE_BOUND)  # noqa: F401
 from rosetta.convert.onnx.rewrites.normalization import (batch_normalization_of_constants,

@@ -150,3 +150,48 @@ def gather_elements_of_a_vector(model):
 
     replace_nodes(model, replace)
     return remove_dead_nodes(model)
+
+
+@rewrite
+def gather_nd_as_gather(model):
+    """MXNet (no GatherND): GatherND (batch_dims 0) of data whose sizes after its first axis are static, as a
+    Gather of data with the k indexed axes flattened into one, by each index's flat position (the sum of its k
+    parts times the axes' strides, each part a Gather along the indices' last axis, a negative one counted from
+    the end of its axis where that size is static): the dynamo exporter's advanced indexing (x[rows, columns])."""
+    from onnx import helper, numpy_helper
+
+    shapes, constants = static_shapes(model), constant_values(model)
+
+    def replace(node):
+        if node.op_type != "GatherND" or node_attributes(node).get("batch_dims", 0):
+            return None
+        data = list(constants[node.input[0]].shape) if node.input[0] in constants else shapes.get(node.input[0])
+        indices = list(constants[node.input[1]].shape) if node.input[1] in constants else shapes.get(node.input[1])
+        if not data or not indices or indices[-1] is None or any(size is None for size in data[1:]):
+            return None
+        k, out, nodes = int(indices[-1]), node.output[0], []
+        model.graph.initializer.append(numpy_helper.from_array(np.array([-1] + data[k:], np.int64), f"{out}_flat_shape"))
+        nodes.append(helper.make_node("Reshape", [node.input[0], f"{out}_flat_shape"], [f"{out}_flat"]))
+        position = None
+        for axis in range(k):
+            stride = int(np.prod(data[axis + 1:k], dtype=np.int64))
+            model.graph.initializer.extend([numpy_helper.from_array(np.array(axis, np.int64), f"{out}_axis{axis}"),
+                                            numpy_helper.from_array(np.array(stride, np.int64), f"{out}_stride{axis}")])
+            part = f"{out}_part{axis}"
+            nodes.append(helper.make_node("Gather", [node.input[1], f"{out}_axis{axis}"], [part], axis=-1))
+            if data[axis] is not None:  # a negative index counts from the end of its axis
+                model.graph.initializer.extend([numpy_helper.from_array(np.array(data[axis], np.int64), f"{out}_size{axis}"),
+                                                numpy_helper.from_array(np.array(0, np.int64), f"{out}_zero{axis}")])
+                nodes += [helper.make_node("Less", [part, f"{out}_zero{axis}"], [f"{part}_negative"]),
+                          helper.make_node("Add", [part, f"{out}_size{axis}"], [f"{part}_wrapped"]),
+                          helper.make_node("Where", [f"{part}_negative", f"{part}_wrapped", part], [f"{part}_index"])]
+                part = f"{part}_index"
+            nodes.append(helper.make_node("Mul", [part, f"{out}_stride{axis}"], [f"{out}_term{axis}"]))
+            if position is not None:
+                nodes.append(helper.make_node("Add", [position, f"{out}_term{axis}"], [f"{out}_position{axis}"]))
+            position = f"{out}_term{axis}" if position is None else f"{out}_position{axis}"
+        nodes.append(helper.make_node("Gather", [f"{out}_flat", position], [out], name=node.name, axis=0))
+        return nodes
+
+    replace_nodes(model, replace)
+    return remove_dead_nodes(model)

@@ -46,7 +46,7 @@ REWRITES = (rw.constant_attributes_as_tensors, rw.batch_normalization_of_constan
             rw.gelu_as_primitives, rw.flatten_as_reshape, rw.einsum_as_matmul,
             rw.explicit_default_axes, rw.resize_sizes_as_scales, rw.resize_as_gathers_and_matmuls, rw.trilu_as_where, rw.depth_to_space_as_reshapes,
             rw.group_normalization_as_instance_normalization, rw.constant_of_shape_as_initializers,
-            rw.decompose_layer_normalization, rw.shape_bounds_as_slice, rw.gather_elements_of_a_vector,
+            rw.decompose_layer_normalization, rw.shape_bounds_as_slice, rw.gather_elements_of_a_vector, rw.gather_nd_as_gather,
             rw.positive_gather_indices,
             rw.bounded_slices, arithmetic.same_shape_adds, arithmetic.integer_divisions,
             tensors.split_sizes_as_attribute, tensors.shapes_as_references, tensors.scalar_gather_indices,

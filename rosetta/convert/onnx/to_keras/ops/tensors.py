@@ -351,6 +351,33 @@ def gather_elements(context, node, attrs):
     return [in_onnx_order(ops.take_along_axis(x, indices, axis=axis))]
 
 
+@add_converter("GatherND", 12)
+def gather_nd(context, node, attrs):
+    """data's slices at `indices` (their last axis indexes data's first k axes; batch_dims 0), as keras.ops.take
+    of data with those k axes flattened into one, by each index's flat position: the dynamo exporter's advanced
+    indexing (x[rows, columns]). The strides need data's sizes after its first axis."""
+    if attrs.get("batch_dims", 0):
+        raise RosettaError("keras mapper: GatherND with batch_dims is not supported")
+    data, indices = operands(context, node.input[:2])
+    ops = context.keras.ops
+    k = indices.shape[-1]
+    sizes = list(data.shape)
+    if k is None or any(size is None for size in sizes[1:]):
+        raise RosettaError("keras mapper: GatherND of data of run-time size after its first axis is not supported")
+    k = int(k)
+    flat = ops.reshape(data, [-1] + [int(size) for size in sizes[k:]])
+    indices = ops.cast(indices, "int64")
+    position = None
+    for axis in range(k):
+        index = indices[..., axis]
+        if axis:  # a negative index counts from the end of its axis, as ONNX's
+            index = ops.where(ops.less(index, 0), ops.add(index, int(sizes[axis])), index)
+        stride = int(np.prod([int(size) for size in sizes[axis + 1:k]], dtype=np.int64))
+        term = ops.multiply(index, stride) if stride != 1 else index
+        position = term if position is None else ops.add(position, term)
+    return [in_onnx_order(ops.take(flat, position, axis=0))]
+
+
 @add_converter("ScatterElements", 11)
 def scatter_elements(context, node, attrs):
     """data with `updates` written at `indices` along `axis` (a mixture-of-experts router's mask of the chosen
