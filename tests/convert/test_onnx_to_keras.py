@@ -636,6 +636,7 @@ REGISTRY_CASES = {
     "Min": ("test_min_example", "plain"), "Mish": ("test_mish", "plain"),
     "Mod": ("test_mod_mixed_sign_float64", "plain"), "Mul": ("test_mul_example", "initializers"),
     "Neg": ("test_neg_example", "plain"), "Not": ("test_not_2d", "plain"), "Or": ("test_or2d", "plain"),
+    "OneHot": ("test_onehot_negative_indices", "initializers"),
     "PRelu": ("test_prelu_example", "initializers"), "Pad": ("test_constant_pad", "initializers"),
     "Pow": ("test_pow_example", "initializers"), "RNN": ("test_simple_rnn_bidirectional", "initializers"),
     "Reciprocal": ("test_reciprocal_example", "plain"),
