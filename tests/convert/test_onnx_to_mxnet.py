@@ -359,6 +359,8 @@ REGISTRY_CASES = {
     "TopK": lambda: _one("TopK", {"x": _x(2, 5, 3)}, {"k": np.asarray([2], np.int64)}, outputs=2, axis=1, largest=0),
     "Where": lambda: _where(),
     "RosettaAxisRange": lambda: _axis_range(),
+    "OneHot": lambda: _one("OneHot", {"i": np.array([[0, 3, -1], [5, 2, -4]], np.int64)},
+                           {"depth": np.array(4, np.int64), "values": np.array([0.5, 2.0], np.float32)}),
 }
 
 

@@ -1,5 +1,5 @@
 """Ops that move, select or cast elements: Cast in MXNet's float32 world, Slice, Gather, Split, Where, Tile, TopK,
-Pad, CumSum, and Expand/ConstantOfShape of a shape computed at run time.
+OneHot, Pad, CumSum, and Expand/ConstantOfShape of a shape computed at run time.
 
 Integers: MXNet carries them as float32 (the importer loads every initializer as float32, the runner feeds
 integer inputs as float32), so `cast` keeps the dtype where ONNX casts to an integer type or to float32: to an
@@ -220,6 +220,23 @@ def _arg_extreme(name: str):
 
 add_converter("ArgMax", 1)(_arg_extreme("argmax"))
 add_converter("ArgMin", 1)(_arg_extreme("argmin"))
+
+
+@add_converter("OneHot", 9)
+def one_hot(attrs, inputs, importer):
+    """ONNX OneHot along the last axis with a constant depth and [off, on] values (the importer has none) ->
+    `one_hot`, a negative index counted from the end of the depth as ONNX's (MXNet's leaves it all off, as both
+    do an index outside [-depth, depth))."""
+    sym = symbols()
+    if any(name.name not in importer._params for name in inputs[1:3]):
+        raise RosettaError("OneHot with a depth or values computed at run time cannot be converted to mxnet")
+    if int(attrs.get("axis", -1)) != -1:
+        raise RosettaError("OneHot along another axis than the last cannot be converted to mxnet")
+    depth = int(importer._params[inputs[1].name].asnumpy().ravel()[0])
+    off, on = (float(v) for v in importer._params[inputs[2].name].asnumpy().ravel())
+    indices = inputs[0]
+    wrapped = sym.where(indices < 0, indices + depth, indices)
+    return sym.one_hot(wrapped, depth=depth, on_value=on, off_value=off, dtype="float32"), {}, inputs[:1]
 
 
 @add_converter("Split", 1)
