@@ -93,6 +93,10 @@ CASES = {
                               {"pads": _i(0, 1, 1, 2), "value": np.asarray(1.5, np.float32)}),
     **{(op, 18): (lambda op=op: _one(op, 18, {"x": _f(2, 3, 4, positive=True)}, {"axes": _i(1)}, keepdims=0))
        for op in _REDUCTIONS_18},
+    ("OneHot", 9): lambda: _one("OneHot", 9, {"i": _i(0, 3, 2).reshape(1, 3)},
+                                {"depth": _i(4).reshape(()), "values": np.asarray([0.5, 2.0], np.float32)}),
+    ("OneHot", 11): lambda: _one("OneHot", 11, {"i": _i(0, 3, -1, 5, 2, -4).reshape(2, 3)},
+                                 {"depth": _i(4).reshape(()), "values": np.asarray([0.0, 1.0], np.float32)}, axis=1),
     ("ScatterElements", 11): lambda: _one("ScatterElements", 11, {"x": _f(3, 4)},
                                           {"i": _i(1, -1, 0, 2).reshape(1, 4), "u": _f(1, 4)}, axis=0),
     ("ScatterElements", 16): lambda: _one("ScatterElements", 16, {"x": _f(2, 5)},

@@ -5,7 +5,7 @@ CumSum (it defaults `reverse` to 1; ONNX to 0), Pad-2 (it reads the pad value fr
 `constant_value`; ONNX names it `value`), NonZero (torch.nonzero is ONNX's transpose), TopK (ties in
 torch.topk's order, not lowest index first: a stable sort), GatherElements (torch.gather refuses the negative
 indices ONNX counts from the end: Hugging Face decoders' and RoBERTa-style position ids). Added:
-ScatterElements (a mixture-of-experts router's mask)."""
+ScatterElements (a mixture-of-experts router's mask), OneHot by a constant depth (Gemma's vision tower)."""
 
 from __future__ import annotations
 
@@ -189,3 +189,32 @@ def scatter_elements(node, graph) -> OperationConverterResult:
     reduction = node.attributes.get("reduction", "none")
     reduction = reduction.decode() if isinstance(reduction, bytes) else reduction
     return result(OnnxScatterElements(int(node.attributes.get("axis", 0)), reduction), node)
+
+
+class OnnxOneHot(torch.nn.Module, OnnxToTorchModule):
+    """ONNX OneHot by a constant depth and [off, on] values along `axis`: a negative index counted from the end of
+    the depth, one outside [-depth, depth) all off."""
+
+    def __init__(self, depth: int, off: float, on: float, dtype: torch.dtype, axis: int) -> None:
+        super().__init__()
+        self.depth, self.off, self.on, self.dtype, self.axis = depth, off, on, dtype, axis
+
+    def forward(self, indices, *constants):
+        indices = indices.long()
+        inside = (indices >= -self.depth) & (indices < self.depth)
+        indices = torch.where(indices < 0, indices + self.depth, indices)
+        hot = torch.nn.functional.one_hot(torch.where(inside, indices, 0), self.depth) * inside.unsqueeze(-1)
+        result = (hot * (self.on - self.off) + self.off).to(self.dtype)
+        return torch.movedim(result, -1, self.axis % result.dim())
+
+
+@add_converter("OneHot", 11)
+@add_converter("OneHot", 9)
+def one_hot(node, graph) -> OperationConverterResult:
+    """onnx2torch has none (Gemma's vision tower)."""
+    depth, values = constant(graph, node.input_values[1]), constant(graph, node.input_values[2])
+    if depth is None or values is None:
+        raise RosettaError("onnx2torch: OneHot with a depth or values computed at run time is not supported")
+    off, on = (float(v) for v in values.reshape(-1))
+    return result(OnnxOneHot(int(depth.reshape(-1)[0]), off, on, values.dtype, int(node.attributes.get("axis", -1))),
+                  node)
