@@ -295,6 +295,11 @@ def static_shapes(model, data_prop: bool = False) -> dict[str, list]:
     return shapes
 
 
+def shape_of(name: str, shapes: dict, constants: dict) -> list | None:
+    """A tensor's shape from a constant's value or from `static_shapes` (which lists no initializer), or None."""
+    return list(constants[name].shape) if name in constants else shapes.get(name)
+
+
 def element_types(model) -> dict[str, int]:
     """Each tensor's onnx.TensorProto element type, where shape inference knows it."""
     from onnx import shape_inference

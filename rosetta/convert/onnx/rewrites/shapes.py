@@ -7,7 +7,7 @@ import numpy as np
 
 from rosetta.convert.onnx.rewrites.graph import remove_dead_nodes, replace_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
-from rosetta.frameworks.onnx_graph import constant_values, node_attributes, shape_tracer, static_shapes, text
+from rosetta.frameworks.onnx_graph import constant_values, node_attributes, shape_of, shape_tracer, static_shapes, text
 
 
 @rewrite
@@ -339,8 +339,7 @@ def tile_as_expand(model):
     shapes, constants = static_shapes(model), constant_values(model)
     elements, _ = shape_tracer(model)
     for node in model.graph.node:
-        shape = None if node.op_type != "Tile" else list(constants[node.input[0]].shape) \
-            if node.input[0] in constants else shapes.get(node.input[0])
+        shape = shape_of(node.input[0], shapes, constants) if node.op_type == "Tile" else None
         repeats = elements(node.input[1]) if shape is not None and node.input[1] not in constants else None
         if repeats is None or len(repeats) != len(shape) or \
                 any(size != 1 and repeat != 1 for size, repeat in zip(shape, repeats)):

@@ -7,7 +7,7 @@ import numpy as np
 from rosetta.convert.onnx.rewrites.graph import remove_dead_nodes, replace_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
 from rosetta.frameworks.onnx_graph import (constant_values, default_opset, element_types, node_attributes, onnx_slice,
-                                           static_shapes)
+                                           shape_of, static_shapes)
 
 
 @rewrite
@@ -165,12 +165,12 @@ def gather_nd_as_gather(model):
     def replace(node):
         if node.op_type != "GatherND" or node_attributes(node).get("batch_dims", 0):
             return None
-        data = list(constants[node.input[0]].shape) if node.input[0] in constants else shapes.get(node.input[0])
-        indices = list(constants[node.input[1]].shape) if node.input[1] in constants else shapes.get(node.input[1])
+        data, indices = (shape_of(name, shapes, constants) for name in node.input[:2])
         if not data or not indices or indices[-1] is None or any(size is None for size in data[1:]):
             return None
         k, out, nodes = int(indices[-1]), node.output[0], []
-        model.graph.initializer.append(numpy_helper.from_array(np.array([-1] + data[k:], np.int64), f"{out}_flat_shape"))
+        flat_shape = numpy_helper.from_array(np.array([-1] + data[k:], np.int64), f"{out}_flat_shape")
+        model.graph.initializer.append(flat_shape)
         nodes.append(helper.make_node("Reshape", [node.input[0], f"{out}_flat_shape"], [f"{out}_flat"]))
         position = None
         for axis in range(k):
@@ -180,8 +180,9 @@ def gather_nd_as_gather(model):
             part = f"{out}_part{axis}"
             nodes.append(helper.make_node("Gather", [node.input[1], f"{out}_axis{axis}"], [part], axis=-1))
             if data[axis] is not None:  # a negative index counts from the end of its axis
-                model.graph.initializer.extend([numpy_helper.from_array(np.array(data[axis], np.int64), f"{out}_size{axis}"),
-                                                numpy_helper.from_array(np.array(0, np.int64), f"{out}_zero{axis}")])
+                model.graph.initializer.extend([
+                    numpy_helper.from_array(np.array(data[axis], np.int64), f"{out}_size{axis}"),
+                    numpy_helper.from_array(np.array(0, np.int64), f"{out}_zero{axis}")])
                 nodes += [helper.make_node("Less", [part, f"{out}_zero{axis}"], [f"{part}_negative"]),
                           helper.make_node("Add", [part, f"{out}_size{axis}"], [f"{part}_wrapped"]),
                           helper.make_node("Where", [f"{part}_negative", f"{part}_wrapped", part], [f"{part}_index"])]

@@ -34,8 +34,9 @@ from rosetta.convert.onnx.to_keras.walker import build, tensor_map
 from rosetta.manifest import Manifest, sha256_of
 
 ARTIFACT = "model.keras"
-REWRITES = (rewrites.constant_attributes_as_tensors, rewrites.vector_wheres_as_gathers, rewrites.constant_reshape_shapes, rewrites.axis_ranges,
-            rewrites.tile_as_expand, rewrites.drop_zero_initial_states,
+REWRITES = (rewrites.constant_attributes_as_tensors, rewrites.vector_wheres_as_gathers,
+            rewrites.constant_reshape_shapes, rewrites.axis_ranges, rewrites.tile_as_expand,
+            rewrites.drop_zero_initial_states,
             rewrites.explicit_pads, rewrites.depth_to_space_as_reshapes, rewrites.cast_like_as_cast)
 
 

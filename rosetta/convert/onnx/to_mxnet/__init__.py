@@ -39,14 +39,16 @@ FLOAT_TYPES = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT
 # move to attributes (its ReduceMeans take them as inputs from opset 18); shapes_as_references before too, as it
 # infers shapes (an opset-17 Unsqueeze with its axes as an attribute fails inference); Shape's bounds before the
 # Slice bounds are brought within the axis.
-REWRITES = (rw.constant_attributes_as_tensors, rw.batch_normalization_of_constants, rw.vector_reshapes_as_identity, rw.vector_wheres_as_gathers,
+REWRITES = (rw.constant_attributes_as_tensors, rw.batch_normalization_of_constants, rw.vector_reshapes_as_identity,
+            rw.vector_wheres_as_gathers,
             rw.constant_reshape_shapes, rw.axis_ranges, rw.tile_as_expand,
             rw.drop_zero_initial_states, rw.static_shapes_as_constants,
             rw.explicit_pads, rw.cast_like_as_cast,
             rw.gelu_as_primitives, rw.flatten_as_reshape, rw.einsum_as_matmul,
             rw.explicit_default_axes, rw.resize_sizes_as_scales, rw.resize_as_gathers_and_matmuls, rw.trilu_as_where, rw.depth_to_space_as_reshapes,
             rw.group_normalization_as_instance_normalization, rw.constant_of_shape_as_initializers,
-            rw.decompose_layer_normalization, rw.shape_bounds_as_slice, rw.gather_elements_of_a_vector, rw.gather_nd_as_gather,
+            rw.decompose_layer_normalization, rw.shape_bounds_as_slice, rw.gather_elements_of_a_vector,
+            rw.gather_nd_as_gather,
             rw.positive_gather_indices,
             rw.bounded_slices, arithmetic.same_shape_adds, arithmetic.integer_divisions,
             tensors.split_sizes_as_attribute, tensors.shapes_as_references, tensors.scalar_gather_indices,

@@ -384,15 +384,15 @@ def one_hot(context, node, attrs):
     from the end of the depth and one outside [-depth, depth) all off, as ONNX says (Gemma's vision tower)."""
     indices = operands(context, node.input[:1])[0]
     depth = int(np.ravel(context.constant(node.input[1], "OneHot depth"))[0])
-    off, on = (float(v) for v in np.ravel(context.constant(node.input[2], "OneHot values")))
+    values = np.asarray(context.constant(node.input[2], "OneHot values"))
+    off, on = (float(v) for v in values.ravel())
     ops = context.keras.ops
     indices = ops.cast(indices, "int64")
     inside = ops.logical_and(ops.greater_equal(indices, -depth), ops.less(indices, depth))
     indices = ops.where(ops.less(indices, 0), ops.add(indices, depth), indices)
-    dtype = np.asarray(context.constant(node.input[2], "OneHot values")).dtype.name
     hot = ops.multiply(ops.one_hot(ops.where(inside, indices, 0), depth, dtype="float32"),
                        ops.expand_dims(ops.cast(inside, "float32"), -1))
-    result = ops.cast(ops.add(ops.multiply(hot, on - off), off), dtype)
+    result = ops.cast(ops.add(ops.multiply(hot, on - off), off), values.dtype.name)
     axis = attrs.get("axis", -1) % (len(indices.shape) + 1)
     return [in_onnx_order(ops.moveaxis(result, -1, axis))]
 
