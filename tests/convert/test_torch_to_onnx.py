@@ -356,3 +356,32 @@ def test_dynamo_preserve_is_optimised_but_keeps_its_batchnorm(tmp_path):
         expected = module(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(load_runner("onnxruntime", tmp_path / "out").predict({"x": x})["y"], expected,
                                rtol=1e-5, atol=1e-5)
+
+
+class _Interleaved(__import__("torch").nn.Module):
+    """Cohere's rotary embedding: frequencies repeated in place along the last axis, and the input's halves
+    interleaved by a stack; and a per-element count, which keeps the exporter's own symbolic."""
+
+    def forward(self, x):
+        import torch
+
+        doubled = torch.repeat_interleave(x[:, :, :4] * 2, 2, dim=-1)
+        rotated = torch.stack([-x[..., 1::2], x[..., ::2]], dim=-1).flatten(-2)
+        counted = torch.repeat_interleave(x[:, :2], torch.tensor([1, 2]), dim=1)
+        return x * doubled + rotated, counted.sum(dim=1)
+
+
+def test_repeat_interleave_along_an_axis_is_exported_as_tile_and_reshape(tmp_path):
+    """The TorchScript exporter's repeat_interleave symbolic, in a graph whose batch is dynamic, left a stack of
+    the same input written at the wrong axis ((N, 5, 2, 4) for (N, 5, 8): Cohere's rotary embedding, ONNX Runtime
+    refused the export, every target CANNOT); by a constant count it is exported as Unsqueeze, Tile and Reshape,
+    and the model PASSes."""
+    import rosetta
+
+    conversion = rosetta.convert(_Interleaved(), "onnx,torch", inputs=["x:Nx5x8:float32"], batch=3,
+                                 output_dir=tmp_path / "out")
+    assert {row.target: row.verdict for row in conversion.report} == {"onnx": "PASS", "torch": "PASS"}, \
+        conversion.report
+    manifest = Manifest.read(tmp_path / "out" / "onnx")
+    assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
+    assert "Tile" in {node.op_type for node in onnx.load(str(tmp_path / "out" / "onnx" / manifest.artifact)).graph.node}

@@ -359,7 +359,9 @@ def primitive_forms(opset: int):
     primitives they are: aten::rms_norm (torch.nn.RMSNorm, F.rms_norm: Hugging Face's DiffLlama, timm's RmsNorm;
     ONNX has RMSNormalization from opset 23) as x / sqrt(mean(x * x over the normalized axes) + eps) * weight, eps
     torch's default (the dtype's machine epsilon) where none is given; aten::expm1 (Apertus' xIELU) as
-    exp(x) - 1."""
+    exp(x) - 1. And one it has a wrong symbolic for: aten::repeat_interleave by a constant count along an axis,
+    whose opset-13 symbolic writes a wrong shape where an axis is dynamic (Cohere's rotary embedding: ONNX
+    Runtime refused the export), as Unsqueeze after the axis, Tile by the count and Reshape merging the two."""
     import torch
 
     def rms_norm(g, x, normalized_shape, weight, eps):
@@ -382,13 +384,34 @@ def primitive_forms(opset: int):
         dtype = _dtype_of(x)
         return g.op("Sub", g.op("Exp", x), g.op("Constant", value_t=torch.tensor(1.0, dtype=dtype)))
 
-    torch.onnx.register_custom_op_symbolic("aten::rms_norm", rms_norm, opset)
-    torch.onnx.register_custom_op_symbolic("aten::expm1", expm1, opset)
+    def repeat_interleave(g, x, repeats, dim=None, output_size=None):
+        from torch.onnx import symbolic_helper, symbolic_opset13
+
+        sizes = symbolic_helper._get_tensor_sizes(x)
+        try:
+            times = symbolic_helper._maybe_get_const(repeats, "i")
+        except Exception:  # noqa: BLE001 - a count per element (a tensor of several): the exporter's own
+            times = None
+        if not isinstance(times, int) or symbolic_helper._is_none(dim) or sizes is None:
+            return symbolic_opset13.repeat_interleave(g, x, repeats, dim, output_size)
+        rank = len(sizes)
+        axis = symbolic_helper._get_const(dim, "i", "dim") % rank
+        ints = lambda values: g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))  # noqa: E731
+        tiled = g.op("Tile", g.op("Unsqueeze", x, ints([axis + 1])),
+                     ints([1] * (axis + 1) + [times] + [1] * (rank - axis - 1)))
+        shape = g.op("Shape", x)
+        parts = ([g.op("Slice", shape, ints([0]), ints([axis]))] if axis else []) + [ints([-1])] + \
+            ([g.op("Slice", shape, ints([axis + 1]), ints([rank]))] if axis + 1 < rank else [])
+        return g.op("Reshape", tiled, g.op("Concat", *parts, axis_i=0) if len(parts) > 1 else parts[0])
+
+    forms = {"aten::rms_norm": rms_norm, "aten::expm1": expm1, "aten::repeat_interleave": repeat_interleave}
+    for name, symbolic in forms.items():
+        torch.onnx.register_custom_op_symbolic(name, symbolic, opset)
     try:
         yield
     finally:
-        torch.onnx.unregister_custom_op_symbolic("aten::rms_norm", opset)
-        torch.onnx.unregister_custom_op_symbolic("aten::expm1", opset)
+        for name in forms:
+            torch.onnx.unregister_custom_op_symbolic(name, opset)
 
 
 def check_batchnorm_kept(module, model, inputs: tuple | None = None) -> None:
