@@ -311,6 +311,11 @@ DIRECT = {
         [("x", ["N", 3, 5, 5])], [("w1", _RNG_45.normal(size=(4, 3, 3, 3)).astype(np.float32)),
                                   ("w2", _RNG_45.normal(size=(4, 4, 3, 3)).astype(np.float32)),
                                   ("bias", _RNG_45.normal(size=4).astype(np.float32))]), "Identity"),
+    rw.constant_weights_as_initializers: (_small_graph(  # a symbolic's constant weight, as TorchScript writes it
+        [helper.make_node("Constant", [], ["kernel"], value=numpy_helper.from_array(
+            np.random.default_rng(46).normal(size=(3, 2, 2, 2)).astype(np.float32))),
+         helper.make_node("ConvTranspose", ["x", "kernel"], ["y"], strides=[2, 2])],
+        [("x", ["N", 3, 4, 4])], []), "Constant"),
     rw.constant_reshape_shapes: (_small_graph(  # tf2onnx's Flatten: the batch size read from the input
         [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Gather", ["shape", "first"], ["batch"]),
          helper.make_node("Concat", ["batch", "rest"], ["target"], axis=0),

@@ -385,3 +385,42 @@ def test_repeat_interleave_along_an_axis_is_exported_as_tile_and_reshape(tmp_pat
     manifest = Manifest.read(tmp_path / "out" / "onnx")
     assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
     assert "Tile" in {node.op_type for node in onnx.load(str(tmp_path / "out" / "onnx" / manifest.artifact)).graph.node}
+
+
+class _Folded(__import__("torch").nn.Module):
+    """VOLO's outlook attention, twice: patches unfolded, weighted, and folded back (F.fold, aten::col2im) to an
+    output size read from the input's shape; the second fold's from the first's output, through a linear layer."""
+
+    def __init__(self):
+        import torch
+
+        super().__init__()
+        self.mix = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        import torch.nn.functional as F
+
+        for _ in range(2):
+            batch, channels, height, width = x.shape
+            columns = F.unfold(x, 3, padding=1, stride=2)
+            columns = columns.reshape(batch, channels * 9, -1) * 0.5
+            x = F.fold(columns, output_size=(height, width), kernel_size=3, padding=1, stride=2)
+            x = self.mix(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        return x
+
+
+def test_fold_is_exported_before_opset_18_as_a_transposed_convolution(tmp_path):
+    """F.fold has no TorchScript symbolic before opset 18 (Col2Im), and the dynamo exporter's Col2Im (timm's VOLO)
+    no target but ONNX Runtime converted: written as a ConvTranspose by one-hot kernels, cut to the output size
+    (here 8x8 from 4x4 blocks of stride 2, past the full result's 7: a zero row and column), the model PASSes
+    through onnx2torch and the Keras mapper too."""
+    import rosetta
+
+    conversion = rosetta.convert(_Folded(), "onnx,torch,keras", inputs=["x:Nx4x8x8:float32"], batch=2,
+                                 output_dir=tmp_path / "out")
+    assert {row.target: row.verdict for row in conversion.report} == dict.fromkeys(("onnx", "torch", "keras"),
+                                                                                   "PASS"), conversion.report
+    manifest = Manifest.read(tmp_path / "out" / "onnx")
+    assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
+    ops = {node.op_type for node in onnx.load(str(tmp_path / "out" / "onnx" / manifest.artifact)).graph.node}
+    assert "ConvTranspose" in ops and "Col2Im" not in ops

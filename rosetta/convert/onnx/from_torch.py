@@ -353,6 +353,93 @@ def adaptive_average_as_matmul(opset: int):
             torch.onnx.unregister_custom_op_symbolic(name, opset)
 
 
+def _static_ints(value) -> list[int] | None:
+    """The ints of a TorchScript list argument where each is a constant or a static axis's size read at run
+    time (Gather of a Shape: VOLO's F.fold(x, output_size=(H, W)) with H, W from x.shape); None otherwise."""
+    from torch.onnx import symbolic_helper
+
+    node = value.node()
+    elements = list(node.inputs()) if node.kind() == "prim::ListConstruct" else None
+    if elements is None:
+        try:
+            return [int(v) for v in symbolic_helper._parse_arg(value, "is")]
+        except Exception:  # noqa: BLE001 - computed at run time
+            return None
+    found = []
+    for element in elements:
+        producer = element.node()
+        if producer.kind() == "onnx::Constant":
+            found.append(int(symbolic_helper._node_get(producer, "value")))
+            continue
+        shape, index = (list(producer.inputs()) + [None, None])[:2] if producer.kind() == "onnx::Gather" else (None, None)
+        if shape is None or shape.node().kind() != "onnx::Shape" or index.node().kind() != "onnx::Constant":
+            return None
+        size = _traced_size(next(shape.node().inputs()), int(symbolic_helper._node_get(index.node(), "value")))
+        if size is None:
+            return None
+        found.append(int(size))
+    return found
+
+
+def _fold_as_transposed_convolution(g, x, out: list, kernel, dilation, padding, stride):
+    """F.fold (aten::col2im) of x (N, C * kh * kw, L) to (N, C, *out): each column's patch summed back into place,
+    which is a ConvTranspose of the columns (as maps of the blocks' grid) by one-hot kernels (the adjoint of
+    F.unfold, a Conv by the same kernels). The channels are moved into the batch, (N * C, kh * kw, *grid), so the
+    ConvTranspose has one group (the Keras mapper and onnx2tf take no other), and back."""
+    import numpy as np
+    import torch
+
+    kh, kw = kernel
+    blocks = [(o + 2 * p - d * (k - 1) - 1) // s + 1 for o, p, d, k, s in zip(out, padding, dilation, kernel, stride)]
+    weight = np.zeros((kh * kw, 1, kh, kw), dtype=np.float32)
+    for index in range(kh * kw):
+        weight[index, 0, index // kw, index % kw] = 1.0
+    ints = lambda values: g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))  # noqa: E731
+    grid = g.op("Reshape", x, ints([-1, kh * kw, *blocks]))
+    # `out` is the full transposed convolution from `padding` on, with zeros where `out` runs past its end; cut and
+    # padded by their own nodes (onnx2torch takes symmetric pads only, and tf2onnx writes a Keras output_padding
+    # as negative pads)
+    full = [(b - 1) * s + d * (k - 1) + 1 for b, s, d, k in zip(blocks, stride, dilation, kernel)]
+    folded = g.op("ConvTranspose", grid, g.op("Constant", value_t=torch.tensor(weight, dtype=_dtype_of(x))),
+                  strides_i=list(stride), dilations_i=list(dilation))
+    ends = [min(p + o, f) for p, o, f in zip(padding, out, full)]
+    if list(padding) != [0, 0] or ends != full:
+        folded = g.op("Slice", folded, ints(list(padding)), ints(ends), ints([2, 3]))
+    if any(p + o > f for p, o, f in zip(padding, out, full)):
+        folded = g.op("Pad", folded, ints([0] * 6 + [max(p + o - f, 0) for p, o, f in zip(padding, out, full)]))
+    columns = _traced_size(x, 1)
+    if columns is not None and columns % (kh * kw) == 0:  # a constant shape
+        return g.op("Reshape", folded, ints([-1, columns // (kh * kw), *out]))
+    batch = g.op("Slice", g.op("Shape", x), ints([0]), ints([1]))
+    return g.op("Reshape", folded, g.op("Concat", batch, ints([-1, *out]), axis_i=0))
+
+
+def _traced_size(value, axis: int) -> int | None:
+    """The size of one axis of a TorchScript value: from its type, or where the exporter's shape inference lost it
+    (a Reshape by sizes read at run time: VOLO) from the strides the trace recorded. A tensor laid out densely in
+    some axis order (contiguous, or a permuted view of one) has strides that, sorted, are each the product of the
+    sizes after it; the outermost axis's size is not in them. Where they are not so (a size-1 axis, a slice), the
+    size is not read. A view's strides can say a wrong size only where they look dense; the graph then fails at
+    run time on it (a Reshape or an Add of the wrong size)."""
+    from torch.onnx import symbolic_helper
+
+    size = symbolic_helper._get_tensor_dim_size(value, axis)
+    if size is not None:
+        return int(size)
+    try:
+        strides = list(value.type().strides() or [])
+    except RuntimeError:  # not a complete tensor type
+        return None
+    order = sorted(range(len(strides)), key=lambda i: strides[i], reverse=True)
+    if not strides or strides[order[-1]] != 1 or len(set(strides)) != len(strides) or not -len(strides) <= axis < \
+            len(strides):
+        return None
+    position = order.index(axis % len(strides))
+    if position == 0 or strides[order[position - 1]] % strides[axis]:
+        return None
+    return strides[order[position - 1]] // strides[axis]
+
+
 @contextlib.contextmanager
 def primitive_forms(opset: int):
     """While it lasts, the TorchScript exporter writes ops it has no symbolic for at the export's opset as the
@@ -361,7 +448,8 @@ def primitive_forms(opset: int):
     torch's default (the dtype's machine epsilon) where none is given; aten::expm1 (Apertus' xIELU) as
     exp(x) - 1. And one it has a wrong symbolic for: aten::repeat_interleave by a constant count along an axis,
     whose opset-13 symbolic writes a wrong shape where an axis is dynamic (Cohere's rotary embedding: ONNX
-    Runtime refused the export), as Unsqueeze after the axis, Tile by the count and Reshape merging the two."""
+    Runtime refused the export), as Unsqueeze after the axis, Tile by the count and Reshape merging the two.
+    Before opset 18 (Col2Im), aten::col2im (F.fold: timm's VOLO) as a transposed convolution."""
     import torch
 
     def rms_norm(g, x, normalized_shape, weight, eps):
@@ -404,7 +492,19 @@ def primitive_forms(opset: int):
             ([g.op("Slice", shape, ints([axis + 1]), ints([rank]))] if axis + 1 < rank else [])
         return g.op("Reshape", tiled, g.op("Concat", *parts, axis_i=0) if len(parts) > 1 else parts[0])
 
+    def col2im(g, x, output_size, kernel_size, dilation, padding, stride):
+        from torch.onnx import symbolic_helper
+
+        kernel, dilation, padding, stride = (symbolic_helper._parse_arg(v, "is")
+                                             for v in (kernel_size, dilation, padding, stride))
+        out = _static_ints(output_size)
+        if out is None or symbolic_helper._get_tensor_rank(x) != 3:
+            return symbolic_helper._unimplemented("col2im", "an output size known only at run time, or no batch", x)
+        return _fold_as_transposed_convolution(g, x, out, kernel, dilation, padding, stride)
+
     forms = {"aten::rms_norm": rms_norm, "aten::expm1": expm1, "aten::repeat_interleave": repeat_interleave}
+    if opset < 18:  # Col2Im from opset 18
+        forms["aten::col2im"] = col2im
     for name, symbolic in forms.items():
         torch.onnx.register_custom_op_symbolic(name, symbolic, opset)
     try:

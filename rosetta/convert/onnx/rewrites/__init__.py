@@ -11,7 +11,8 @@ this package, as the pipelines name them (`rewrites.explicit_pads`).
 """
 
 from rosetta.convert.onnx.rewrites.registry import apply, names, registered, rewrite  # noqa: F401
-from rosetta.convert.onnx.rewrites.graph import (bypass_identity_of_initializers, drop_default_training_mode,
+from rosetta.convert.onnx.rewrites.graph import (bypass_identity_of_initializers, constant_weights_as_initializers,
+                                                 drop_default_training_mode,
                                                  FLOAT_TYPES, identity_of_initializers_as_initializers,
                                                  initializers_as_inputs, old_opsets_upgraded,
                                                  OLDEST_OPSET_KEPT, remove_dead_nodes, replace_nodes,

@@ -87,6 +87,37 @@ def identity_of_initializers_as_initializers(model):
     return model
 
 
+WEIGHT_INPUTS = {"Conv": (1, 2), "ConvTranspose": (1, 2), "Gemm": (1, 2)}  # the inputs onnx2torch reads as weights
+
+
+@rewrite
+def constant_weights_as_initializers(model):
+    """onnx2torch (its Conv, ConvTranspose and Gemm look their weight and bias up among the initializers:
+    "KeyError: '/module/.../Constant_16_output_0'"): a Constant node that only gives such a weight or bias becomes
+    an initializer of the same name. The TorchScript exporter writes a constant made in a symbolic (rosetta's fold
+    as a ConvTranspose: timm's VOLO) as a Constant node, not an initializer."""
+    from onnx import numpy_helper
+
+    readers: dict[str, list] = {}
+    for node in model.graph.node:
+        for index, name in enumerate(node.input):
+            readers.setdefault(name, []).append((node.op_type, index))
+    outputs = {output.name for output in model.graph.output}
+    moved = []
+    for node in model.graph.node:
+        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx") or len(node.attribute) != 1 or \
+                node.attribute[0].name != "value" or node.output[0] in outputs:
+            continue
+        uses = readers.get(node.output[0], [])
+        if uses and all(index in WEIGHT_INPUTS.get(op, ()) for op, index in uses):
+            model.graph.initializer.append(numpy_helper.from_array(numpy_helper.to_array(node.attribute[0].t),
+                                                                   node.output[0]))
+            moved.append(node)
+    for node in moved:
+        model.graph.node.remove(node)
+    return model
+
+
 OLDEST_OPSET_KEPT, UPGRADED_OPSET = 11, 13
 
 

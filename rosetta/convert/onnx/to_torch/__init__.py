@@ -23,11 +23,12 @@ ARTIFACT = "model"  # a folder: the graph and the weights
 # The ops onnx2torch lacks or gets wrong, in the primitives it converts: Resize/Upsample (none from opset 18,
 # modes torch computes otherwise only warned about), Trilu (none), DepthToSpace/SpaceToDepth, a
 # LayerNormalization whose Mean or InvStdDev is read (nn.LayerNorm returns Y alone), CastLike and Gelu (none);
-# a Conv's or Gemm's weight or bias behind an Identity of an initializer (onnx2torch reads initializers only);
+# a Conv's or Gemm's weight or bias behind an Identity of an initializer or given by a Constant node (onnx2torch
+# reads initializers only);
 # auto_pad SAME_* (onnx2torch's Conv raises NotImplementedError: timm's ConvMixer, Keras's ConvNeXt); and a
 # BatchNormalization of constants with its statistics outputs (a weight-standardised convolution: BiT)
 REWRITES = (rw.constant_attributes_as_tensors, rw.batch_normalization_of_constants,
-            rw.identity_of_initializers_as_initializers,
+            rw.identity_of_initializers_as_initializers, rw.constant_weights_as_initializers,
             rw.resize_as_gathers_and_matmuls, rw.trilu_as_where,
             rw.depth_to_space_as_reshapes, rw.layer_normalization_statistics_as_primitives, rw.cast_like_as_cast,
             rw.gelu_as_primitives, rw.explicit_pads, rw.allowzero_without_zeros, rw.clip_bounds_as_max_min)
