@@ -89,11 +89,12 @@ def _seeded(build: Callable, seed: int = 0):
 
 
 def _untied(module, seed: int = 0):
-    """`module` with each weight transformers initialises to one repeated value (a mixture-of-experts router's
-    gate and expert bias are zeros) drawn from a seed instead: with a zero gate every expert scores the same,
-    and which k of them TopK picks is each runtime's tie-break (torch's and ONNX's differ), so the model's
-    output would say nothing about the conversion. A trained checkpoint has no such ties. LayerNorm-style
-    scales of one are left as they are."""
+    """`module` with each weight its library initialises to zeros where a trained checkpoint has none drawn from
+    a seed instead: a mixture-of-experts router's gate and expert bias (transformers: with a zero gate every
+    expert scores the same, and which k of them TopK picks is each runtime's tie-break, torch's and ONNX's
+    differ), and any weight matrix of zeros (timm's Hiera zero-initialises its classifier: every output 0 for
+    every input, so the verdict says nothing about the conversion). Zero biases and LayerNorm-style scales of
+    one are left as they are."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
@@ -101,7 +102,8 @@ def _untied(module, seed: int = 0):
         for name, parameter in module.named_parameters():
             flat = parameter.detach().reshape(-1)
             if parameter.dim() >= 1 and flat.numel() > 1 and parameter.is_floating_point() \
-                    and bool((flat == 0).all()) and ("gate" in name or "router" in name or "expert" in name):
+                    and bool((flat == 0).all()) and ("gate" in name or "router" in name or "expert" in name
+                                                     or parameter.dim() >= 2):
                 parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.02)
     return module
 
@@ -169,7 +171,7 @@ def _image_model(factory, sizes=(IMAGE, 96, 224)):
     last = None
     for size in sizes:
         try:
-            module = _seeded(lambda: factory(size))
+            module = _untied(_seeded(lambda: factory(size)))
             with torch.no_grad():
                 module(torch.rand(2, 3, size, size))
             module = _calibrated(module, torch.rand(CALIBRATION_BATCH, 3, size, size))

@@ -151,3 +151,20 @@ def test_a_transformers_model_too_large_at_the_sweeps_sizes_is_not_built(sweep):
     (entry,) = [e for e in sweep.transformers_entries() if e.name == "apertus1p5"]
     with pytest.raises(RuntimeError, match=r"M parameters at the sweep's sizes .* over 50 M"):
         entry.build()
+
+
+def test_weights_initialised_to_zeros_where_a_checkpoint_has_none_are_drawn(sweep):
+    """timm's Hiera zero-initialises its classifier (every output 0 for every input: INCONCLUSIVE, whatever the
+    conversion), and a mixture-of-experts router's zero gate ties every expert: such weights are drawn from the
+    seed. Zero biases and LayerNorm's scale of ones are left as they are, and the draw is the same each time."""
+    import torch
+
+    def build():
+        module = torch.nn.Sequential(torch.nn.LayerNorm(4), torch.nn.Linear(4, 3))
+        torch.nn.init.zeros_(module[1].weight)
+        torch.nn.init.zeros_(module[1].bias)
+        return module
+
+    first, second = sweep._untied(build()), sweep._untied(build())
+    assert bool((first[1].weight != 0).all()) and torch.equal(first[1].weight, second[1].weight)
+    assert bool((first[1].bias == 0).all()) and bool((first[0].weight == 1).all())
