@@ -247,6 +247,26 @@ def onnxruntime_ir_version() -> int:
 
 
 # ---- what a graph holds --------------------------------------------------------------------------------------
+def outer_names_read(node) -> set[str]:
+    """The names `node`'s subgraphs (If's branches, Loop's and Scan's bodies) read from the graphs around them:
+    inputs of the node as much as its listed ones, though no edge says so. A name a subgraph makes or takes as its
+    own input is not one."""
+    from onnx import AttributeProto
+
+    read: set[str] = set()
+    for attribute in node.attribute:
+        graphs = [attribute.g] if attribute.type == AttributeProto.GRAPH else \
+            list(attribute.graphs) if attribute.type == AttributeProto.GRAPHS else []
+        for graph in graphs:
+            own = {value.name for value in graph.input} | {init.name for init in graph.initializer}
+            for inner in graph.node:
+                read.update(name for name in list(inner.input) + sorted(outer_names_read(inner))
+                            if name and name not in own)
+                own.update(inner.output)
+            read.update(output.name for output in graph.output if output.name not in own)
+    return read
+
+
 def node_attributes(node) -> dict:
     """{name: value} of a node's attributes (strings as bytes, as onnx.helper gives them)."""
     from onnx import helper

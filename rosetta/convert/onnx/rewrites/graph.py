@@ -11,13 +11,17 @@ from rosetta.frameworks.onnx_graph import default_opset
 
 @rewrite
 def remove_dead_nodes(model):
-    """Drop nodes whose outputs nothing uses (graph outputs count as used), and unused initializers."""
+    """Drop nodes whose outputs nothing uses (graph outputs count as used, and what a kept node's subgraphs read
+    from the graph: SAM2's Hiera reads a Sub's output only inside an If's branch), and unused initializers."""
+    from rosetta.frameworks.onnx_graph import outer_names_read
+
     needed = {output.name for output in model.graph.output}
     kept = []
     for node in reversed(list(model.graph.node)):
         if any(output in needed for output in node.output):
             kept.append(node)
             needed.update(name for name in node.input if name)
+            needed.update(outer_names_read(node))
     del model.graph.node[:]
     model.graph.node.extend(reversed(kept))
     unused = [init for init in model.graph.initializer if init.name not in needed]
