@@ -237,6 +237,35 @@ def torchvision_entries() -> list[Entry]:
     return entries
 
 
+def _model_builder(config) -> Callable:
+    """A function that builds the base model of `config`: AutoModel's, or for a type AutoModel does not map (a
+    multimodal model's text or vision tower: ALIGN's, AltCLIP's, AIMv2's) the model class its own modeling module
+    declares for that configuration class, the one named ...Model (not a task head's ...For...)."""
+    import importlib
+    import inspect
+
+    from transformers import AutoModel, PreTrainedModel
+
+    try:
+        AutoModel._model_mapping[type(config)]
+        return lambda: AutoModel.from_config(config)
+    except KeyError:
+        pass
+    package = type(config).__module__.rsplit(".", 1)[0]
+    family = type(config).__module__.rsplit(".", 1)[-1].replace("configuration_", "modeling_")
+    try:
+        module = importlib.import_module(f"{package}.{family}")
+    except ImportError as error:
+        raise ValueError(f"no model class for {type(config).__name__}: {error}") from None
+    found = sorted(cls for name, cls in ((n, c) for n, c in inspect.getmembers(module, inspect.isclass))
+                   if issubclass(cls, PreTrainedModel) and getattr(cls, "config_class", None) is type(config)
+                   and name.endswith("Model") and "For" not in name)
+    if not found:
+        raise ValueError(f"no base model class for {type(config).__name__} in {module.__name__}")
+    model_class = min(found, key=lambda cls: len(cls.__name__))
+    return lambda: model_class(config)
+
+
 def transformers_entries() -> list[Entry]:
     from rosetta.frameworks.torchvision import make_importable
 
@@ -253,13 +282,14 @@ def transformers_entries() -> list[Entry]:
             for key, value in SMALL_TRANSFORMER.items():
                 if hasattr(config, key) and isinstance(getattr(config, key), int):
                     setattr(config, key, value)
+            build_model = _model_builder(config)
             with torch.device("meta"):  # counted before it is built: a configuration that keeps sizes the sweep
                 # does not set (a multimodal model's sub-configs) can be many GB (one was killed at 21 GB)
-                count = sum(p.numel() for p in AutoModel.from_config(config).parameters())
+                count = sum(p.numel() for p in build_model().parameters())
             if count > MAX_TRANSFORMER_PARAMETERS:
                 raise RuntimeError(f"{count / 1e6:.0f} M parameters at the sweep's sizes (its configuration keeps "
                                    f"sizes the sweep does not set), over {MAX_TRANSFORMER_PARAMETERS / 1e6:.0f} M")
-            module = _untied(_seeded(lambda: AutoModel.from_config(config)))
+            module = _untied(_seeded(build_model))
             main = getattr(module, "main_input_name", "input_ids")
             if main == "input_ids":
                 inputs = [f"input_ids:Nx{TEXT}:int64:0:{config.vocab_size - 1}"]
@@ -451,13 +481,13 @@ def run(libraries, to: str, json_path: Path, markdown_path: Path, only=None, lim
         jobs: int = 2, executor: str = "local", timeout: float | None = None, work_dir: Path | None = None,
         entries: list[Entry] | None = None, rerun_failing: bool = False) -> list[dict]:
     """Sweep `entries` (default: the catalogue of `libraries`), writing the JSON and markdown after each model;
-    `resume` keeps the models already in the JSON (`rerun_failing`: but those with a cell that is not a PASS, run
-    again with this checkout's code). Returns every record."""
+    `resume` keeps the models already in the JSON (`rerun_failing`: but those with a cell that is not a PASS, or
+    not built, run again with this checkout's code). Returns every record."""
     done, seconds = {}, 0.0
     if resume and json_path.is_file():
         previous = json.loads(json_path.read_text())
         done = {f"{r['library']}/{r['family']}/{r['model']}": r for r in previous["models"]
-                if not (rerun_failing and any(row["verdict"] != "PASS" for row in r["rows"]))}
+                if not (rerun_failing and (r["unbuilt"] or any(row["verdict"] != "PASS" for row in r["rows"])))}
         seconds = previous.get("seconds", 0.0)
     entries = entries if entries is not None else catalogue(libraries, only, limit)
     keys = {e.key for e in entries}  # earlier models outside this run's catalogue are kept: a sweep grows by runs
@@ -488,7 +518,8 @@ def main() -> None:
     parser.add_argument("--markdown", type=Path, default=Path("sweep.md"))
     parser.add_argument("--resume", action="store_true", help="keep the models already in --json, run the rest")
     parser.add_argument("--rerun-failing", action="store_true",
-                        help="with --resume: run again the models with a cell that is not a PASS (after a fix)")
+                        help="with --resume: run again the models with a cell that is not a PASS, or that were not "
+                             "built (after a fix)")
     parser.add_argument("--jobs", type=int, default=2, help="cells at a time (local: slots)")
     parser.add_argument("--executor", default="local", choices=("local", "ray"))
     parser.add_argument("--timeout", type=float, help="seconds a worker may take per job")

@@ -86,7 +86,7 @@ def test_the_sweep_writes_its_rows_grouped_per_target_library_family_and_cause(s
     again = [sweep.Entry(e.library, e.family, e.name, lambda e=e: ran.append(e.name) or e.build()) for e in _sample(sweep)]
     sweep.run(["timm"], "onnx,torch", tmp_path / "s.json", tmp_path / "s.md", resume=True, entries=again, jobs=1,
               rerun_failing=True)
-    assert ran == ["shrinking"], "only the model with a cell that is not a PASS runs again"
+    assert ran == ["shrinking", "unbuildable"], "only the models with a cell that is not a PASS, or unbuilt, run again"
 
 
 def test_a_family_is_swept_at_its_smallest_variant(sweep):
@@ -168,3 +168,14 @@ def test_weights_initialised_to_zeros_where_a_checkpoint_has_none_are_drawn(swee
     first, second = sweep._untied(build()), sweep._untied(build())
     assert bool((first[1].weight != 0).all()) and torch.equal(first[1].weight, second[1].weight)
     assert bool((first[1].bias == 0).all()) and bool((first[0].weight == 1).all())
+
+
+def test_a_transformers_type_auto_model_does_not_map_is_built_by_its_own_model_class(sweep):
+    """ALIGN's text tower (align_text_model) has a configuration AutoModel refuses ("Unrecognized configuration
+    class"); its modeling module's AlignTextModel, declared for that configuration, builds it."""
+    from transformers import AlignTextConfig, BertConfig
+
+    assert type(sweep._model_builder(AlignTextConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                                     intermediate_size=32))()).__name__ == "AlignTextModel"
+    assert type(sweep._model_builder(BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                                intermediate_size=32))()).__name__ == "BertModel"
