@@ -612,10 +612,13 @@ def test_a_range_over_the_run_time_batch_counts_along_it_in_keras_and_mxnet(tmp_
 @pytest.mark.parametrize("equation, shapes", [
     ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("ij,kj->ik", [(3, 4), (5, 4)]), ("bi,bi->b", [(2, 3), (2, 3)]),
     ("bi,bj->bij", [(2, 3), (2, 4)]), ("hbid,hbjd->bhji", [(2, 3, 4, 5), (2, 3, 6, 5)]), ("i,j->ij", [(3,), (4,)]),
-    ("bhd,hd->bh", [(2, 3, 5), (3, 5)])])
+    ("bhd,hd->bh", [(2, 3, 5), (3, 5)]), ("bhwc,hkc->bhwk", [("N", 3, 4, 5), (3, 6, 5)]),
+    ("bhwc,wkc->bhwk", [("N", 3, 4, 5), (4, 6, 5)]), ("ihc,bwc->bhwi", [(3, 4, 5), ("N", 6, 5)])])
 def test_an_einsum_that_is_a_matrix_product_computes_the_same_as_a_matmul(equation, shapes):
     """Issue 45: MXNet has no Einsum (CvT, MaxViT); as Transposes, a MatMul and Unsqueeze/Squeeze, the same
-    outputs in ONNX Runtime as Einsum's, for every arrangement of batch, summed and free letters."""
+    outputs in ONNX Runtime as Einsum's, for every arrangement of batch, summed and free letters; two free
+    letters of one operand (SAM's relative positions) merged by a Reshape and split after, the run-time batch
+    ("N", at two sizes) among them."""
     inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape) for name, shape in zip("ab", shapes)]
     graph = helper.make_graph([helper.make_node("Einsum", ["a", "b"], ["y"], equation=equation)], "g", inputs,
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
@@ -623,8 +626,10 @@ def test_an_einsum_that_is_a_matrix_product_computes_the_same_as_a_matmul(equati
     rewritten = rw.einsum_as_matmul(onnx.ModelProto.FromString(model.SerializeToString()))
     assert "Einsum" not in {n.op_type for n in rewritten.graph.node}
     rng = np.random.default_rng(0)
-    feeds = {name: rng.normal(size=shape).astype(np.float32) for name, shape in zip("ab", shapes)}
-    np.testing.assert_allclose(_run(rewritten, feeds), _run(model, feeds), rtol=1e-5, atol=1e-6)
+    for batch in (2, 3):
+        feeds = {name: rng.normal(size=[batch if d == "N" else d for d in shape]).astype(np.float32)
+                 for name, shape in zip("ab", shapes)}
+        np.testing.assert_allclose(_run(rewritten, feeds), _run(model, feeds), rtol=1e-5, atol=1e-6)
 
 
 def test_constants_written_as_value_ints_are_read_as_any_other():

@@ -217,8 +217,9 @@ def einsum_as_matmul(model):
     """MXNet (no Einsum): a two-operand Einsum that is a batched matrix product (attention's "bhid,bhjd->bhij"
     and "bhij,bhjd->bhid", CvT's and MaxViT's) as Transposes, a MatMul and Unsqueeze/Squeeze: the letters of
     both operands and the output are the batch, at most one is summed over, and at most one comes from each
-    operand alone. Others (an ellipsis, a repeated letter, a letter summed within one operand, two free
-    letters of one operand, which would need its sizes) are left as they are."""
+    operand alone, or several whose sizes shape inference knows but for one (SAM's relative positions,
+    "bhwc,hkc->bhwk": b and w merged by a Reshape and split again after). Others (an ellipsis, a repeated
+    letter, a letter summed within one operand, free letters of unknown sizes) are left as they are."""
     from onnx import helper, numpy_helper
 
     opset = default_opset(model)
@@ -236,6 +237,30 @@ def einsum_as_matmul(model):
         nodes.append(helper.make_node("Transpose", [tensor], [name], perm=perm))
         return name
 
+    shapes = None
+
+    def sizes_of(tensor, letters) -> dict | None:
+        nonlocal shapes
+        shapes = static_shapes(model, data_prop=True) if shapes is None else shapes
+        shape = shapes.get(tensor)
+        return dict(zip(letters, shape)) if shape is not None and len(shape) == len(letters) else None
+
+    def merged(tensor, letters, size, free, k, name, nodes):
+        """`tensor` (batch + free + the summed letter, or batch + summed + free) with its free letters as one
+        axis: a Reshape keeping the batch axes (0) and the summed one's size; None where two sizes are unknown."""
+        known = [size.get(c) for c in free]
+        if len(free) < 2:
+            return tensor
+        summed = [c for c in letters[k:] if c not in free]
+        if summed and size.get(summed[0]) is None or known.count(None) > 1:
+            return None
+        flat = -1 if None in known else int(np.prod(known))
+        target = [0] * k + ([flat] + [size[c] for c in summed] if letters[k] in free else
+                            [size[c] for c in summed] + [flat])
+        model.graph.initializer.append(numpy_helper.from_array(np.array(target, np.int64), f"{name}_shape"))
+        nodes.append(helper.make_node("Reshape", [tensor, f"{name}_shape"], [name]))
+        return name
+
     def replace(node):
         if node.op_type != "Einsum" or len(node.input) != 2:
             return None
@@ -249,12 +274,27 @@ def einsum_as_matmul(model):
         batch = [c for c in out if c in a and c in b]
         summed = [c for c in a if c in b and c not in out]
         left, right = [c for c in a if c not in b], [c for c in b if c not in a]
-        if len(summed) > 1 or len(left) > 1 or len(right) > 1 or not set(left + right) <= set(out):
+        if len(summed) > 1 or not set(left + right) <= set(out):
             return None
+        size = {}
+        if len(left) > 1 or len(right) > 1:  # several free letters of one operand, merged by their sizes
+            size_a, size_b = sizes_of(node.input[0], a), sizes_of(node.input[1], b)
+            if size_a is None or size_b is None:
+                return None
+            size = {c: (size_a.get(c) if isinstance(size_a.get(c), int) else size_b.get(c)) for c in set(a) | set(b)}
+            size = {c: v if isinstance(v, int) else None for c, v in size.items()}
+            if any(size[c] is None for c in left) and any(size[c] is None for c in right):
+                return None  # the product's two unknown sizes could not both be split off again
         name, nodes = node.output[0], []
+        k = len(batch)
         x = arranged(node.input[0], a, batch + left + summed, f"{name}_left", nodes)
         y = arranged(node.input[1], b, batch + summed + right, f"{name}_right", nodes)
-        k = len(batch)
+        x = merged(x, batch + left + summed, size, left, k, f"{name}_left_flat", nodes)
+        y = merged(y, batch + summed + right, size, right, k, f"{name}_right_flat", nodes)
+        if x is None or y is None:
+            return None
+        free_left, free_right = left, right
+        left, right = left[:1], right[:1]  # each operand's free letters, one axis now
         if not left or not summed:
             nodes.append(axes_node("Unsqueeze", x, f"{name}_left_3d", [k] if not left else [k + 1]))
             x = f"{name}_left_3d"
@@ -271,7 +311,12 @@ def einsum_as_matmul(model):
         if dropped:
             nodes.append(axes_node("Squeeze", product, f"{name}_squeezed", dropped))
             product = f"{name}_squeezed"
-        letters = batch + left + right
+        letters = batch + free_left + free_right
+        if len(free_left) > 1 or len(free_right) > 1:  # the merged axes split again
+            target = [0] * k + [-1 if size[c] is None else size[c] for c in free_left + free_right]
+            model.graph.initializer.append(numpy_helper.from_array(np.array(target, np.int64), f"{name}_split"))
+            nodes.append(helper.make_node("Reshape", [product, f"{name}_split"], [f"{name}_unflat"]))
+            product = f"{name}_unflat"
         perm = [letters.index(c) for c in out]
         nodes.append(helper.make_node("Transpose", [product], [name], perm=perm) if perm != list(range(len(out)))
                      else helper.make_node("Identity", [product], [name]))
