@@ -257,6 +257,20 @@ HAND_BUILT = {
                                 helper.make_node("Concat", ["leading", "spatial"], ["sizes"], axis=0),
                                 helper.make_node("Resize", ["ones", "", "", "sizes"], ["y"], mode="nearest")], 17,
                                [_int64s("spatial", [2, 10])]),
+    # issue 45: DAB-DETR's query positions, a range along the batch of a constant expanded to it
+    "range_along_the_batch_of_a_constant_expanded_to_it": (
+        [helper.make_node("Shape", ["x"], ["batch"], start=0, end=1),
+         helper.make_node("Concat", ["batch", "width"], ["row_shape"], axis=0),
+         helper.make_node("Expand", ["row", "row_shape"], ["rows"]),
+         helper.make_node("Shape", ["rows"], ["rows_shape"]),
+         helper.make_node("Gather", ["rows_shape", "zero"], ["count"], axis=0),
+         helper.make_node("Range", ["zero", "count", "one"], ["positions"]),
+         helper.make_node("Cast", ["positions"], ["float_positions"], to=TensorProto.FLOAT),
+         helper.make_node("Unsqueeze", ["float_positions", "inner"], ["column"]),
+         helper.make_node("Add", ["x", "column"], ["y"])], 17,
+        [_int64s("width", [4]), helper.make_tensor("row", TensorProto.FLOAT, [1, 4], [0.5, -1, 2, 0]),
+         helper.make_tensor("zero", TensorProto.INT64, [], [0]), helper.make_tensor("one", TensorProto.INT64, [], [1]),
+         _int64s("inner", [1, 2, 3])]),
     # issue 45: an equation with spaces, as torchvision's MaxViT writes its attention (was refused by Keras)
     "einsum_with_spaces": ([helper.make_node("Einsum", ["x", "x"], ["y"], equation="B C H I, B C H J -> B C I J")],
                            17, ()),
@@ -514,13 +528,19 @@ class PositionsSummedOverTheBatch(ProjectedPositions):
         return x + self.positions.expand(x.shape[0], -1, -1, -1).sum(dim=0, keepdim=True)[..., :1].permute(0, 3, 1, 2)
 
 
-def test_a_constant_expanded_to_the_batch_then_mixed_across_it_stays_refused(tmp_path):
+def test_a_constant_expanded_to_the_batch_then_mixed_across_it_is_computed_at_run_time(tmp_path):
     """Evaluated at batches of 1 and 2, a node that mixes samples gives different values: no constant is folded in
-    its place (which would be right at one batch size only), and the mapper's refusal stands."""
-    onnx_model = _export(PositionsSummedOverTheBatch().eval(), (2, 1, 5, 5), 17, tmp_path)
+    its place (which would be right at one batch size only); the expanded constant is made a tensor of the
+    run-time batch instead, and the sum over it is right at every batch size."""
+    module = PositionsSummedOverTheBatch().eval()
+    onnx_model = _export(module, (2, 1, 5, 5), 17, tmp_path)
     assert "ReduceSum" in {node.op_type for node in onnx_model.graph.node}
-    with pytest.raises(RosettaError, match="of a constant expanded to the run-time batch is not supported"):
-        _to_keras(onnx_model, tmp_path)
+    model = _to_keras(onnx_model, tmp_path)
+    for batch in (1, 3):
+        x = torch.randn(batch, 1, 5, 5)
+        with torch.no_grad():
+            expected = module(x).numpy()
+        np.testing.assert_allclose(np.asarray(model([x.numpy()], training=False)), expected, rtol=1e-5, atol=1e-5)
 
 
 def _lstm_graph(direction: str, initial_state: str):

@@ -69,11 +69,21 @@ def build(context: MappingContext):
         converter = _converter(context, node)
         if any(name in context.symbolic for name in names):
             if not any(name in context.values for name in names):
-                for name, value in zip(node.output, evaluate_symbolic(context, node, attributes)):
-                    if name:
-                        context.store_symbolic(name, value)
-                continue
-            if not converter.reads_symbolic:
+                try:
+                    results = evaluate_symbolic(context, node, attributes)
+                except RosettaError:
+                    # a node on a filled tensor that cannot be followed here (a range along its batch axis:
+                    # DAB-DETR's query positions) computes on the tensor made from it, the batch from the first input
+                    if converter.reads_symbolic or not context.values or \
+                            not any(isinstance(context.symbolic.get(name), Filled) for name in names):
+                        raise
+                    _filled_as_tensors(context, node.op_type, [_first_input(context, model)] + names)
+                else:
+                    for name, value in zip(node.output, results):
+                        if name:
+                            context.store_symbolic(name, value)
+                    continue
+            elif not converter.reads_symbolic:
                 _filled_as_tensors(context, node.op_type, names)
         tensors = [context.values[name] for name in names if name in context.values]
         for name, mapped in zip(node.output, converter.function(context, node, attributes)):
@@ -83,8 +93,7 @@ def build(context: MappingContext):
     for value in model.graph.output:
         if value.name not in context.values and isinstance(context.symbolic.get(value.name), Filled) and inputs:
             # a constant repeated along the batch (DETR's query reference points): made from the first input
-            first = next(graph_input.name for graph_input in model.graph.input if graph_input.name in context.values)
-            _filled_as_tensors(context, f"output {value.name!r}", [first, value.name])
+            _filled_as_tensors(context, f"output {value.name!r}", [_first_input(context, model), value.name])
         if value.name not in context.values:
             outputs.append(_constant_output(context, value.name, inputs))
             continue
@@ -126,6 +135,11 @@ def tensor_map(context: MappingContext) -> dict[str, dict]:
                        **({"feature_order": [int(i) for i in mapped.feature_order]}
                           if mapped.feature_order is not None else {})}
     return found
+
+
+def _first_input(context: MappingContext, model) -> str:
+    """The first graph input the model maps (a filled value's batch is made from it)."""
+    return next(graph_input.name for graph_input in model.graph.input if graph_input.name in context.values)
 
 
 def _filled_as_tensors(context: MappingContext, what: str, names: list) -> None:
