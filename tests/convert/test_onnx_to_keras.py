@@ -271,6 +271,12 @@ HAND_BUILT = {
         [_int64s("width", [4]), helper.make_tensor("row", TensorProto.FLOAT, [1, 4], [0.5, -1, 2, 0]),
          helper.make_tensor("zero", TensorProto.INT64, [], [0]), helper.make_tensor("one", TensorProto.INT64, [], [1]),
          _int64s("inner", [1, 2, 3])]),
+    # issue 45: SAM's relative positions, (..., k, 1) + (..., 1, k): each operand's size-1 axis where the other
+    # has a real one
+    "add_of_size_one_axes_in_other_places": ([helper.make_node("Unsqueeze", ["x", "last"], ["column"]),
+                                              helper.make_node("Unsqueeze", ["x", "before_last"], ["row"]),
+                                              helper.make_node("Add", ["column", "row"], ["y"])], 17,
+                                             [_int64s("last", [4]), _int64s("before_last", [3])]),
     # issue 45: an equation with spaces, as torchvision's MaxViT writes its attention (was refused by Keras)
     "einsum_with_spaces": ([helper.make_node("Einsum", ["x", "x"], ["y"], equation="B C H I, B C H J -> B C I J")],
                            17, ()),

@@ -41,7 +41,10 @@ def elementwise(context, node, attrs) -> list:
     same_order = first.feature_order is None and second.feature_order is None or \
         first.axes == second.axes and np.array_equal(first.feature_order, second.feature_order)
     if op == "Div" or not same_order or len(first.axes) != len(second.axes) or \
-            first.tensor.shape[0] != second.tensor.shape[0]:  # a merge layer broadcasts all but the batch
+            first.tensor.shape[0] != second.tensor.shape[0] or \
+            any(a is None and b is not None for a, b in zip(first.axes, second.axes)):
+        # a merge layer broadcasts all but the batch, and the second operand takes the first's layout, which
+        # cannot drop an axis it holds (SAM's relative positions: (..., k, 1) + (..., 1, k))
         return binary(context, node, {})
     second = materialize(context, second, first.axes)
     if op == "Add" and list(first.tensor.shape) != list(second.tensor.shape):
