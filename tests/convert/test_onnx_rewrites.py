@@ -316,6 +316,15 @@ DIRECT = {
             np.random.default_rng(46).normal(size=(3, 2, 2, 2)).astype(np.float32))),
          helper.make_node("ConvTranspose", ["x", "kernel"], ["y"], strides=[2, 2])],
         [("x", ["N", 3, 4, 4])], []), "Constant"),
+    rw.resize_of_a_filled_tensor: (_small_graph(  # DETR's pixel mask of ones, resized to a feature map's size
+        [helper.make_node("Shape", ["x"], ["shape"]),
+         helper.make_node("ConstantOfShape", ["shape"], ["ones"], value=numpy_helper.from_array(np.ones(1, np.int64))),
+         helper.make_node("Cast", ["ones"], ["mask"], to=TensorProto.FLOAT),
+         helper.make_node("Shape", ["mask"], ["leading"], start=0, end=2),
+         helper.make_node("Concat", ["leading", "spatial"], ["sizes"], axis=0),
+         helper.make_node("Resize", ["mask", "", "", "sizes"], ["resized"], mode="linear"),
+         helper.make_node("Mul", ["resized", "scale"], ["y"])],
+        [("x", ["N", 3, 4, 5])], [("spatial", _int64(7, 3)), ("scale", np.float32(1.5))]), "Resize"),
     rw.constant_reshape_shapes: (_small_graph(  # tf2onnx's Flatten: the batch size read from the input
         [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Gather", ["shape", "first"], ["batch"]),
          helper.make_node("Concat", ["batch", "rest"], ["target"], axis=0),

@@ -40,7 +40,7 @@ from rosetta.convert.onnx.rewrites.normalization import (batch_normalization_of_
                                                          group_normalization_as_instance_normalization,
                                                          layer_normalization_statistics_as_primitives,
                                                          lp_normalization_as_primitives)  # noqa: F401
-from rosetta.convert.onnx.rewrites.resize import (resize_as_gathers_and_matmuls,
+from rosetta.convert.onnx.rewrites.resize import (resize_as_gathers_and_matmuls, resize_of_a_filled_tensor,
                                                   resize_except_upsampling_as_gathers_and_matmuls,
                                                   resize_is_upsampling, resize_plans,
                                                   resize_sizes_as_scales)  # noqa: F401

@@ -54,6 +54,50 @@ def resize_sizes_as_scales(model):
     return remove_dead_nodes(model) if changed else model
 
 
+SHAPE_ONLY = ("Cast", "Unsqueeze", "Squeeze", "Identity", "Reshape", "Transpose", "Expand")  # same value, other shape
+
+
+@rewrite
+def resize_of_a_filled_tensor(model):
+    """MXNet: a Resize to `sizes` of a tensor of one repeated value (a ConstantOfShape, through ops that change its
+    shape or type only: DETR's pixel mask of ones, resized to each feature map) is that value at the new size,
+    ConstantOfShape(sizes): resampling a constant gives it back in every mode (the weights of an output sum to
+    1), but tf_crop_and_resize's extrapolation. Its sizes read at run time, the Resize was refused (MXNet reads
+    the omitted roi and scales by name); ConstantOfShape of a traced shape it builds."""
+    from onnx import helper, numpy_helper
+
+    producers = {output: node for node in model.graph.node for output in node.output}
+
+    def filled_value(name: str, depth: int = 0):
+        node = producers.get(name)
+        if node is None or depth > 8:
+            return None
+        if node.op_type == "ConstantOfShape":
+            value = next((a.t for a in node.attribute if a.name == "value"), None)
+            return numpy_helper.to_array(value) if value is not None else np.zeros(1, np.float32)
+        if node.op_type not in SHAPE_ONLY:
+            return None
+        value = filled_value(node.input[0], depth + 1)
+        if value is None or node.op_type != "Cast":
+            return value
+        return value.astype(helper.tensor_dtype_to_np_dtype(node_attributes(node)["to"]))
+
+    def replace(node):
+        attributes = node_attributes(node)
+        if node.op_type != "Resize" or len(node.input) < 4 or not node.input[3] or "axes" in attributes or \
+                text(attributes.get("keep_aspect_ratio_policy", "stretch")) != "stretch" or \
+                text(attributes.get("coordinate_transformation_mode", "")) == "tf_crop_and_resize":
+            return None
+        value = filled_value(node.input[0])
+        if value is None:
+            return None
+        return [helper.make_node("ConstantOfShape", [node.input[3]], list(node.output), name=node.name,
+                                 value=numpy_helper.from_array(np.asarray(value).reshape(1)))]
+
+    replace_nodes(model, replace)
+    return remove_dead_nodes(model)
+
+
 def _resize_plans(model):
     """(node -> its resize_axes plans, or None where the Resize cannot be known when converting; the element
     types; the static shapes) of a model."""
