@@ -710,3 +710,18 @@ def test_remove_dead_nodes_keeps_what_a_subgraph_reads_from_the_graph():
     onnx.checker.check_model(rewritten)
     assert "Sub" in {node.op_type for node in rewritten.graph.node}
     np.testing.assert_array_equal(_run_all(rewritten, {"x": x})[0], expected[0])
+
+
+def test_an_einsum_by_a_constant_reads_the_constant_s_sizes():
+    """SAM's relative positions are an initializer by the time the rewrite runs, which shape inference does not
+    list: its sizes are read from its value (was left an Einsum, which MXNet has no converter for)."""
+    table = np.random.default_rng(3).normal(size=(4, 6, 5)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("Einsum", ["x", "table"], ["y"], equation="bhwc,hkc->bhwk")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 3, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(table, "table")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    rewritten = rw.einsum_as_matmul(onnx.ModelProto.FromString(model.SerializeToString()))
+    assert "Einsum" not in {n.op_type for n in rewritten.graph.node}
+    x = np.random.default_rng(4).normal(size=(3, 4, 3, 5)).astype(np.float32)
+    np.testing.assert_allclose(_run(rewritten, {"x": x}), _run(model, {"x": x}), rtol=1e-5, atol=1e-6)

@@ -8,7 +8,7 @@ import numpy as np
 from rosetta.convert.onnx.rewrites.graph import FLOAT_TYPES, remove_dead_nodes, replace_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
 from rosetta.frameworks.onnx_graph import (constant_values, default_opset, element_types, node_attributes,
-                                           static_shapes, text)
+                                           shape_of, static_shapes, text)
 
 
 @rewrite
@@ -237,12 +237,13 @@ def einsum_as_matmul(model):
         nodes.append(helper.make_node("Transpose", [tensor], [name], perm=perm))
         return name
 
-    shapes = None
+    shapes, constants = None, None
 
     def sizes_of(tensor, letters) -> dict | None:
-        nonlocal shapes
-        shapes = static_shapes(model, data_prop=True) if shapes is None else shapes
-        shape = shapes.get(tensor)
+        nonlocal shapes, constants
+        if shapes is None:
+            shapes, constants = static_shapes(model, data_prop=True), constant_values(model)
+        shape = shape_of(tensor, shapes, constants)
         return dict(zip(letters, shape)) if shape is not None and len(shape) == len(letters) else None
 
     def merged(tensor, letters, size, free, k, name, nodes):
@@ -278,9 +279,7 @@ def einsum_as_matmul(model):
             return None
         size = {}
         if len(left) > 1 or len(right) > 1:  # several free letters of one operand, merged by their sizes
-            size_a, size_b = sizes_of(node.input[0], a), sizes_of(node.input[1], b)
-            if size_a is None or size_b is None:
-                return None
+            size_a, size_b = sizes_of(node.input[0], a) or {}, sizes_of(node.input[1], b) or {}
             size = {c: (size_a.get(c) if isinstance(size_a.get(c), int) else size_b.get(c)) for c in set(a) | set(b)}
             size = {c: v if isinstance(v, int) else None for c, v in size.items()}
             if any(size[c] is None for c in left) and any(size[c] is None for c in right):
