@@ -424,3 +424,40 @@ def test_fold_is_exported_before_opset_18_as_a_transposed_convolution(tmp_path):
     assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
     ops = {node.op_type for node in onnx.load(str(tmp_path / "out" / "onnx" / manifest.artifact)).graph.node}
     assert "ConvTranspose" in ops and "Col2Im" not in ops
+
+
+class _AntialiasedPositions(__import__("torch").nn.Module):
+    """DINOv2 with registers: position embeddings resized (bicubic, antialiased) to the input's patch grid, its
+    size computed from the input's shape."""
+
+    def __init__(self, mode: str):
+        import torch
+
+        super().__init__()
+        self.positions, self.mode = torch.nn.Parameter(torch.randn(1, 3, 7, 7)), mode
+
+    def forward(self, x):
+        import torch.nn.functional as F
+
+        height, width = x.shape[2] // 4, x.shape[3] // 4
+        positions = F.interpolate(self.positions, size=(height, width), mode=self.mode, antialias=True)
+        return F.avg_pool2d(x, 4) + positions
+
+
+@pytest.mark.parametrize("mode", ["bicubic", "bilinear"])
+def test_an_antialiased_resize_is_exported_as_matmuls(mode, tmp_path):
+    """aten::_upsample_bicubic2d_aa has no TorchScript symbolic, and the dynamo exporter failed on DINOv2 with
+    registers (a data-dependent guard): every target CANNOT. As one MatMul per spatial axis by the matrix torch's
+    own kernel makes of the identity, the model PASSes."""
+    import torch
+
+    import rosetta
+
+    torch.manual_seed(0)
+    conversion = rosetta.convert(_AntialiasedPositions(mode), "onnx,torch", inputs=["x:Nx3x12x20:float32"], batch=2,
+                                 output_dir=tmp_path / "out")
+    assert {row.target: row.verdict for row in conversion.report} == {"onnx": "PASS", "torch": "PASS"}, \
+        conversion.report
+    manifest = Manifest.read(tmp_path / "out" / "onnx")
+    assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
+    assert "MatMul" in {node.op_type for node in onnx.load(str(tmp_path / "out" / "onnx" / manifest.artifact)).graph.node}

@@ -354,31 +354,47 @@ def adaptive_average_as_matmul(opset: int):
 
 
 def _static_ints(value) -> list[int] | None:
-    """The ints of a TorchScript list argument where each is a constant or a static axis's size read at run
-    time (Gather of a Shape: VOLO's F.fold(x, output_size=(H, W)) with H, W from x.shape); None otherwise."""
+    """The ints of a TorchScript list argument where each is known at export (`_static_int`); None otherwise."""
     from torch.onnx import symbolic_helper
 
     node = value.node()
-    elements = list(node.inputs()) if node.kind() == "prim::ListConstruct" else None
-    if elements is None:
+    if node.kind() != "prim::ListConstruct":
         try:
             return [int(v) for v in symbolic_helper._parse_arg(value, "is")]
         except Exception:  # noqa: BLE001 - computed at run time
             return None
-    found = []
-    for element in elements:
-        producer = element.node()
-        if producer.kind() == "onnx::Constant":
-            found.append(int(symbolic_helper._node_get(producer, "value")))
-            continue
-        shape, index = (list(producer.inputs()) + [None, None])[:2] if producer.kind() == "onnx::Gather" else (None, None)
-        if shape is None or shape.node().kind() != "onnx::Shape" or index.node().kind() != "onnx::Constant":
-            return None
-        size = _traced_size(next(shape.node().inputs()), int(symbolic_helper._node_get(index.node(), "value")))
-        if size is None:
-            return None
-        found.append(int(size))
-    return found
+    found = [_static_int(element) for element in node.inputs()]
+    return None if None in found else found
+
+
+_ARITHMETIC = {"onnx::Div": lambda a, b: a // b, "onnx::Mul": lambda a, b: a * b, "onnx::Add": lambda a, b: a + b,
+               "onnx::Sub": lambda a, b: a - b}
+
+
+def _static_int(value, depth: int = 0) -> int | None:
+    """An int the graph computes from constants and static axes' sizes read at run time (VOLO's fold to x.shape's
+    H and W, DINOv2's positions resized to height // patch): a Constant, a Gather of a Shape (the size as traced,
+    `_traced_size`), integer arithmetic on two such, and casts and squeezes of one. None for anything else."""
+    from torch.onnx import symbolic_helper
+
+    producer, kind = value.node(), value.node().kind()
+    inputs = list(producer.inputs())
+    if depth > 12:
+        return None
+    if kind == "onnx::Constant":
+        constant = symbolic_helper._node_get(producer, "value")
+        return int(constant) if constant.numel() == 1 and not constant.is_floating_point() else None
+    if kind == "onnx::Gather" and len(inputs) == 2 and inputs[0].node().kind() == "onnx::Shape":
+        index = _static_int(inputs[1], depth + 1)
+        return None if index is None else _traced_size(next(inputs[0].node().inputs()), index)
+    if kind in _ARITHMETIC and len(inputs) == 2:
+        left, right = (_static_int(v, depth + 1) for v in inputs)
+        if left is None or right is None or (kind == "onnx::Div" and (right == 0 or left < 0 or right < 0)):
+            return None  # ONNX's integer Div truncates: the same as // for operands >= 0 only
+        return _ARITHMETIC[kind](left, right)
+    if kind in ("onnx::Cast", "onnx::Squeeze", "onnx::Unsqueeze", "onnx::Identity") and inputs:
+        return _static_int(inputs[0], depth + 1)
+    return None
 
 
 def _fold_as_transposed_convolution(g, x, out: list, kernel, dilation, padding, stride):
@@ -440,6 +456,38 @@ def _traced_size(value, axis: int) -> int | None:
     return strides[order[position - 1]] // strides[axis]
 
 
+def _antialiased_resize(mode: str):
+    """F.interpolate(x, size, mode, antialias=True) of a 4-D x of static spatial size (aten::_upsample_*_aa: no
+    TorchScript symbolic; ONNX's Resize has antialias from opset 18 only): a linear map along each spatial axis,
+    written as one MatMul per axis by the matrix torch's own kernel makes of the identity (the same weights,
+    whatever the mode's details). DINOv2 with registers resizes its position embeddings so."""
+    def symbolic(g, x, output_size, align_corners, *scales):
+        import torch
+        from torch.onnx import symbolic_helper
+
+        sizes = [_traced_size(x, axis) for axis in (2, 3)]
+        out = _static_ints(output_size) if not symbolic_helper._is_none(output_size) else None
+        corners = bool(symbolic_helper._maybe_get_const(align_corners, "b"))
+        if out is None or None in sizes or symbolic_helper._get_tensor_rank(x) != 4:
+            return symbolic_helper._unimplemented(f"_upsample_{mode}2d_aa", "sizes known only at run time", x)
+        dtype = _dtype_of(x)
+
+        def along(size: int, target: int):  # (target, size): torch's resize of each unit vector along one axis
+            # (the other axis kept at 4: at 1, torch's antialiased kernels give every output row the first's)
+            basis = torch.eye(size, dtype=torch.float64)[:, None, :, None].expand(size, 1, size, 4)
+            resized = torch.nn.functional.interpolate(basis.contiguous(), size=(target, 4), mode=mode,
+                                                      antialias=True, align_corners=corners)
+            return resized[:, 0, :, 0].T.to(dtype)
+
+        # each a MatMul by a matrix on the right, as a linear layer is (MXNet's importer refuses a 2-D left
+        # operand of a 4-D right one): the rows through a transpose
+        columns = g.op("Transpose", x, perm_i=[0, 1, 3, 2])
+        rows = g.op("MatMul", columns, g.op("Constant", value_t=along(sizes[0], out[0]).T.contiguous()))
+        rows = g.op("Transpose", rows, perm_i=[0, 1, 3, 2])
+        return g.op("MatMul", rows, g.op("Constant", value_t=along(sizes[1], out[1]).T.contiguous()))
+    return symbolic
+
+
 @contextlib.contextmanager
 def primitive_forms(opset: int):
     """While it lasts, the TorchScript exporter writes ops it has no symbolic for at the export's opset as the
@@ -449,7 +497,8 @@ def primitive_forms(opset: int):
     exp(x) - 1. And one it has a wrong symbolic for: aten::repeat_interleave by a constant count along an axis,
     whose opset-13 symbolic writes a wrong shape where an axis is dynamic (Cohere's rotary embedding: ONNX
     Runtime refused the export), as Unsqueeze after the axis, Tile by the count and Reshape merging the two.
-    Before opset 18 (Col2Im), aten::col2im (F.fold: timm's VOLO) as a transposed convolution."""
+    Before opset 18 (Col2Im), aten::col2im (F.fold: timm's VOLO) as a transposed convolution; an antialiased
+    bilinear or bicubic resize (no symbolic at any opset) as MatMuls (`_antialiased_resize`)."""
     import torch
 
     def rms_norm(g, x, normalized_shape, weight, eps):
@@ -502,7 +551,9 @@ def primitive_forms(opset: int):
             return symbolic_helper._unimplemented("col2im", "an output size known only at run time, or no batch", x)
         return _fold_as_transposed_convolution(g, x, out, kernel, dilation, padding, stride)
 
-    forms = {"aten::rms_norm": rms_norm, "aten::expm1": expm1, "aten::repeat_interleave": repeat_interleave}
+    forms = {"aten::rms_norm": rms_norm, "aten::expm1": expm1, "aten::repeat_interleave": repeat_interleave,
+             "aten::_upsample_bicubic2d_aa": _antialiased_resize("bicubic"),
+             "aten::_upsample_bilinear2d_aa": _antialiased_resize("bilinear")}
     if opset < 18:  # Col2Im from opset 18
         forms["aten::col2im"] = col2im
     for name, symbolic in forms.items():
