@@ -725,3 +725,18 @@ def test_an_einsum_by_a_constant_reads_the_constant_s_sizes():
     assert "Einsum" not in {n.op_type for n in rewritten.graph.node}
     x = np.random.default_rng(4).normal(size=(3, 4, 3, 5)).astype(np.float32)
     np.testing.assert_allclose(_run(rewritten, {"x": x}), _run(model, {"x": x}), rtol=1e-5, atol=1e-6)
+
+
+def test_a_resize_of_a_constant_is_rewritten_from_the_constant_s_shape():
+    """DINOv2's position embeddings (a constant by the time the rewrites run) resized to sizes made constant:
+    shape inference lists no initializer, so the constant's shape is read from its value (the Resize was left,
+    and MXNet refused its omitted roi and scales)."""
+    table = np.random.default_rng(5).normal(size=(1, 2, 5, 5)).astype(np.float32)
+    nodes = [helper.make_node("Resize", ["table", "", "", "sizes"], ["resized"], mode="cubic"),
+             helper.make_node("Add", ["x", "resized"], ["y"])]
+    model = _small_graph(nodes, [("x", ["N", 2, 3, 4])], [("table", table), ("sizes", _int64(1, 2, 3, 4))])
+    x = np.random.default_rng(6).normal(size=(2, 2, 3, 4)).astype(np.float32)
+    for rewrite in (rw.resize_sizes_as_scales, rw.resize_as_gathers_and_matmuls):
+        rewritten = rewrite(onnx.ModelProto.FromString(model.SerializeToString()))
+        assert rewritten.SerializeToString() != model.SerializeToString(), rewrite.__name__
+        np.testing.assert_allclose(_run(rewritten, {"x": x}), _run(model, {"x": x}), rtol=1e-5, atol=1e-6)

@@ -7,7 +7,7 @@ import numpy as np
 from rosetta.convert.onnx.rewrites.graph import FLOAT_TYPES, remove_dead_nodes, replace_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
 from rosetta.frameworks.onnx_graph import (constant_values, default_opset, element_types, node_attributes,
-                                           resize_axes, shape_tracer, static_shapes, text)
+                                           resize_axes, shape_of, shape_tracer, static_shapes, text)
 
 
 @rewrite
@@ -24,14 +24,14 @@ def resize_sizes_as_scales(model):
     if not any(node.op_type == "Resize" and len(node.input) > 3 and node.input[3] for node in model.graph.node):
         return model  # no Resize to sizes: no shape inference
     elements, dim = shape_tracer(model, follow_equal_sizes=True)
-    static = static_shapes(model)
+    static, constants = static_shapes(model), constant_values(model)
     changed = False
     for node in model.graph.node:
         attributes = node_attributes(node)
         if node.op_type != "Resize" or len(node.input) < 4 or not node.input[3] or "axes" in attributes or \
                 text(attributes.get("keep_aspect_ratio_policy", "stretch")) != "stretch":
             continue
-        x, sizes, shape = node.input[0], elements(node.input[3]), static.get(node.input[0])
+        x, sizes, shape = node.input[0], elements(node.input[3]), shape_of(node.input[0], static, constants)
         if sizes is None or shape is None or len(sizes) != len(shape):
             continue
         scales = []
@@ -103,8 +103,9 @@ def _resize_plans(model):
     types; the static shapes) of a model."""
     shapes, constants, types, opset = static_shapes(model), constant_values(model), element_types(model), \
         default_opset(model)
+    shapes.update({name: list(value.shape) for name, value in constants.items() if name not in shapes})
 
-    def plans(node):
+    def plans(node):  # a constant's resize too (DINOv2's position embeddings, resized to sizes made constant)
         dtype = FLOAT_TYPES.get(types.get(node.input[0] if node.input else ""))
         shape = shapes.get(node.input[0]) if node.op_type in ("Resize", "Upsample") else None
         return resize_axes(node, shape, constants, opset) if shape is not None and dtype is not None else None
