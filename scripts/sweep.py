@@ -257,12 +257,12 @@ def _model_builder(config) -> Callable:
         module = importlib.import_module(f"{package}.{family}")
     except ImportError as error:
         raise ValueError(f"no model class for {type(config).__name__}: {error}") from None
-    found = sorted(cls for name, cls in ((n, c) for n, c in inspect.getmembers(module, inspect.isclass))
-                   if issubclass(cls, PreTrainedModel) and getattr(cls, "config_class", None) is type(config)
-                   and name.endswith("Model") and "For" not in name)
+    found = [cls for name, cls in inspect.getmembers(module, inspect.isclass)
+             if issubclass(cls, PreTrainedModel) and getattr(cls, "config_class", None) is type(config)
+             and name.endswith("Model") and "For" not in name]
     if not found:
         raise ValueError(f"no base model class for {type(config).__name__} in {module.__name__}")
-    model_class = min(found, key=lambda cls: len(cls.__name__))
+    model_class = min(found, key=lambda cls: (len(cls.__name__), cls.__name__))  # the plainest name
     return lambda: model_class(config)
 
 
