@@ -336,6 +336,8 @@ REGISTRY_CASES = {
     "LRN": lambda: _one("LRN", {"x": _x(1, 5, 3, 3)}, size=3),
     "LpNormalization": lambda: _one("LpNormalization", {"x": _x(2, 3)}, axis=-1, p=2),
     "MatMul": lambda: _one("MatMul", {"x": _x(2, 3)}, {"w": _x(3, 4, seed=1)}),
+    # issue 45: without its optional C (timm's HaloNet), which MXNet's own entry read and raised IndexError on
+    "Gemm": lambda: _one("Gemm", {"x": _x(2, 3)}, {"w": _x(4, 3, seed=1)}, transB=1, alpha=0.5),
     "MaxPool": lambda: _one("MaxPool", {"x": _x(1, 2, 5, 5)}, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
     "Mish": lambda: _one("Mish", {"x": _x(2, 5)}, opset=18),
     "Mod": lambda: _one("Mod", {"x": _x(2, 5) * 5}, {"d": np.float32(1.5)}, fmod=1),

@@ -48,6 +48,15 @@ def matmul(attrs, inputs, importer):
     return mxnet_own("MatMul")(attrs, inputs, importer)
 
 
+@add_converter("Gemm", 1)
+def gemm(attrs, inputs, importer):
+    """ONNX Gemm without its optional C (timm's HaloNet attention): MXNet's own entry adds beta * inputs[2] and
+    raised IndexError; given a zero of shape (1,) instead, which broadcasts to any product."""
+    if len(inputs) < 3:
+        inputs = list(inputs) + [symbols().zeros(shape=(1,))]
+    return mxnet_own("Gemm")(attrs, inputs, importer)
+
+
 def _broadcasting(name: str):
     def convert(attrs, inputs, importer):
         """ONNX Min/Max of any number of inputs, broadcast numpy-style as ONNX does (Apertus' xIELU clamps a

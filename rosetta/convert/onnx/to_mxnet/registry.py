@@ -55,7 +55,7 @@ def mxnet_own(op_type: str):
     from mxnet.contrib.onnx.onnx2mx import _op_translations
 
     names = {"Conv": "conv", "MaxPool": "max_pooling", "AveragePool": "avg_pooling", "MatMul": "matrix_multiplication",
-             "Cast": "cast", "Slice": "_slice", "BatchNormalization": "batch_norm"}
+             "Cast": "cast", "Slice": "_slice", "BatchNormalization": "batch_norm", "Gemm": "linalg_gemm"}
     return getattr(_op_translations, names[op_type])
 
 
