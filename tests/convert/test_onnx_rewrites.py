@@ -740,3 +740,27 @@ def test_a_resize_of_a_constant_is_rewritten_from_the_constant_s_shape():
         rewritten = rewrite(onnx.ModelProto.FromString(model.SerializeToString()))
         assert rewritten.SerializeToString() != model.SerializeToString(), rewrite.__name__
         np.testing.assert_allclose(_run(rewritten, {"x": x}), _run(model, {"x": x}), rtol=1e-5, atol=1e-6)
+
+
+def test_a_tile_of_a_constant_by_the_batch_is_expand_and_reshape(tmp_path):
+    """BLOOM's ALiBi slopes (one per head) tiled once per sample, Tile(slopes, [batch]): neither the Keras mapper
+    nor MXNet takes a Tile by repeats read at run time of an axis of size other than 1. As Unsqueeze, Expand to
+    (batch, heads) and Reshape: the same outputs in ONNX Runtime at two batch sizes, and in Keras and MXNet."""
+    from rosetta.convert.onnx.to_keras import onnx_to_keras_model
+    from rosetta.frameworks.keras import import_keras
+
+    nodes = [helper.make_node("Shape", ["x"], ["batch"], start=0, end=1),
+             helper.make_node("Tile", ["slopes", "batch"], ["tiled"]),
+             helper.make_node("Reshape", ["tiled", "rows"], ["per_sample"]),
+             helper.make_node("Mul", ["x", "per_sample"], ["y"])]
+    model = _small_graph(nodes, [("x", ["N", 3])], [("slopes", np.array([0.5, -2.0, 3.0], np.float32)),
+                                                      ("rows", _int64(-1, 3))])
+    rewritten = rw.tile_as_expand(onnx.ModelProto.FromString(model.SerializeToString()))
+    assert "Tile" not in {n.op_type for n in rewritten.graph.node}
+    keras_model = onnx_to_keras_model(onnx.ModelProto.FromString(model.SerializeToString()), import_keras())
+    for batch in (2, 3):
+        x = np.random.default_rng(batch).normal(size=(batch, 3)).astype(np.float32)
+        np.testing.assert_allclose(_run(rewritten, {"x": x}), _run(model, {"x": x}), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(keras_model(x, training=False)), _run(model, {"x": x}), rtol=1e-6)
+    x = np.random.default_rng(0).normal(size=(2, 3)).astype(np.float32)
+    np.testing.assert_allclose(_target_outputs(model, {"x": x}, tmp_path)[0], _run(model, {"x": x}), rtol=1e-6)

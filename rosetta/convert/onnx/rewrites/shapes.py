@@ -7,7 +7,8 @@ import numpy as np
 
 from rosetta.convert.onnx.rewrites.graph import remove_dead_nodes, replace_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
-from rosetta.frameworks.onnx_graph import constant_values, node_attributes, shape_of, shape_tracer, static_shapes, text
+from rosetta.frameworks.onnx_graph import (constant_values, default_opset, node_attributes, shape_of, shape_tracer,
+                                           static_shapes, text)
 
 
 @rewrite
@@ -335,14 +336,43 @@ def allowzero_without_zeros(model):
 def tile_as_expand(model):
     """MXNet and the Keras mapper (Tile by repeats read at run time, such as the batch size): a Tile whose every
     axis is either of size 1 in x or repeated once is Expand(x, repeats), which both take with a run-time shape
-    (a size-1 axis broadcast to its repeat, another kept as it is). CPM-Ant's position ids, repeated per batch."""
+    (a size-1 axis broadcast to its repeat, another kept as it is): CPM-Ant's position ids, repeated per batch.
+    Another, of a static x with at most one axis of run-time size after it, is Unsqueeze, Expand and Reshape."""
+    from onnx import helper, numpy_helper
+
     shapes, constants = static_shapes(model), constant_values(model)
     elements, _ = shape_tracer(model)
-    for node in model.graph.node:
+
+    def ints(name, values):
+        model.graph.initializer.append(numpy_helper.from_array(np.array(values, np.int64), name))
+        return name
+
+    def replace(node):
         shape = shape_of(node.input[0], shapes, constants) if node.op_type == "Tile" else None
         repeats = elements(node.input[1]) if shape is not None and node.input[1] not in constants else None
-        if repeats is None or len(repeats) != len(shape) or \
-                any(size != 1 and repeat != 1 for size, repeat in zip(shape, repeats)):
-            continue
-        node.op_type = "Expand"
-    return model
+        if repeats is None or len(repeats) != len(shape):
+            return None
+        if all(size == 1 or repeat == 1 for size, repeat in zip(shape, repeats)):
+            return [helper.make_node("Expand", list(node.input), list(node.output), name=node.name)]
+        merged = [size * repeat if isinstance(size, int) and isinstance(repeat, int) else -1
+                  for size, repeat in zip(shape, repeats)]
+        if not all(isinstance(size, int) for size in shape) or merged.count(-1) > 1 or \
+                default_opset(model) < 13:
+            return None
+        # each axis (d) repeated r times is (r, d) merged: x unsqueezed before each axis, expanded to
+        # (r0, d0, r1, d1, ...) and reshaped (BLOOM's ALiBi slopes, repeated per batch)
+        name, rank = node.output[0], len(shape)
+        nodes = [helper.make_node("Unsqueeze", [node.input[0], ints(f"{name}_between", list(range(0, 2 * rank, 2)))],
+                                  [f"{name}_spread"])]
+        pieces = []
+        for axis, size in enumerate(shape):
+            nodes.append(helper.make_node("Slice", [node.input[1], ints(f"{name}_from{axis}", [axis]),
+                                                    ints(f"{name}_to{axis}", [axis + 1])], [f"{name}_times{axis}"]))
+            pieces += [f"{name}_times{axis}", ints(f"{name}_size{axis}", [size])]
+        nodes += [helper.make_node("Concat", pieces, [f"{name}_pairs"], axis=0),
+                  helper.make_node("Expand", [f"{name}_spread", f"{name}_pairs"], [f"{name}_expanded"]),
+                  helper.make_node("Reshape", [f"{name}_expanded", ints(f"{name}_merged", merged)], [name])]
+        return nodes
+
+    replace_nodes(model, replace)
+    return remove_dead_nodes(model)

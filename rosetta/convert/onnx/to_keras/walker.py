@@ -74,10 +74,10 @@ def build(context: MappingContext):
                 except RosettaError:
                     # a node on a filled tensor that cannot be followed here (a range along its batch axis:
                     # DAB-DETR's query positions) computes on the tensor made from it, the batch from the first input
-                    if converter.reads_symbolic or not context.values or \
-                            not any(isinstance(context.symbolic.get(name), Filled) for name in names):
+                    filled = [name for name in names if isinstance(context.symbolic.get(name), Filled)]
+                    if not filled or not context.values:
                         raise
-                    _filled_as_tensors(context, node.op_type, [_first_input(context, model)] + names)
+                    _filled_as_tensors(context, node.op_type, [_first_input(context, model)] + filled)
                 else:
                     for name, value in zip(node.output, results):
                         if name:
