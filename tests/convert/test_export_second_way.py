@@ -1,5 +1,6 @@
 """The export step's second way in (issue 45 item 3): where no exporter was chosen and the TorchScript exporter
-refuses a module (timm's haloregnetz: an Unfold whose input size it cannot read; an antialiased resize), the
+refuses a module (timm's haloregnetz: an Unfold whose input size it cannot read; rot90, which it has no symbolic
+for), the
 dynamo exporter makes the ONNX artifact, and the manifest says so and why; an exporter the user chose is the only
 one tried. An adaptive average pooling whose output size does not divide the input's (torchvision's AlexNet and
 VGG at 64x64) is no refusal: the TorchScript exporter writes it as a MatMul (tests/convert/test_torch_to_onnx.py)."""
@@ -11,11 +12,12 @@ import torch
 import rosetta
 from rosetta.manifest import Manifest
 
-TORCHSCRIPT_REFUSAL = "Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not supported"
+TORCHSCRIPT_REFUSAL = "Exporting the operator 'aten::rot90' to ONNX opset version 17 is not supported"
 
 
-class AntialiasedResize(torch.nn.Module):
-    """A 4x4 map resized to 3x3 with antialiasing, which TorchScript's exporter has no symbolic for."""
+class Rotated(torch.nn.Module):
+    """A 4x4 map turned a quarter (torch.rot90), which TorchScript's exporter has no symbolic for (an
+    antialiased resize was the example until rosetta wrote one: from_torch.primitive_forms)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -24,11 +26,11 @@ class AntialiasedResize(torch.nn.Module):
         self.fc = torch.nn.Linear(36, 5)
 
     def forward(self, x):
-        resized = torch.nn.functional.interpolate(self.conv(x).relu(), size=(3, 3), mode="bilinear", antialias=True)
-        return self.fc(resized.flatten(1))
+        turned = torch.rot90(self.conv(x).relu(), 1, (2, 3))[:, :, :3, :3]
+        return self.fc(turned.flatten(1))
 
 
-class AntialiasedResizeOnItsSign(AntialiasedResize):
+class RotatedOnItsSign(Rotated):
     """The same, with a branch on the input's values, which the dynamo exporter (torch.export) refuses."""
 
     def forward(self, x):
@@ -43,7 +45,7 @@ def _convert(tmp_path, module, **options):
 
 
 def test_a_module_torchscript_refuses_is_exported_by_dynamo_and_passes_saying_why(tmp_path):
-    row = _convert(tmp_path, AntialiasedResize())
+    row = _convert(tmp_path, Rotated())
     assert row.verdict == "PASS", row.reason
     converter = Manifest.read(tmp_path / "out" / "onnx").converter
     assert converter["name"] == "torch.onnx.export[dynamo]" and converter["options"]["exporter"] == "dynamo"
@@ -55,14 +57,14 @@ def test_a_module_torchscript_refuses_is_exported_by_dynamo_and_passes_saying_wh
 
 
 def test_the_torchscript_exporter_asked_for_is_the_only_one_tried(tmp_path):
-    row = _convert(tmp_path, AntialiasedResize(), exporter="torchscript")
+    row = _convert(tmp_path, Rotated(), exporter="torchscript")
     assert row.verdict == "CANNOT", row.reason
     assert "torch.onnx.export (torchscript) failed: UnsupportedOperatorError" in row.reason
     assert TORCHSCRIPT_REFUSAL in row.reason and "dynamo" not in row.reason
 
 
 def test_a_module_both_exporters_refuse_is_cannot_with_both_reasons(tmp_path):
-    row = _convert(tmp_path, AntialiasedResizeOnItsSign())
+    row = _convert(tmp_path, RotatedOnItsSign())
     assert row.verdict == "CANNOT", row.reason
     torchscript, dynamo = row.reason.split("; torch.onnx.export (dynamo) failed: ")
     assert "every way in failed: torch.onnx.export (torchscript) failed" in torchscript
@@ -72,7 +74,7 @@ def test_a_module_both_exporters_refuse_is_cannot_with_both_reasons(tmp_path):
 def test_no_second_way_for_a_training_mode_graph(tmp_path):
     """The dynamo exporter has no training-mode graph: TorchScript's refusal stands, and the reason says why
     no other exporter was tried."""
-    row = _convert(tmp_path, AntialiasedResize(), training="train")
+    row = _convert(tmp_path, Rotated(), training="train")
     assert row.verdict == "CANNOT", row.reason
     assert TORCHSCRIPT_REFUSAL in row.reason
     assert row.reason.endswith("the dynamo exporter, the second way in, has no training-mode graph")
