@@ -444,7 +444,7 @@ def _traced_size(value, axis: int) -> int | None:
         return int(size)
     try:
         strides = list(value.type().strides() or [])
-    except RuntimeError:  # not a complete tensor type
+    except (RuntimeError, AttributeError):  # not a complete tensor type, or not a tensor
         return None
     order = sorted(range(len(strides)), key=lambda i: strides[i], reverse=True)
     if not strides or strides[order[-1]] != 1 or len(set(strides)) != len(strides) or not -len(strides) <= axis < \
