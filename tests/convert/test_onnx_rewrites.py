@@ -764,3 +764,21 @@ def test_a_tile_of_a_constant_by_the_batch_is_expand_and_reshape(tmp_path):
         np.testing.assert_allclose(np.asarray(keras_model(x, training=False)), _run(model, {"x": x}), rtol=1e-6)
     x = np.random.default_rng(0).normal(size=(2, 3)).astype(np.float32)
     np.testing.assert_allclose(_target_outputs(model, {"x": x}, tmp_path)[0], _run(model, {"x": x}), rtol=1e-6)
+
+
+def test_a_clip_by_constant_nodes_is_converted_by_onnx2torch(tmp_path):
+    """onnx2torch reads Clip's bounds among the initializers only; given by Constant nodes (timm's SwinV2-CR's
+    logit scale clamp), it refused them as computed at run time. As initializers, it converts the Clip, and the
+    module computes what ONNX Runtime does."""
+    from rosetta.frameworks.onnx2torch import build_module
+
+    nodes = [helper.make_node("Constant", [], ["low"], value=numpy_helper.from_array(np.array(-0.5, np.float32))),
+             helper.make_node("Constant", [], ["high"], value=numpy_helper.from_array(np.array(0.75, np.float32))),
+             helper.make_node("Clip", ["x", "low", "high"], ["y"])]
+    model = _small_graph(nodes, [("x", ["N", 3])], [])
+    rewritten = rw.constant_weights_as_initializers(onnx.ModelProto.FromString(model.SerializeToString()))
+    assert {init.name for init in rewritten.graph.initializer} == {"low", "high"}
+    x = np.random.default_rng(7).normal(size=(2, 3)).astype(np.float32)
+    onnx.save(rewritten, str(tmp_path / "clip.onnx"))
+    module = build_module(tmp_path / "clip.onnx")
+    np.testing.assert_allclose(module(torch.from_numpy(x)).numpy(), _run(model, {"x": x}), rtol=1e-6)

@@ -91,15 +91,17 @@ def identity_of_initializers_as_initializers(model):
     return model
 
 
-WEIGHT_INPUTS = {"Conv": (1, 2), "ConvTranspose": (1, 2), "Gemm": (1, 2)}  # the inputs onnx2torch reads as weights
+# the inputs onnx2torch reads among the initializers only: weights and biases, and Clip's bounds
+WEIGHT_INPUTS = {"Conv": (1, 2), "ConvTranspose": (1, 2), "Gemm": (1, 2), "Clip": (1, 2)}
 
 
 @rewrite
 def constant_weights_as_initializers(model):
     """onnx2torch (its Conv, ConvTranspose and Gemm look their weight and bias up among the initializers:
-    "KeyError: '/module/.../Constant_16_output_0'"): a Constant node that only gives such a weight or bias becomes
-    an initializer of the same name. The TorchScript exporter writes a constant made in a symbolic (rosetta's fold
-    as a ConvTranspose: timm's VOLO) as a Constant node, not an initializer."""
+    "KeyError: '/module/.../Constant_16_output_0'"; its Clip takes a bound that is no initializer for one computed
+    at run time: "Dynamic value of min/max is not implemented", timm's SwinV2-CR): a Constant node that only gives
+    such inputs becomes an initializer of the same name. The TorchScript exporter writes a constant made in a
+    symbolic (rosetta's fold as a ConvTranspose: timm's VOLO) as a Constant node, not an initializer."""
     from onnx import numpy_helper
 
     readers: dict[str, list] = {}
