@@ -782,3 +782,19 @@ def test_a_clip_by_constant_nodes_is_converted_by_onnx2torch(tmp_path):
     onnx.save(rewritten, str(tmp_path / "clip.onnx"))
     module = build_module(tmp_path / "clip.onnx")
     np.testing.assert_allclose(module(torch.from_numpy(x)).numpy(), _run(model, {"x": x}), rtol=1e-6)
+
+
+def test_a_clip_with_only_a_max_is_written_as_min_for_onnx2torch(tmp_path):
+    """onnx2torch refused a Clip whose min is omitted before a constant max (timm's SwinV2-CR clamps its logit
+    scale so): clip_bounds_as_max_min writes it as Min(x, max), which it converts."""
+    from rosetta.convert.onnx.to_torch import REWRITES
+    from rosetta.frameworks.onnx2torch import build_module
+
+    model = _small_graph([helper.make_node("Clip", ["x", "", "high"], ["y"])], [("x", ["N", 3])],
+                         [("high", np.array(0.25, np.float32))])
+    rewritten = rw.apply(REWRITES, onnx.ModelProto.FromString(model.SerializeToString()))
+    assert "Clip" not in {n.op_type for n in rewritten.graph.node}
+    onnx.save(rewritten, str(tmp_path / "clip.onnx"))
+    x = np.random.default_rng(8).normal(size=(2, 3)).astype(np.float32)
+    np.testing.assert_allclose(build_module(tmp_path / "clip.onnx")(torch.from_numpy(x)).numpy(),
+                               _run(model, {"x": x}), rtol=1e-6)

@@ -43,7 +43,8 @@ def trilu_as_where(model):
 @rewrite
 def clip_bounds_as_max_min(model):
     """onnx2tf and onnx2torch ("Dynamic value of min/max is not implemented": timm's EdgeNeXt): Clip (opset 11+)
-    whose bounds are computed at run time, omitted before a given one, or constants with min > max, as
+    whose bounds are computed at run time, one of them omitted (onnx2torch refused an omitted min before a constant
+    max: timm's SwinV2-CR), or constants with min > max, as
     Min(Max(x, min), max), which is ONNX's definition (max wherever min > max). onnx2tf reads
     such bounds by guesses (a bound of unknown shape taken as none: test_clip's FAIL by 1.55) and clips to min
     where min > max. Clips with constant bounds in order (ReLU6) are left to onnx2tf, which recognises them."""
@@ -58,8 +59,8 @@ def clip_bounds_as_max_min(model):
         given = [name for name in bounds if name]
         if not given:  # both omitted: no bound
             return [helper.make_node("Identity", [node.input[0]], [node.output[0]], name=node.name)]
-        if all(name in constants for name in given) and bounds[-1] and (len(given) < 2 or np.all(
-                constants[bounds[0]] <= constants[bounds[1]])):
+        if all(name in constants for name in given) and len(given) == 2 and np.all(
+                constants[bounds[0]] <= constants[bounds[1]]):
             return None
         nodes, current = [], node.input[0]
         for index, (name, op_type) in enumerate(zip(bounds, ("Max", "Min"))):
