@@ -483,15 +483,18 @@ def run(libraries, to: str, json_path: Path, markdown_path: Path, only=None, lim
     """Sweep `entries` (default: the catalogue of `libraries`), writing the JSON and markdown after each model;
     `resume` keeps the models already in the JSON (`rerun_failing`: but those with a cell that is not a PASS, or
     not built, run again with this checkout's code). Returns every record."""
-    done, seconds = {}, 0.0
+    done, earlier, seconds = {}, {}, 0.0
     if resume and json_path.is_file():
         previous = json.loads(json_path.read_text())
-        done = {f"{r['library']}/{r['family']}/{r['model']}": r for r in previous["models"]
+        earlier = {f"{r['library']}/{r['family']}/{r['model']}": r for r in previous["models"]}
+        done = {key: r for key, r in earlier.items()
                 if not (rerun_failing and (r["unbuilt"] or any(row["verdict"] != "PASS" for row in r["rows"])))}
         seconds = previous.get("seconds", 0.0)
     entries = entries if entries is not None else catalogue(libraries, only, limit)
     keys = {e.key for e in entries}  # earlier models outside this run's catalogue are kept: a sweep grows by runs
-    records = [done[e.key] for e in entries if e.key in done] + [r for k, r in done.items() if k not in keys]
+    # a model to run again keeps its earlier record until its new one replaces it: a stopped run loses none
+    records = [earlier.get(e.key, done.get(e.key)) for e in entries if e.key in earlier] + \
+        [r for k, r in earlier.items() if k not in keys]
     with tempfile.TemporaryDirectory(prefix="rosetta-sweep-") as scratch:
         work = Path(work_dir or scratch)
         for entry in entries:
@@ -500,7 +503,7 @@ def run(libraries, to: str, json_path: Path, markdown_path: Path, only=None, lim
             start = time.perf_counter()
             record = sweep_model(entry, to, work, jobs, executor, timeout)
             seconds += time.perf_counter() - start
-            records.append(record)
+            records = [r for r in records if f"{r['library']}/{r['family']}/{r['model']}" != entry.key] + [record]
             verdicts = " ".join(f"{r['target']}={r['verdict']}" for r in record["rows"]) or f"unbuilt: {record['unbuilt']}"
             print(f"{entry.key}: {verdicts} ({record['seconds']:.0f} s)", flush=True)
             write(json_path, markdown_path, records, seconds)

@@ -88,6 +88,16 @@ def test_the_sweep_writes_its_rows_grouped_per_target_library_family_and_cause(s
               rerun_failing=True)
     assert ran == ["shrinking", "unbuildable"], "only the models with a cell that is not a PASS, or unbuilt, run again"
 
+    def stopped():
+        raise KeyboardInterrupt  # the run stopped while a model runs again: its earlier record stays
+    halted = [sweep.Entry(e.library, e.family, e.name, stopped if e.name == "unbuildable" else e.build)
+              for e in _sample(sweep)]  # shrinking runs again and is written first
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run(["timm"], "onnx,torch", tmp_path / "s.json", tmp_path / "s.md", resume=True, entries=halted,
+                  rerun_failing=True)
+    kept_after_stop = json.loads((tmp_path / "s.json").read_text())["models"]
+    assert sorted(r["model"] for r in kept_after_stop) == sorted(r["model"] for r in records)
+
 
 def test_a_family_is_swept_at_its_smallest_variant(sweep):
     assert sweep.smallest(["convnext_base", "convnext_atto", "convnext_tiny"]) == "convnext_atto"
