@@ -294,6 +294,19 @@ def test_an_uneven_adaptive_average_is_exported_by_torchscript_as_a_matmul_and_p
     assert "AveragePool" in ops and "MatMul" not in ops
 
 
+def _exported_by_torchscript(module, targets: str, spec: str, batch: int, tmp_path) -> set:
+    """`module` converted to `targets`, every row PASS and the ONNX artifact made by the TorchScript exporter (no
+    second way in): the op types of that artifact."""
+    import rosetta
+
+    conversion = rosetta.convert(module, targets, inputs=[spec], batch=batch, output_dir=tmp_path / "out")
+    assert {row.target: row.verdict for row in conversion.report} == dict.fromkeys(targets.split(","), "PASS"), \
+        conversion.report
+    manifest = Manifest.read(tmp_path / "out" / "onnx")
+    assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
+    return {node.op_type for node in onnx.load(str(tmp_path / "out" / "onnx" / manifest.artifact)).graph.node}
+
+
 class _Expm1(__import__("torch").nn.Module):
     def forward(self, x):
         return x.expm1()
@@ -310,18 +323,12 @@ def test_ops_without_a_torchscript_symbolic_are_exported_as_primitives(norm, ops
     TorchScript exporter."""
     import torch
 
-    import rosetta
-
     torch.manual_seed(0)
     module = torch.nn.Sequential(torch.nn.Linear(6, 6), norm()).eval()
     with torch.no_grad():
         for parameter in module[1].parameters():  # RMSNorm's weight: not all ones
             parameter.uniform_(0.5, 1.5)
-    conversion = rosetta.convert(module, "onnx", inputs=["x:Nx4x6:float32"], batch=2, output_dir=tmp_path / "out")
-    assert [row.verdict for row in conversion.report] == ["PASS"], conversion.report
-    manifest = Manifest.read(tmp_path / "out" / "onnx")
-    assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
-    assert ops <= {node.op_type for node in onnx.load(str(tmp_path / "out" / "onnx" / manifest.artifact)).graph.node}
+    assert ops <= _exported_by_torchscript(module, "onnx", "x:Nx4x6:float32", 2, tmp_path)
 
 
 def test_dynamo_preserve_is_optimised_but_keeps_its_batchnorm(tmp_path):
@@ -376,15 +383,7 @@ def test_repeat_interleave_along_an_axis_is_exported_as_tile_and_reshape(tmp_pat
     the same input written at the wrong axis ((N, 5, 2, 4) for (N, 5, 8): Cohere's rotary embedding, ONNX Runtime
     refused the export, every target CANNOT); by a constant count it is exported as Unsqueeze, Tile and Reshape,
     and the model PASSes."""
-    import rosetta
-
-    conversion = rosetta.convert(_Interleaved(), "onnx,torch", inputs=["x:Nx5x8:float32"], batch=3,
-                                 output_dir=tmp_path / "out")
-    assert {row.target: row.verdict for row in conversion.report} == {"onnx": "PASS", "torch": "PASS"}, \
-        conversion.report
-    manifest = Manifest.read(tmp_path / "out" / "onnx")
-    assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
-    assert "Tile" in {node.op_type for node in onnx.load(str(tmp_path / "out" / "onnx" / manifest.artifact)).graph.node}
+    assert "Tile" in _exported_by_torchscript(_Interleaved(), "onnx,torch", "x:Nx5x8:float32", 3, tmp_path)
 
 
 class _Folded(__import__("torch").nn.Module):
@@ -414,15 +413,7 @@ def test_fold_is_exported_before_opset_18_as_a_transposed_convolution(tmp_path):
     no target but ONNX Runtime converted: written as a ConvTranspose by one-hot kernels, cut to the output size
     (here 8x8 from 4x4 blocks of stride 2, past the full result's 7: a zero row and column), the model PASSes
     through onnx2torch and the Keras mapper too."""
-    import rosetta
-
-    conversion = rosetta.convert(_Folded(), "onnx,torch,keras", inputs=["x:Nx4x8x8:float32"], batch=2,
-                                 output_dir=tmp_path / "out")
-    assert {row.target: row.verdict for row in conversion.report} == dict.fromkeys(("onnx", "torch", "keras"),
-                                                                                   "PASS"), conversion.report
-    manifest = Manifest.read(tmp_path / "out" / "onnx")
-    assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
-    ops = {node.op_type for node in onnx.load(str(tmp_path / "out" / "onnx" / manifest.artifact)).graph.node}
+    ops = _exported_by_torchscript(_Folded(), "onnx,torch,keras", "x:Nx4x8x8:float32", 2, tmp_path)
     assert "ConvTranspose" in ops and "Col2Im" not in ops
 
 
@@ -451,13 +442,6 @@ def test_an_antialiased_resize_is_exported_as_matmuls(mode, tmp_path):
     own kernel makes of the identity, the model PASSes."""
     import torch
 
-    import rosetta
-
     torch.manual_seed(0)
-    conversion = rosetta.convert(_AntialiasedPositions(mode), "onnx,torch", inputs=["x:Nx3x12x20:float32"], batch=2,
-                                 output_dir=tmp_path / "out")
-    assert {row.target: row.verdict for row in conversion.report} == {"onnx": "PASS", "torch": "PASS"}, \
-        conversion.report
-    manifest = Manifest.read(tmp_path / "out" / "onnx")
-    assert manifest.converter["name"] == "torch.onnx.export[torchscript]" and "way_in" not in manifest.converter
-    assert "MatMul" in {node.op_type for node in onnx.load(str(tmp_path / "out" / "onnx" / manifest.artifact)).graph.node}
+    assert "MatMul" in _exported_by_torchscript(_AntialiasedPositions(mode), "onnx,torch", "x:Nx3x12x20:float32", 2,
+                                                tmp_path)
