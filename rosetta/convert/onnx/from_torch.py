@@ -35,6 +35,7 @@ left. An exporter the user chose is the only one tried.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import warnings
 from dataclasses import dataclass
@@ -337,10 +338,9 @@ def adaptive_average_as_matmul(opset: int):
             for size, o in zip(spatial, out):
                 kernel = np.kron(kernel, averaging_matrix(size, o))
             dtype = _dtype_of(x)
-            shape = lambda *dims: g.op("Constant", value_t=torch.tensor(dims, dtype=torch.int64))  # noqa: E731
-            flat = g.op("Reshape", x, shape(-1, sizes[1], int(np.prod(spatial))))
+            flat = g.op("Reshape", x, _int64s(g, [-1, sizes[1], int(np.prod(spatial))]))
             pooled = g.op("MatMul", flat, g.op("Constant", value_t=torch.tensor(kernel.T, dtype=dtype)))
-            return g.op("Reshape", pooled, shape(-1, sizes[1], *out))
+            return g.op("Reshape", pooled, _int64s(g, [-1, sizes[1], *out]))
         return adaptive_average
 
     names = [f"aten::adaptive_avg_pool{rank}d" for rank in (1, 2, 3)]
@@ -351,6 +351,13 @@ def adaptive_average_as_matmul(opset: int):
     finally:
         for name in names:
             torch.onnx.unregister_custom_op_symbolic(name, opset)
+
+
+def _int64s(g, values: list):
+    """A Constant of int64 values in a TorchScript symbolic's graph (a shape, axes, bounds, repeats)."""
+    import torch
+
+    return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
 
 
 def _static_ints(value) -> list[int] | None:
@@ -410,7 +417,7 @@ def _fold_as_transposed_convolution(g, x, out: list, kernel, dilation, padding, 
     weight = np.zeros((kh * kw, 1, kh, kw), dtype=np.float32)
     for index in range(kh * kw):
         weight[index, 0, index // kw, index % kw] = 1.0
-    ints = lambda values: g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))  # noqa: E731
+    ints = functools.partial(_int64s, g)
     grid = g.op("Reshape", x, ints([-1, kh * kw, *blocks]))
     # `out` is the full transposed convolution from `padding` on, with zeros where `out` runs past its end; cut and
     # padded by their own nodes (onnx2torch takes symmetric pads only, and tf2onnx writes a Keras output_padding
@@ -472,19 +479,19 @@ def _antialiased_resize(mode: str):
             return symbolic_helper._unimplemented(f"_upsample_{mode}2d_aa", "sizes known only at run time", x)
         dtype = _dtype_of(x)
 
-        def along(size: int, target: int):  # (target, size): torch's resize of each unit vector along one axis
+        def along(size: int, target: int):  # (size, target): torch's resize of each unit vector along one axis
             # (the other axis kept at 4: at 1, torch's antialiased kernels give every output row the first's)
             basis = torch.eye(size, dtype=torch.float64)[:, None, :, None].expand(size, 1, size, 4)
             resized = torch.nn.functional.interpolate(basis.contiguous(), size=(target, 4), mode=mode,
                                                       antialias=True, align_corners=corners)
-            return resized[:, 0, :, 0].T.to(dtype)
+            return resized[:, 0, :, 0].to(dtype).contiguous()
 
         # each a MatMul by a matrix on the right, as a linear layer is (MXNet's importer refuses a 2-D left
         # operand of a 4-D right one): the rows through a transpose
         columns = g.op("Transpose", x, perm_i=[0, 1, 3, 2])
-        rows = g.op("MatMul", columns, g.op("Constant", value_t=along(sizes[0], out[0]).T.contiguous()))
+        rows = g.op("MatMul", columns, g.op("Constant", value_t=along(sizes[0], out[0])))
         rows = g.op("Transpose", rows, perm_i=[0, 1, 3, 2])
-        return g.op("MatMul", rows, g.op("Constant", value_t=along(sizes[1], out[1]).T.contiguous()))
+        return g.op("MatMul", rows, g.op("Constant", value_t=along(sizes[1], out[1])))
     return symbolic
 
 
@@ -533,7 +540,7 @@ def primitive_forms(opset: int):
             return symbolic_opset13.repeat_interleave(g, x, repeats, dim, output_size)
         rank = len(sizes)
         axis = symbolic_helper._get_const(dim, "i", "dim") % rank
-        ints = lambda values: g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))  # noqa: E731
+        ints = functools.partial(_int64s, g)
         tiled = g.op("Tile", g.op("Unsqueeze", x, ints([axis + 1])),
                      ints([1] * (axis + 1) + [times] + [1] * (rank - axis - 1)))
         shape = g.op("Shape", x)
