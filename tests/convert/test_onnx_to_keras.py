@@ -122,6 +122,10 @@ CASES = {
     "depthwise_and_grouped_conv": (lambda: nn.Sequential(
         nn.Conv2d(4, 8, 3, padding=1, groups=4), nn.Conv2d(8, 6, 3, stride=2, groups=2),
         nn.Conv2d(6, 6, 3, padding=2, dilation=2, groups=6, bias=False)), (2, 4, 7, 6), 17),
+    # Keras takes strides or dilations > 1, not both: a stride-1 convolution subsampled (selective kernels)
+    "conv_strided_and_dilated": (lambda: nn.Sequential(
+        nn.Conv2d(3, 4, 3, stride=2, dilation=2), nn.Conv2d(4, 8, 3, stride=(2, 3), padding=2, dilation=(2, 3), groups=4),
+        nn.Conv2d(8, 8, 3, stride=2, padding=2, dilation=2, groups=8)), (2, 3, 21, 19), 17),
     "conv1d_stack": (lambda: nn.Sequential(
         nn.Conv1d(3, 6, 3, padding=1), nn.BatchNorm1d(6), nn.ReLU(), nn.MaxPool1d(2),
         nn.Conv1d(6, 6, 3, padding=2, dilation=2, groups=6), nn.AvgPool1d(2), nn.Flatten(), nn.Linear(18, 5)),
@@ -329,8 +333,6 @@ class ConstantConcat(nn.Module):
 
 
 UNSUPPORTED = {
-    "conv_strides_and_dilations": (lambda: nn.Conv2d(3, 4, 3, stride=2, dilation=2), (2, 3, 9, 9),
-                                   "Conv with both strides and dilations"),
     "conv_transpose_grouped": (lambda: nn.ConvTranspose2d(4, 4, 3, groups=2), (2, 4, 4, 4),
                                "ConvTranspose is supported with group=1"),
     "max_pool_dilations": (lambda: nn.MaxPool2d(2, dilation=2), (2, 3, 6, 6), "MaxPool with dilations"),

@@ -45,8 +45,11 @@ def conv(context, node, attrs):
     if text(attrs.get("auto_pad", "NOTSET")) != "NOTSET":
         raise RosettaError("keras mapper: Conv auto_pad is not supported (export with explicit pads)")
     strides, dilations = list(attrs.get("strides", [1] * spatial)), list(attrs.get("dilations", [1] * spatial))
-    if max(strides) > 1 and max(dilations) > 1:
-        raise RosettaError("keras mapper: Conv with both strides and dilations > 1 is not supported by Keras")
+    # Keras takes strides or dilations > 1, not both (selective-kernel and dilated-ResNet downsampling have both):
+    # the same padded input convolved at stride 1, then every stride-th output kept, is the strided convolution
+    # (its output i is the window that starts at i x stride)
+    subsample = strides if max(strides) > 1 and max(dilations) > 1 else None
+    strides = [1] * spatial if subsample else strides
     x = materialize(context, context.values[node.input[0]], channels_last(spatial + 2))
     group = attrs.get("group", 1)
     kernel = list(weight.shape[2:])
@@ -64,6 +67,8 @@ def conv(context, node, attrs):
         kernel_weights = weight.transpose(spatial_axes + [1, 0])  # O I spatial -> spatial I O
     tensor = layer(x.tensor)
     layer.set_weights([kernel_weights] + ([bias] if bias is not None else []))
+    if subsample:
+        tensor = tensor[(slice(None), *(slice(None, None, step) for step in subsample), slice(None))]
     return [Mapped(tensor, channels_last(spatial + 2))]
 
 
