@@ -489,6 +489,10 @@ DIRECT = {
     rw.gather_nd_as_gather: (_small_graph(  # the dynamo exporter's x[rows, columns]
         [helper.make_node("GatherND", ["x", "picks"], ["picked"]), helper.make_node("Relu", ["picked"], ["y"])],
         [("x", [3, 4, 5])], [("picks", np.array([[[2, 1], [0, 3]], [[1, -1], [2, 0]]], np.int64))]), "GatherND"),
+    rw.matmul_batch_broadcast_as_tile: (_small_graph(  # multi-query attention: 4 query heads, one key head
+        [helper.make_node("ReduceMean", ["x"], ["key"], axes=[1], keepdims=1),
+         helper.make_node("Transpose", ["key"], ["key_t"], perm=[0, 1, 3, 2]),
+         helper.make_node("MatMul", ["x", "key_t"], ["y"])], [("x", ["N", 4, 3, 5])], [], opset=17), None),
     rw.old_opsets_upgraded: (_small_graph(  # Pad-2, its pads and value attributes (opset 11 made them inputs)
         [helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 2], value=2.0)], [("x", ["N", 3])], [], opset=9), None),
 }

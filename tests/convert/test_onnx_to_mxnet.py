@@ -420,3 +420,23 @@ def test_each_registered_op_computes_what_onnxruntime_computes(op, tmp_path):
     rewritten = rewrite_for_mxnet(onnx.load_from_string(model.SerializeToString()))
     assert op in {node.op_type for node in rewritten.graph.node}, "the case does not reach this converter"
     _check(model, feeds, tmp_path, atol=1e-5)
+
+
+class _MultiQueryAttention(torch.nn.Module):
+    """timm's MobileNetV5 attention: four query heads against one shared key and value head, by broadcasting."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.kv = torch.nn.Linear(8, 16), torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        q = self.q(x).reshape(-1, 5, 4, 4).transpose(1, 2)  # (N, 4, 5, 4)
+        k, v = self.kv(x).reshape(-1, 1, 5, 8).split(4, dim=-1)  # (N, 1, 5, 4) each
+        return torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v
+
+
+def test_a_matmul_that_broadcasts_one_head_to_many_computes_what_onnxruntime_computes(tmp_path):
+    """MXNet's MatMul takes the same batch axes on both sides; the shared head is tiled to the query heads
+    (matmul_batch_broadcast_as_tile), at another batch than the export's."""
+    model = _exported(_MultiQueryAttention(), np.zeros((2, 5, 8), np.float32), tmp_path)
+    _check(model, {"x": np.random.default_rng(3).normal(size=(3, 5, 8)).astype(np.float32)}, tmp_path, atol=1e-5)

@@ -48,5 +48,6 @@ from rosetta.convert.onnx.rewrites.convolution import (conv_transpose_as_depth_t
                                                        counted_pads_as_pad, explicit_pads)
 from rosetta.convert.onnx.rewrites.arithmetic import (cast_like_as_cast, clip_bounds_as_max_min, einsum_as_matmul,
                                                       gelu_as_primitives,
-                                                      integer_fmod_as_magnitudes, shifts_out_of_range_as_where,
+                                                      integer_fmod_as_magnitudes, matmul_batch_broadcast_as_tile,
+                                                      shifts_out_of_range_as_where,
                                                       trilu_as_where, unsigned_divisions_as_int64)  # noqa: F401

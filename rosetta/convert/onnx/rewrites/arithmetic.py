@@ -324,3 +324,56 @@ def einsum_as_matmul(model):
 
     replace_nodes(model, replace)
     return remove_dead_nodes(model)
+
+
+@rewrite
+def matmul_batch_broadcast_as_tile(model):
+    """MXNet: its MatMul (linalg_gemm2) takes operands of one rank with the same batch axes; ONNX's broadcasts them
+    (multi-query attention: 8 query heads against one shared key head, (N, 8, T, d) @ (N, 1, d, T)). The operand
+    of lower rank gets leading axes of size 1, and a batch axis of size 1 against a static size k is tiled k times,
+    which is what broadcasting computes. A 2-D constant weight is left as it is (`dot` takes any rank against
+    it); a size-1 axis against one of run-time size (the batch) is left too."""
+    from onnx import helper, numpy_helper
+
+    shapes, constants, opset = static_shapes(model), constant_values(model), default_opset(model)
+
+    def ints(name, values):
+        model.graph.initializer.append(numpy_helper.from_array(np.array(values, np.int64), name))
+        return name
+
+    def replace(node):
+        if node.op_type != "MatMul":
+            return None
+        a, b = (shape_of(name, shapes, constants) for name in node.input[:2])
+        if a is None or b is None or min(len(a), len(b)) < 2 or (len(b) == 2 and node.input[1] in constants):
+            return None
+        rank = max(len(a), len(b))
+        full = [[1] * (rank - len(shape)) + list(shape) for shape in (a, b)]
+        repeats = [[1] * rank, [1] * rank]
+        for axis, (left, right) in enumerate(zip(full[0][:-2], full[1][:-2])):
+            if left == right:
+                continue
+            for side, (size, other) in enumerate(((left, right), (right, left))):
+                if size == 1 and isinstance(other, int):
+                    repeats[side][axis] = other
+            if repeats[0][axis] == repeats[1][axis] == 1:  # a run-time size against 1, or two unknown sizes
+                return None
+        if len(a) == len(b) and all(r == 1 for r in repeats[0] + repeats[1]):
+            return None
+        nodes, operands, name = [], [], node.output[0]
+        for side, (operand, shape) in enumerate(zip(node.input[:2], (a, b))):
+            if len(shape) < rank:
+                axes = list(range(rank - len(shape)))
+                nodes.append(helper.make_node("Unsqueeze", [operand, ints(f"{name}_axes{side}", axes)],
+                                              [f"{name}_ranked{side}"]) if opset >= 13 else
+                             helper.make_node("Unsqueeze", [operand], [f"{name}_ranked{side}"], axes=axes))
+                operand = f"{name}_ranked{side}"
+            if any(r != 1 for r in repeats[side]):
+                nodes.append(helper.make_node("Tile", [operand, ints(f"{name}_repeats{side}", repeats[side])],
+                                              [f"{name}_tiled{side}"]))
+                operand = f"{name}_tiled{side}"
+            operands.append(operand)
+        return nodes + [helper.make_node("MatMul", operands, list(node.output), name=node.name)]
+
+    replace_nodes(model, replace)
+    return model

@@ -44,7 +44,7 @@ REWRITES = (rw.constant_attributes_as_tensors, rw.batch_normalization_of_constan
             rw.constant_reshape_shapes, rw.axis_ranges, rw.tile_as_expand,
             rw.drop_zero_initial_states, rw.static_shapes_as_constants,
             rw.explicit_pads, rw.cast_like_as_cast,
-            rw.gelu_as_primitives, rw.flatten_as_reshape, rw.einsum_as_matmul,
+            rw.gelu_as_primitives, rw.flatten_as_reshape, rw.einsum_as_matmul, rw.matmul_batch_broadcast_as_tile,
             rw.explicit_default_axes, rw.resize_of_a_filled_tensor, rw.resize_sizes_as_scales,
             rw.resize_as_gathers_and_matmuls, rw.trilu_as_where, rw.depth_to_space_as_reshapes,
             rw.group_normalization_as_instance_normalization, rw.constant_of_shape_as_initializers,
