@@ -7,7 +7,6 @@ artifact while it makes it), so an artifact is still converted once per run, not
 from __future__ import annotations
 
 import signal
-from collections import Counter
 
 import pytest
 
@@ -27,13 +26,6 @@ def references() -> dict:
     return {}
 
 
-@pytest.fixture(scope="session")
-def trained_references() -> dict:
-    """This process's memo of trained references (rosetta.verify.training.trained_reference); the store shares
-    them between processes. Session-scoped, so that the training tests are not one module-wide group."""
-    return {}
-
-
 def _module_fixture_users_in_one_process(items) -> None:
     """A module-scoped fixture is computed once per process, so under xdist once in each process that runs one of
     its tests (test_port_training_pairs' minute of training, twice). The tests that use one run in one process
@@ -47,25 +39,10 @@ def _module_fixture_users_in_one_process(items) -> None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
-def _groups_first(items) -> None:
-    """The groups first, the largest first, then every other test in its order. xdist hands each process the
-    next group or test as it frees up, so a long group collected near the end (the training modules sit late
-    in tests/verify/) ran alone while the other process sat idle; started first, the ungrouped tests even out
-    the end. The same order in every process (xdist requires it): a stable sort on names."""
-    def group_of(item):
-        marker = item.get_closest_marker("xdist_group")
-        return (marker.args[0] if marker.args else marker.kwargs.get("name")) if marker else None
-
-    sizes = Counter(group_of(item) for item in items if group_of(item) is not None
-                    and not item.get_closest_marker("whole"))  # the whole suite's own are deselected later
-    items.sort(key=lambda item: (0, -sizes[group_of(item)], group_of(item)) if group_of(item) is not None else (1,))
-
-
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its worker's own hook)
 def pytest_collection_modifyitems(config, items) -> None:
     """Tests marked `gpu` run wherever PyTorch sees a CUDA device and are skipped, saying so, elsewhere."""
     _module_fixture_users_in_one_process(items)
-    _groups_first(items)
     gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
     if gpu_tests:
         from tests.shared import torch_has_cuda

@@ -50,6 +50,11 @@ def cheap(model: str) -> dict:
 BIASED_VARIANCE = {"keras", "mxnet"}
 
 
+@pytest.fixture(scope="module")
+def trained_references() -> dict:
+    return {}
+
+
 @pytest.mark.parametrize("model,target,precision", CELLS)
 def test_target_trains_like_the_reference(store, trained_references, model, target, precision):
     cell = TrainCell(model, target, precision=precision, **{"steps": 5, "batch": 4, **cheap(model)})
