@@ -477,6 +477,11 @@ def write(json_path: Path, markdown_path: Path, records: list[dict], seconds: fl
     atomic_write_text(markdown_path, markdown(records, seconds))
 
 
+def record_key(record: dict) -> str:
+    """A record's model as Entry.key names it: library/family/model."""
+    return f"{record['library']}/{record['family']}/{record['model']}"
+
+
 def run(libraries, to: str, json_path: Path, markdown_path: Path, only=None, limit=None, resume: bool = False,
         jobs: int = 2, executor: str = "local", timeout: float | None = None, work_dir: Path | None = None,
         entries: list[Entry] | None = None, rerun_failing: bool = False) -> list[dict]:
@@ -486,14 +491,14 @@ def run(libraries, to: str, json_path: Path, markdown_path: Path, only=None, lim
     done, earlier, seconds = {}, {}, 0.0
     if resume and json_path.is_file():
         previous = json.loads(json_path.read_text())
-        earlier = {f"{r['library']}/{r['family']}/{r['model']}": r for r in previous["models"]}
+        earlier = {record_key(r): r for r in previous["models"]}
         done = {key: r for key, r in earlier.items()
                 if not (rerun_failing and (r["unbuilt"] or any(row["verdict"] != "PASS" for row in r["rows"])))}
         seconds = previous.get("seconds", 0.0)
     entries = entries if entries is not None else catalogue(libraries, only, limit)
     keys = {e.key for e in entries}  # earlier models outside this run's catalogue are kept: a sweep grows by runs
     # a model to run again keeps its earlier record until its new one replaces it: a stopped run loses none
-    records = [earlier.get(e.key, done.get(e.key)) for e in entries if e.key in earlier] + \
+    records = [earlier[e.key] for e in entries if e.key in earlier] + \
         [r for k, r in earlier.items() if k not in keys]
     with tempfile.TemporaryDirectory(prefix="rosetta-sweep-") as scratch:
         work = Path(work_dir or scratch)
@@ -503,7 +508,7 @@ def run(libraries, to: str, json_path: Path, markdown_path: Path, only=None, lim
             start = time.perf_counter()
             record = sweep_model(entry, to, work, jobs, executor, timeout)
             seconds += time.perf_counter() - start
-            records = [r for r in records if f"{r['library']}/{r['family']}/{r['model']}" != entry.key] + [record]
+            records = [r for r in records if record_key(r) != entry.key] + [record]
             verdicts = " ".join(f"{r['target']}={r['verdict']}" for r in record["rows"]) or f"unbuilt: {record['unbuilt']}"
             print(f"{entry.key}: {verdicts} ({record['seconds']:.0f} s)", flush=True)
             write(json_path, markdown_path, records, seconds)
