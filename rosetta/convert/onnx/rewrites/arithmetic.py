@@ -3,9 +3,11 @@ and integer division and fmod, CastLike, Gelu, Trilu; and Einsum as a MatMul."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from rosetta.convert.onnx.rewrites.graph import FLOAT_TYPES, remove_dead_nodes, replace_nodes
+from rosetta.convert.onnx.rewrites.graph import FLOAT_TYPES, add_initializer, remove_dead_nodes, replace_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
 from rosetta.frameworks.onnx_graph import (constant_values, default_opset, element_types, node_attributes,
                                            shape_of, static_shapes, text)
@@ -81,7 +83,7 @@ def shifts_out_of_range_as_where(model):
     """onnx2tf (TensorFlow's shifts, like C's, mask or wrap a shift amount): BitShift with ONNX's result where the
     amount is negative or at least the width, 0, or for a right shift of a negative signed value -1, and the
     shift itself by an amount brought in range elsewhere: Where(out of range, fill, BitShift(x, amount or 0))."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     types = element_types(model)
 
@@ -93,7 +95,7 @@ def shifts_out_of_range_as_where(model):
         amount_dtype = helper.tensor_dtype_to_np_dtype(types[amount])
         for suffix, value, dtype in (("zero", 0, amount_dtype), ("width", 8 * x_dtype.itemsize, amount_dtype),
                                      ("x_zero", 0, x_dtype), ("x_minus_one", -1 if x_dtype.kind == "i" else 0, x_dtype)):
-            model.graph.initializer.append(numpy_helper.from_array(np.array(value, dtype), f"{name}_{suffix}"))
+            add_initializer(model, f"{name}_{suffix}", value, dtype)
         right_signed = text(node_attributes(node).get("direction", "")) == "RIGHT" and x_dtype.kind == "i"
         fill = [helper.make_node("Less", [x, f"{name}_x_zero"], [f"{name}_negative"]),
                 helper.make_node("Where", [f"{name}_negative", f"{name}_x_minus_one", f"{name}_x_zero"],
@@ -183,7 +185,7 @@ def gelu_as_primitives(model):
     """MXNet and onnx2torch (no Gelu): Gelu (opset 20) as the function ONNX defines it by: exact,
     x * 0.5 * (1 + erf(x / sqrt(2))), or approximate='tanh', x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715
     x^3)))."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     types = element_types(model)
 
@@ -193,7 +195,8 @@ def gelu_as_primitives(model):
             return None
         name, x = node.output[0], node.input[0]
         constants = {"half": 0.5, "one": 1.0, "scale": 1 / np.sqrt(2), "cube": 0.044715, "tanh_scale": np.sqrt(2 / np.pi)}
-        model.graph.initializer.extend(numpy_helper.from_array(np.array(v, dtype), f"{name}_{k}") for k, v in constants.items())
+        for k, v in constants.items():
+            add_initializer(model, f"{name}_{k}", v, dtype)
         nodes = [helper.make_node("Mul", [x, f"{name}_half"], [f"{name}_halved"])]
         if text(node_attributes(node).get("approximate", "none")) == "tanh":
             nodes += [helper.make_node("Mul", [x, x], [f"{name}_square"]),
@@ -221,14 +224,14 @@ def einsum_as_matmul(model):
     operand alone, or several whose sizes shape inference knows but for one (SAM's relative positions,
     "bhwc,hkc->bhwk": b and w merged by a Reshape and split again after). Others (an ellipsis, a repeated
     letter, a letter summed within one operand, free letters of unknown sizes) are left as they are."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     opset = default_opset(model)
 
     def axes_node(op, tensor, output, axes):
         if opset < 13:
             return helper.make_node(op, [tensor], [output], axes=axes)
-        model.graph.initializer.append(numpy_helper.from_array(np.array(axes, np.int64), f"{output}_axes"))
+        add_initializer(model, f"{output}_axes", axes)
         return helper.make_node(op, [tensor, f"{output}_axes"], [output])
 
     def arranged(tensor, letters, wanted, name, nodes):
@@ -259,7 +262,7 @@ def einsum_as_matmul(model):
         flat = -1 if None in known else int(np.prod(known))
         target = [0] * k + ([flat] + [size[c] for c in summed] if letters[k] in free else
                             [size[c] for c in summed] + [flat])
-        model.graph.initializer.append(numpy_helper.from_array(np.array(target, np.int64), f"{name}_shape"))
+        add_initializer(model, f"{name}_shape", target)
         nodes.append(helper.make_node("Reshape", [tensor, f"{name}_shape"], [name]))
         return name
 
@@ -314,7 +317,7 @@ def einsum_as_matmul(model):
         letters = batch + free_left + free_right
         if len(free_left) > 1 or len(free_right) > 1:  # the merged axes split again
             target = [0] * k + [-1 if size[c] is None else size[c] for c in free_left + free_right]
-            model.graph.initializer.append(numpy_helper.from_array(np.array(target, np.int64), f"{name}_split"))
+            add_initializer(model, f"{name}_split", target)
             nodes.append(helper.make_node("Reshape", [product, f"{name}_split"], [f"{name}_unflat"]))
             product = f"{name}_unflat"
         perm = [letters.index(c) for c in out]
@@ -333,13 +336,11 @@ def matmul_batch_broadcast_as_tile(model):
     of lower rank gets leading axes of size 1, and a batch axis of size 1 against a static size k is tiled k times,
     which is what broadcasting computes. A 2-D constant weight is left as it is (`dot` takes any rank against
     it); a size-1 axis against one of run-time size (the batch) is left too."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     shapes, constants, opset = static_shapes(model), constant_values(model), default_opset(model)
 
-    def ints(name, values):
-        model.graph.initializer.append(numpy_helper.from_array(np.array(values, np.int64), name))
-        return name
+    ints = partial(add_initializer, model)  # an int64 initializer by name, for a node's inputs
 
     def replace(node):
         if node.op_type != "MatMul":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rosetta.convert.onnx.rewrites.graph import remove_dead_nodes, replace_nodes
+from rosetta.convert.onnx.rewrites.graph import add_initializer, remove_dead_nodes, replace_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
 from rosetta.frameworks.onnx_graph import constant_values, default_opset, node_attributes, static_shapes
 
@@ -51,7 +51,7 @@ def empty_axes_as_every_axis(model):
     are known to be empty (a 1-D tensor of size 0) reduces every axis, as ONNX says (noop_with_empty_axes=0);
     onnx2tf reduced none (ReduceSum_default_axes_keepdims FAILed by its shape). The axes become Concat(axes,
     0..rank-1), so the run-time tensor is still read. Axes of unknown count are left for refuse_unknown_axes."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     constants, shapes = constant_values(model), static_shapes(model)
 
@@ -61,7 +61,7 @@ def empty_axes_as_every_axis(model):
                 or shapes.get(node.input[0]) is None:
             return None
         every = f"{node.output[0]}_every_axis"
-        model.graph.initializer.append(numpy_helper.from_array(np.arange(len(shapes[node.input[0]]), dtype=np.int64), every))
+        add_initializer(model, every, np.arange(len(shapes[node.input[0]])))
         concat = helper.make_node("Concat", [node.input[1], every], [f"{every}s"], axis=0)
         node.input[1] = f"{every}s"
         return [concat, node]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rosetta.convert.onnx.rewrites.graph import remove_dead_nodes
+from rosetta.convert.onnx.rewrites.graph import add_initializer, remove_dead_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
 from rosetta.frameworks.onnx_graph import constant_values, node_attributes, static_shapes, text
 
@@ -94,7 +94,7 @@ def counted_pads_as_pad(model):
     1x1 maps gives 9x the mean, measured): the pads as a zero Pad before it and the pool without pads, which is
     the same average (every window then holds kernel-size elements, zeros counted). A pool with ceil_mode, whose
     last window may reach past the pads, is left as it is, as is a model below opset 11 (Pad's pads an attribute)."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     if next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0) < 11:
         return model
@@ -107,8 +107,7 @@ def counted_pads_as_pad(model):
             nodes.append(node)
             continue
         spatial, name = len(pads) // 2, node.output[0]
-        model.graph.initializer.append(numpy_helper.from_array(
-            np.array([0, 0, *pads[:spatial], 0, 0, *pads[spatial:]], np.int64), f"{name}_counted_pads"))
+        add_initializer(model, f"{name}_counted_pads", [0, 0, *pads[:spatial], 0, 0, *pads[spatial:]])
         nodes.append(helper.make_node("Pad", [node.input[0], f"{name}_counted_pads"], [f"{name}_padded"],
                                       mode="constant"))
         for attribute in [a for a in node.attribute if a.name in ("pads", "count_include_pad")]:

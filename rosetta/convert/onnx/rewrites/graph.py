@@ -1,5 +1,5 @@
 """The graph as a whole: dead nodes, identities of initializers, graph inputs, node names, opsets, and the helpers the
-other families share (`remove_dead_nodes`, `replace_nodes`)."""
+other families share (`remove_dead_nodes`, `replace_nodes`, `add_initializer`)."""
 
 from __future__ import annotations
 
@@ -181,6 +181,15 @@ def scope_safe_node_names(model):
 
 
 FLOAT_TYPES = {1: np.float32, 10: np.float16, 11: np.float64}  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE
+
+
+def add_initializer(model, name: str, values, dtype=np.int64) -> str:
+    """`values` as an initializer named `name` (int64 unless said: the axes, shapes, starts and repeats that the
+    rewrites' new nodes read); returns the name, for a node's inputs."""
+    from onnx import numpy_helper
+
+    model.graph.initializer.append(numpy_helper.from_array(np.asarray(values, dtype), name))
+    return name
 
 
 def replace_nodes(model, replace) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.convert.onnx.rewrites.constants import fold_constant_subgraphs
-from rosetta.convert.onnx.rewrites.graph import FLOAT_TYPES, remove_dead_nodes, replace_nodes
+from rosetta.convert.onnx.rewrites.graph import FLOAT_TYPES, add_initializer, remove_dead_nodes, replace_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
 from rosetta.frameworks.onnx_graph import constant_values, default_opset, element_types, node_attributes, static_shapes
 
@@ -100,7 +100,7 @@ def _layer_normalization_primitives(node, axes: list[int], x_type: int, axes_as_
 def lp_normalization_as_primitives(model):
     """onnx2tf and MXNet's importer: LpNormalization as x / norm, with a norm of 0 taken as 1, as ONNX's reference
     computes it (a vector of zeros stays zeros; both divided by 0 and gave NaN: test_l2normalization_axis_0)."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     types = element_types(model)
     opset = default_opset(model)
@@ -117,14 +117,14 @@ def lp_normalization_as_primitives(model):
                  helper.make_node("Mul", [x, x], [f"{name}_magnitude"])]
         summed = f"{name}_norm" if p == 1 else f"{name}_sum"
         if opset >= 13:
-            model.graph.initializer.append(numpy_helper.from_array(np.array([axis], np.int64), f"{name}_axes"))
+            add_initializer(model, f"{name}_axes", [axis])
             nodes.append(helper.make_node("ReduceSum", [f"{name}_magnitude", f"{name}_axes"], [summed], keepdims=1))
         else:
             nodes.append(helper.make_node("ReduceSum", [f"{name}_magnitude"], [summed], axes=[axis], keepdims=1))
         if p != 1:
             nodes.append(helper.make_node("Sqrt", [summed], [f"{name}_norm"]))
         for suffix, value in (("zero", 0), ("one", 1)):
-            model.graph.initializer.append(numpy_helper.from_array(np.array(value, dtype), f"{name}_{suffix}"))
+            add_initializer(model, f"{name}_{suffix}", value, dtype)
         return [*nodes,
                 helper.make_node("Equal", [f"{name}_norm", f"{name}_zero"], [f"{name}_is_zero"]),
                 helper.make_node("Where", [f"{name}_is_zero", f"{name}_one", f"{name}_norm"], [f"{name}_divisor"]),
@@ -140,7 +140,7 @@ def group_normalization_as_instance_normalization(model):
     spatial sizes, with constant scale and bias, as torch exports nn.GroupNorm: Reshape to (N, G, -1),
     InstanceNormalization with unit scale and zero bias (the statistics of each group), Reshape back, Mul by
     the scale and Add the bias per channel (opset 18 gives them per group: each repeated over its channels)."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     shapes, constants, opset = static_shapes(model), constant_values(model), default_opset(model)
 
@@ -154,13 +154,11 @@ def group_normalization_as_instance_normalization(model):
         if scale.size == groups and opset < 21:  # per group before opset 21
             scale, bias = np.repeat(scale, channels // groups), np.repeat(bias, channels // groups)
         per_channel = [channels] + [1] * (len(shape) - 2)
-        model.graph.initializer.extend([
-            numpy_helper.from_array(np.array([0, groups, -1], np.int64), f"{name}_groups"),
-            numpy_helper.from_array(np.array([0] + list(shape[1:]), np.int64), f"{name}_shape"),
-            numpy_helper.from_array(np.ones(groups, np.float32), f"{name}_ones"),
-            numpy_helper.from_array(np.zeros(groups, np.float32), f"{name}_zeros"),
-            numpy_helper.from_array(scale.reshape(per_channel), f"{name}_scale"),
-            numpy_helper.from_array(bias.reshape(per_channel), f"{name}_bias")])
+        add_initializer(model, f"{name}_groups", [0, groups, -1])
+        add_initializer(model, f"{name}_shape", [0] + list(shape[1:]))
+        for suffix, value in (("ones", np.ones(groups)), ("zeros", np.zeros(groups)),
+                              ("scale", scale.reshape(per_channel)), ("bias", bias.reshape(per_channel))):
+            add_initializer(model, f"{name}_{suffix}", value, np.float32)
         return [helper.make_node("Reshape", [node.input[0], f"{name}_groups"], [f"{name}_grouped"]),
                 helper.make_node("InstanceNormalization", [f"{name}_grouped", f"{name}_ones", f"{name}_zeros"],
                                  [f"{name}_normalized"], epsilon=attributes.get("epsilon", 1e-5)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rosetta.convert.onnx.rewrites.graph import FLOAT_TYPES, remove_dead_nodes, replace_nodes
+from rosetta.convert.onnx.rewrites.graph import FLOAT_TYPES, add_initializer, remove_dead_nodes, replace_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
 from rosetta.frameworks.onnx_graph import (constant_values, default_opset, element_types, node_attributes,
                                            resize_axes, shape_of, shape_tracer, static_shapes, text)
@@ -19,8 +19,6 @@ def resize_sizes_as_scales(model):
     3 is 4.99999988). What then needs no run-time
     shape is written by every target's Resize rewrites; FCN's, DeepLabV3's and FPN's upsampling was CANNOT in
     tensorflow and MXNet ("scales or sizes computed at run time")."""
-    from onnx import numpy_helper
-
     if not any(node.op_type == "Resize" and len(node.input) > 3 and node.input[3] for node in model.graph.node):
         return model  # no Resize to sizes: no shape inference
     elements, dim = shape_tracer(model, follow_equal_sizes=True)
@@ -47,7 +45,7 @@ def resize_sizes_as_scales(model):
             scales.append(scale)
         else:
             name = f"{node.input[3]}_as_scales"
-            model.graph.initializer.append(numpy_helper.from_array(np.array(scales, np.float32), name))
+            add_initializer(model, name, scales, np.float32)
             node.input[2] = name
             del node.input[3]  # sizes: given as the scales
             changed = True

@@ -3,9 +3,11 @@ DepthToSpace/SpaceToDepth as reshapes, and shape vectors made traceable (a Resha
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from rosetta.convert.onnx.rewrites.graph import remove_dead_nodes, replace_nodes
+from rosetta.convert.onnx.rewrites.graph import add_initializer, remove_dead_nodes, replace_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
 from rosetta.frameworks.onnx_graph import (constant_values, default_opset, node_attributes, shape_of, shape_tracer,
                                            static_shapes, text)
@@ -17,8 +19,6 @@ def constant_reshape_shapes(model):
     own input (how tf2onnx writes Keras' Flatten: Shape -> Gather -> Slice -> Concat -> Reshape) gets that
     shape as a constant, with 0 where it keeps an input axis of unknown size (ONNX Reshape copies the input's
     size for 0). Only rewritten when every element is a known size or provably that same input axis."""
-    from onnx import numpy_helper
-
     constants = constant_values(model)
     elements, dim = shape_tracer(model, follow_equal_sizes=True)
     for node in model.graph.node:
@@ -39,7 +39,7 @@ def constant_reshape_shapes(model):
         if len(fixed) != len(shape):
             continue
         name = f"{node.output[0]}_constant_shape"
-        model.graph.initializer.append(numpy_helper.from_array(np.array(fixed, dtype=np.int64), name))
+        add_initializer(model, name, fixed)
         node.input[1] = name
     return remove_dead_nodes(model)
 
@@ -111,8 +111,6 @@ def symbolic_reshape_shapes(model):
     accepts gives the same result). onnx2tf otherwise computes the shape at run time and its TF tensor loses
     static sizes, which its LSTM (input_size), LayerNormalization (parameter shape) and attention reshapes
     cannot take. Reshapes to an empty axis (0) are left as they are."""
-    from onnx import numpy_helper
-
     shapes = _symbolic_shapes(model)
     if shapes is None:
         return model
@@ -121,7 +119,7 @@ def symbolic_reshape_shapes(model):
         if output is None or sum(d is None for d in output) > 1 or 0 in output:
             continue
         name = f"{node.output[0]}_static_shape"
-        model.graph.initializer.append(numpy_helper.from_array(np.array([-1 if d is None else d for d in output], np.int64), name))
+        add_initializer(model, name, [-1 if d is None else d for d in output])
         node.input[1] = name
     return remove_dead_nodes(model)
 
@@ -131,7 +129,7 @@ def depth_to_space_as_reshapes(model):
     """DepthToSpace (DCR and CRD) and SpaceToDepth of an (N, C, H, W) tensor of static C, H, W as the
     Reshape -> Transpose -> Reshape their spec defines them by (the batch copied, Reshape's 0): MXNet's importer
     and onnx2torch get CRD or the opset-13 forms wrong or lack them, onnx2tf misorders SpaceToDepth's channels."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     shapes = static_shapes(model)
 
@@ -153,8 +151,8 @@ def depth_to_space_as_reshapes(model):
             first, perm, last = [0, b, b, c // (b * b), h, w], [0, 3, 4, 1, 5, 2], [0, c // (b * b), h * b, w * b]
         else:
             first, perm, last = [0, c // (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3], [0, c // (b * b), h * b, w * b]
-        model.graph.initializer.extend([numpy_helper.from_array(np.array(first, np.int64), f"{name}_blocks"),
-                                        numpy_helper.from_array(np.array(last, np.int64), f"{name}_shape")])
+        add_initializer(model, f"{name}_blocks", first)
+        add_initializer(model, f"{name}_shape", last)
         return [helper.make_node("Reshape", [node.input[0], f"{name}_blocks"], [f"{name}_split"]),
                 helper.make_node("Transpose", [f"{name}_split"], [f"{name}_moved"], perm=perm),
                 helper.make_node("Reshape", [f"{name}_moved", f"{name}_shape"], [name])]
@@ -167,7 +165,7 @@ def depth_to_space_as_reshapes(model):
 def shape_bounds_as_slice(model):
     """MXNet and onnx2tf: Shape with `start` or `end` (opset 15), which both ignore (all the sizes: a silently
     longer shape), as Shape then a Slice of those bounds."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     shapes = static_shapes(model)
     nodes = []
@@ -181,9 +179,8 @@ def shape_bounds_as_slice(model):
         if shapes.get(node.input[0]) is not None:  # bounds within the rank, as Shape-15 clamps them (onnx2tf
             rank = len(shapes[node.input[0]])  # read a negative end as none)
             start, end = (min(max(bound + rank if bound < 0 else bound, 0), rank) for bound in (start, end))
-        model.graph.initializer.extend([
-            numpy_helper.from_array(np.array([start], np.int64), f"{name}_start"),
-            numpy_helper.from_array(np.array([end], np.int64), f"{name}_end")])
+        add_initializer(model, f"{name}_start", [start])
+        add_initializer(model, f"{name}_end", [end])
         nodes += [helper.make_node("Shape", [node.input[0]], [f"{name}_all"]),
                   helper.make_node("Slice", [f"{name}_all", f"{name}_start", f"{name}_end"], [name])]
     del model.graph.node[:]
@@ -195,7 +192,7 @@ def shape_bounds_as_slice(model):
 def flatten_as_reshape(model):
     """MXNet (its Flatten flattens at axis 1 only): Flatten at another axis of a tensor of known rank as a
     Reshape to the two products, the one holding the sizes unknown when converting as -1."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     shapes = static_shapes(model)
 
@@ -209,7 +206,7 @@ def flatten_as_reshape(model):
         if None in before and None in after:
             return None
         target = [-1 if None in before else int(np.prod(before)), -1 if None in after else int(np.prod(after))]
-        model.graph.initializer.append(numpy_helper.from_array(np.array(target, np.int64), f"{node.output[0]}_shape"))
+        add_initializer(model, f"{node.output[0]}_shape", target)
         return [helper.make_node("Reshape", [node.input[0], f"{node.output[0]}_shape"], list(node.output))]
 
     replace_nodes(model, replace)
@@ -338,14 +335,12 @@ def tile_as_expand(model):
     axis is either of size 1 in x or repeated once is Expand(x, repeats), which both take with a run-time shape
     (a size-1 axis broadcast to its repeat, another kept as it is): CPM-Ant's position ids, repeated per batch.
     Another, of a static x with at most one axis of run-time size after it, is Unsqueeze, Expand and Reshape."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     shapes, constants = static_shapes(model), constant_values(model)
     elements, _ = shape_tracer(model)
 
-    def ints(name, values):
-        model.graph.initializer.append(numpy_helper.from_array(np.array(values, np.int64), name))
-        return name
+    ints = partial(add_initializer, model)  # an int64 initializer by name, for a node's inputs
 
     def replace(node):
         shape = shape_of(node.input[0], shapes, constants) if node.op_type == "Tile" else None

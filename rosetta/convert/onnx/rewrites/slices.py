@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rosetta.convert.onnx.rewrites.graph import remove_dead_nodes, replace_nodes
+from rosetta.convert.onnx.rewrites.graph import add_initializer, remove_dead_nodes, replace_nodes
 from rosetta.convert.onnx.rewrites.registry import rewrite
 from rosetta.frameworks.onnx_graph import (constant_values, default_opset, element_types, node_attributes, onnx_slice,
                                            shape_of, static_shapes)
@@ -59,8 +59,6 @@ def bounded_slices(model):
     to_mxnet can pass them to MXNet's `slice` as int32: "to the end" is INT64_MAX. Each becomes the index
     ONNX clamps it to where the axis' size is static, else a value within +-SLICE_BOUND; negative axes
     become positive where the rank is known. Every parameter is written out, steps included."""
-    from onnx import numpy_helper
-
     shapes, constants = static_shapes(model), constant_values(model)
     for node in model.graph.node:
         parameters = list(node.input) + [""] * (5 - len(node.input))
@@ -81,7 +79,7 @@ def bounded_slices(model):
                                  else _clamped_slice_index(bounds[index], size, step, is_end))
         for position, (role, values) in enumerate(zip(("starts", "ends", "axes", "steps"), (starts, ends, axes, steps)), 1):
             parameters[position] = f"{node.output[0]}_{role}"
-            model.graph.initializer.append(numpy_helper.from_array(np.asarray(values, np.int64), parameters[position]))
+            add_initializer(model, parameters[position], values)
         del node.input[:]
         node.input.extend(parameters)
     return remove_dead_nodes(model)
@@ -92,7 +90,7 @@ def one_hot_out_of_range_as_off(model):
     """onnx2tf (which wraps every index into the depth, as Python's modulo: an index of 5 in a depth of 5 became
     hot at 0, test_onehot_out_of_range_indices FAILed): OneHot's rows of indices outside [-depth, depth), which
     ONNX leaves all off, made the off value after it: Where(in range, along the one-hot axis, OneHot, off)."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
     types, shapes, opset = element_types(model), static_shapes(model), default_opset(model)
 
@@ -102,8 +100,8 @@ def one_hot_out_of_range_as_off(model):
         indices, depth, values, name = node.input[0], node.input[1], node.input[2], node.output[0]
         rank = len(shapes[indices]) + 1
         axis = int(node_attributes(node).get("axis", -1)) % rank
-        model.graph.initializer.extend([numpy_helper.from_array(np.array([axis], np.int64), f"{name}_axis"),
-                                        numpy_helper.from_array(np.array(0, np.int64), f"{name}_off_index")])
+        add_initializer(model, f"{name}_axis", [axis])
+        add_initializer(model, f"{name}_off_index", 0)
         one_hot = helper.make_node("OneHot", list(node.input), [f"{name}_hot"], name=node.name)
         one_hot.attribute.extend(node.attribute)
         return [one_hot,
@@ -158,7 +156,7 @@ def gather_nd_as_gather(model):
     Gather of data with the k indexed axes flattened into one, by each index's flat position (the sum of its k
     parts times the axes' strides, each part a Gather along the indices' last axis, a negative one counted from
     the end of its axis where that size is static): the dynamo exporter's advanced indexing (x[rows, columns])."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     shapes, constants = static_shapes(model), constant_values(model)
 
@@ -169,20 +167,18 @@ def gather_nd_as_gather(model):
         if not data or not indices or indices[-1] is None or any(size is None for size in data[1:]):
             return None
         k, out, nodes = int(indices[-1]), node.output[0], []
-        flat_shape = numpy_helper.from_array(np.array([-1] + data[k:], np.int64), f"{out}_flat_shape")
-        model.graph.initializer.append(flat_shape)
+        add_initializer(model, f"{out}_flat_shape", [-1] + data[k:])
         nodes.append(helper.make_node("Reshape", [node.input[0], f"{out}_flat_shape"], [f"{out}_flat"]))
         position = None
         for axis in range(k):
             stride = int(np.prod(data[axis + 1:k], dtype=np.int64))
-            model.graph.initializer.extend([numpy_helper.from_array(np.array(axis, np.int64), f"{out}_axis{axis}"),
-                                            numpy_helper.from_array(np.array(stride, np.int64), f"{out}_stride{axis}")])
+            add_initializer(model, f"{out}_axis{axis}", axis)
+            add_initializer(model, f"{out}_stride{axis}", stride)
             part = f"{out}_part{axis}"
             nodes.append(helper.make_node("Gather", [node.input[1], f"{out}_axis{axis}"], [part], axis=-1))
             if data[axis] is not None:  # a negative index counts from the end of its axis
-                model.graph.initializer.extend([
-                    numpy_helper.from_array(np.array(data[axis], np.int64), f"{out}_size{axis}"),
-                    numpy_helper.from_array(np.array(0, np.int64), f"{out}_zero{axis}")])
+                add_initializer(model, f"{out}_size{axis}", data[axis])
+                add_initializer(model, f"{out}_zero{axis}", 0)
                 nodes += [helper.make_node("Less", [part, f"{out}_zero{axis}"], [f"{part}_negative"]),
                           helper.make_node("Add", [part, f"{out}_size{axis}"], [f"{part}_wrapped"]),
                           helper.make_node("Where", [f"{part}_negative", f"{part}_wrapped", part], [f"{part}_index"])]
