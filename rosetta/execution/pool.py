@@ -7,9 +7,10 @@ with still holds: the same interpreter, the same environment (a test or a user t
 new one) and the same process-wide settings (threads: TensorFlow and MXNet fix them when they start). It is
 replaced after a crash, a timeout, MAX_JOBS jobs, when it grows past MAX_RSS_MB, or when a job said its state
 cannot be reset (rosetta.execution.retire_this_worker). The idle workers of a process together stay under
-IDLE_BUDGET_MB (the largest idle one stopped first): memory a finished job's framework keeps is not free for
-the next job of another family, and several runs may share the machine (`make test`'s two processes each hold
-a run's workers). Every worker dies with this process (PR_SET_PDEATHSIG).
+IDLE_BUDGET_MB (the least recently used stopped first, as a cache evicts: the family a run is using stays warm
+however large it is, and a TensorFlow worker takes seconds to start again): memory a finished job's framework
+keeps is not free for the next job of another family, and several runs may share the machine (`make test`'s two
+processes each hold a run's workers). Every worker dies with this process (PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -51,6 +52,17 @@ IDLE_BUDGET_MB = _idle_budget_mb()
 # Variables that change while a run lives but do not shape a worker: reusing one across them is safe.
 # TF_CPP_MIN_LOG_LEVEL: how much TensorFlow logs, not what it computes (rosetta.cli.main sets it while it runs)
 _TRANSIENT_VARIABLES = {"PYTEST_CURRENT_TEST", "ROSETTA_WORKER_TIMEOUT", "COLUMNS", "LINES", "TF_CPP_MIN_LOG_LEVEL"}
+# Variables a framework's own import sets in the process that imports it (a worker that imports it sets the same):
+# importing TensorFlow, torch's inductor or Ray in the caller (a notebook, a test, a Keras source read in process)
+# made every warm worker look started in another environment, and replaced it (TensorFlow's seconds again).
+# tests/execution/test_pool.py imports each and checks that what it sets is listed here.
+SET_BY_IMPORTS = {
+    "tensorflow": {"ENABLE_RUNTIME_UPTIME_TELEMETRY", "HDF5_PLUGIN_PATH", "TF2_BEHAVIOR", "TPU_ML_PLATFORM",
+                   "TPU_ML_PLATFORM_VERSION", "TPU_SKIP_MDS_QUERY", "TF_CPP_MIN_LOG_LEVEL"},
+    "torch._inductor": {"TORCHINDUCTOR_CACHE_DIR", "_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR"},
+    "ray": {"RAY_CLIENT_MODE"},
+}
+_TRANSIENT_VARIABLES |= set().union(*SET_BY_IMPORTS.values())
 
 
 def _fingerprint(settings: dict) -> str:
@@ -66,6 +78,7 @@ class Worker:
     def __init__(self, family: str, fingerprint: str, jobs: int = 0) -> None:
         self.family, self.fingerprint, self.jobs_done = family, fingerprint, 0
         self.rss_mb = 0.0  # resident after its last job, as it replied
+        self.last_used = time.monotonic()  # when its last job ended: the least recently used idle one goes first
         # its own temporary folder, removed with it: what a framework leaves in TMPDIR (a SavedModel's tmp*/assets
         # when the disk fills, a session file) goes with the worker, and with a killed run's next run
         self._temporary = contextlib.ExitStack()
@@ -101,6 +114,7 @@ class Worker:
             died.detail = self.stderr()
             raise died
         self.jobs_done += 1
+        self.last_used = time.monotonic()
         return json.loads(line)
 
     def _read_line(self, timeout: float) -> bytes | None:
@@ -208,12 +222,12 @@ class Pools:
         return execution.Outcome(result, "fresh worker" if fresh else "worker", reply["seconds"], reply["peak_rss_mb"])
 
     def _trim(self, budget_mb: float | None = None) -> None:
-        """Stop idle warm workers, the largest first, until the idle ones hold under `budget_mb` together
-        (IDLE_BUDGET_MB); a worker running a job (its family's lock held by another thread) is left alone."""
+        """Stop idle warm workers, the least recently used first, until the idle ones hold under `budget_mb`
+        together (IDLE_BUDGET_MB); a worker running a job (its family's lock held by another thread) is left alone."""
         budget_mb = IDLE_BUDGET_MB if budget_mb is None else budget_mb
         idle = []
         with self.lock:
-            candidates = sorted(self.workers.items(), key=lambda item: -item[1].rss_mb)
+            candidates = sorted(self.workers.items(), key=lambda item: item[1].last_used)
         for family, worker in candidates:
             lock = self._family_lock(family)
             if lock.acquire(blocking=False):

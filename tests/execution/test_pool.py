@@ -196,16 +196,51 @@ def test_a_jax_worker_leaves_the_gpu_to_the_timed_cell(monkeypatch):
     assert free > 0.5 * total
 
 
-def test_idle_workers_stay_under_the_budget_the_largest_stopped_first(monkeypatch):
-    """Two warm families; with a budget under their sum, the larger idle one is stopped after the next job and
-    the one that just ran (smaller) kept: the idle workers of a process stay under IDLE_BUDGET_MB together."""
+def test_idle_workers_stay_under_the_budget_the_least_recently_used_stopped_first(monkeypatch):
+    """Two warm families over the budget together: the one used least recently is stopped, though the smaller
+    (the family a run is using stays warm); with a budget under the one left too, it goes as well: the idle
+    workers of a process stay under IDLE_BUDGET_MB together."""
     import rosetta.execution.pool as pool
 
-    big = run_job(PROCESS, {}, "tensorflow")
-    small = run_job(PROCESS, {}, "mxnet")
+    monkeypatch.setattr(pool, "IDLE_BUDGET_MB", float("inf"))
+    run_job(PROCESS, {}, "mxnet")
+    big = run_job(PROCESS, {}, "tensorflow")  # used after mxnet
     POOLS.workers["tensorflow"].rss_mb, POOLS.workers["mxnet"].rss_mb = 900.0, 100.0
+    monkeypatch.setattr(pool, "IDLE_BUDGET_MB", 950.0)
+    POOLS._trim()
+    assert "mxnet" not in POOLS.workers and "tensorflow" in POOLS.workers
+    assert run_job(PROCESS, {}, "tensorflow")["pid"] == big["pid"]
+    POOLS.workers["tensorflow"].rss_mb = 900.0
     monkeypatch.setattr(pool, "IDLE_BUDGET_MB", 500.0)
     POOLS._trim()
-    assert "tensorflow" not in POOLS.workers and "mxnet" in POOLS.workers
-    assert run_job(PROCESS, {}, "mxnet")["pid"] == small["pid"] != big["pid"]
+    assert "tensorflow" not in POOLS.workers
     assert run_job(PROCESS, {}, "tensorflow")["pid"] != big["pid"]
+
+
+def test_what_a_frameworks_import_sets_keeps_the_warm_workers(monkeypatch, no_trim):
+    """Importing TensorFlow, torch's inductor or Ray in the calling process sets variables of their own
+    (TF2_BEHAVIOR, TORCHINDUCTOR_CACHE_DIR, RAY_CLIENT_MODE, ...); a worker imports them itself, so a warm one is
+    still the same environment and is kept (each was replaced, TensorFlow's import paid again). Each module is
+    imported in a process of its own here: whatever a new release sets must be listed in SET_BY_IMPORTS."""
+    import json
+    import subprocess
+    import sys
+
+    from rosetta.execution.pool import SET_BY_IMPORTS
+
+    script = ("import importlib, json, os, sys\nfound = {}\nfor name in sys.argv[1:]:\n"
+              "    before = dict(os.environ)\n    importlib.import_module(name)\n"
+              "    found[name] = sorted(k for k, v in os.environ.items() if before.get(k) != v)\nprint(json.dumps(found))")
+    done = subprocess.run([sys.executable, "-c", script, *SET_BY_IMPORTS], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    for module, names in found.items():
+        assert set(names) <= SET_BY_IMPORTS[module], f"importing {module} sets {sorted(set(names) - SET_BY_IMPORTS[module])}"
+    assert found["tensorflow"], "importing TensorFlow sets none: the test no longer sees what it checks"
+    first = run_job(PROCESS, {}, "tensorflow")
+    for names in SET_BY_IMPORTS.values():
+        for name in names:
+            monkeypatch.setenv(name, "set by an import")
+    assert run_job(PROCESS, {}, "tensorflow")["pid"] == first["pid"]
+    monkeypatch.setenv("KERAS_BACKEND", "jax")  # a variable that does shape a worker still replaces it
+    assert run_job(PROCESS, {}, "tensorflow")["pid"] != first["pid"]
