@@ -10,10 +10,16 @@ from rosetta.bench.run import NOT_AVAILABLE, BenchOptions, run_bench
 from rosetta.settings import RunSettings
 from rosetta.bench.workloads import parse_workloads
 from rosetta.convert.targets import parse_target_list
+from tests.shared import fixed_subset
+
+# both training workloads; `make test` keeps the GRU's: the same launchers and figures at two thirds of the CNN's
+# time (measured alone: 40 s against 59 s; the difference is in Keras' JAX workers, 8 s and 6 s against 20 s and 14 s)
+WORKLOADS = fixed_subset(["gru-train", "cnn-train"], lambda workload: workload == "gru-train")
 
 
-def test_training_runs_data_parallel_on_two_workers(store):
-    results, overheads, _ = run_bench(parse_workloads("cnn-train"), parse_target_list("keras,mxnet"), store,
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_training_runs_data_parallel_on_two_workers(store, workload):
+    results, overheads, _ = run_bench(parse_workloads(workload), parse_target_list("keras,mxnet"), store,
                                       BenchOptions(workers=2), RunSettings(batch=8), steps=2)
     reference, keras, mxnet = results
     assert [r.status for r in results] == ["ok", "ok", NOT_AVAILABLE] and not overheads
