@@ -440,30 +440,110 @@ def fold_constants(nodes: list, constants: dict, opsets, keep=None) -> list:
     return remaining
 
 
-_SAME_SHAPE_OPS = ("Relu", "Identity", "Cast", "BatchNormalization", "Sigmoid", "Tanh", "Dropout", "LeakyRelu")
+_SAME_SHAPE_OPS = ("Relu", "Identity", "Cast", "BatchNormalization", "Sigmoid", "Tanh", "Dropout", "LeakyRelu",
+                   "Softmax", "LogSoftmax", "Erf", "Gelu", "Neg", "Exp", "Sqrt", "Abs", "Clip", "Elu", "Selu",
+                   "HardSigmoid", "HardSwish", "Softplus", "LayerNormalization", "InstanceNormalization", "LRN")
+# ops whose output's first axis (the batch) is their first input's: convolutions and pools (N, C, ...)
+_SAME_BATCH_OPS = ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool",
+                   "GlobalMaxPool", "GlobalLpPool")
+_ELEMENTWISE_BINARY_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "PRelu")
+_INTEGER_TYPES = {2, 3, 4, 5, 6, 7, 12, 13}  # onnx.TensorProto UINT8 ... INT64, UINT32, UINT64
+# integer arithmetic on sizes (ONNX's integer Div truncates, as int() of the quotient does)
+_SIZE_ARITHMETIC = {"Mul": lambda a, b: a * b, "Add": lambda a, b: a + b, "Sub": lambda a, b: a - b,
+                    "Div": lambda a, b: int(a / b) if b else None}
 
 
-def shape_tracer(model, follow_equal_sizes: bool = False):
+def shape_tracer(model, follow_equal_sizes: bool = False, unknown_elements: bool = False):
     """(elements, dim) for following shape arithmetic back to what it is made of. `dim(tensor, axis)`: the
     size of that axis, an int when known, else the (tensor, axis) pair it is provably equal to (through
     Transpose and _SAME_SHAPE_OPS when `follow_equal_sizes`, else that very pair). `elements(tensor)`: the
     elements of a small 1-D integer tensor (a shape), as ints and such pairs, traced through Shape, Cast,
-    Squeeze/Unsqueeze, Identity, Gather, Slice and Concat of constants; None where one is neither."""
+    Squeeze/Unsqueeze, Identity, Gather, Slice and Concat of constants; None where one is neither, or with
+    `unknown_elements`, None for each element of a part of known length that is neither (a batch times heads
+    computed by a Mul), the others still traced."""
     static, constants = static_shapes(model), constant_values(model)
     producers = {output: node for node in model.graph.node for output in node.output}
+
+    def rank(tensor: str) -> int | None:
+        shape = static.get(tensor)
+        return len(shape) if shape is not None else constants[tensor].ndim if tensor in constants else None
 
     def dim(tensor: str, axis: int):
         shape = static.get(tensor)
         if shape and axis < len(shape) and shape[axis]:
             return shape[axis]
         node = producers.get(tensor) if follow_equal_sizes else None
-        if node is not None and node.op_type == "Transpose":
-            return dim(node.input[0], node_attributes(node)["perm"][axis])
-        if node is not None and node.op_type in _SAME_SHAPE_OPS:
-            return dim(node.input[0], axis)
-        return (tensor, axis)
+        first_output = node is not None and (node.output[0] == tensor or node.op_type == "Split")
+        source = _same_size_source(node, axis) if first_output else None
+        if isinstance(source, tuple):
+            return dim(*source)
+        return (tensor, axis) if source is None else source
+
+    def _same_size_source(node, axis: int):
+        """The size of `node`'s first output's `axis` as one of its inputs' (tensor, axis) it provably equals, or
+        an int; None where neither is known."""
+        given, ranks = node_attributes(node), [rank(name) if name else None for name in node.input]
+        if node.op_type == "Transpose":
+            perm = given.get("perm") or (list(range(ranks[0]))[::-1] if ranks[0] is not None else None)
+            return None if perm is None or axis >= len(perm) else (node.input[0], perm[axis])
+        if node.op_type in _SAME_SHAPE_OPS or (node.op_type in _SAME_BATCH_OPS and axis == 0):
+            return node.input[0], axis
+        if node.op_type == "Flatten" and axis == 0 and given.get("axis", 1) == 1:
+            return node.input[0], 0
+        if node.op_type == "Gemm" and axis == 0 and not given.get("transA", 0):
+            return node.input[0], 0
+        if node.op_type == "Split" and ranks[0] is not None and axis != given.get("axis", 0) % ranks[0]:
+            return node.input[0], axis  # every piece: cut along one axis only
+        if node.op_type in ("Squeeze", "Unsqueeze") and ranks[0] is not None:
+            listed = given.get("axes") if "axes" in given else (
+                constants[node.input[1]].ravel().tolist() if len(node.input) > 1 and node.input[1] in constants else None)
+            if listed is None:
+                return None
+            if node.op_type == "Squeeze":
+                kept = [i for i in range(ranks[0]) if i not in {a % ranks[0] for a in listed}]
+                return (node.input[0], kept[axis]) if axis < len(kept) else None
+            added = {a % (ranks[0] + len(listed)) for a in listed}
+            return 1 if axis in added else (node.input[0], axis - sum(a < axis for a in added))
+        if node.op_type == "Gather" and node.input[1] in constants and constants[node.input[1]].ndim == 0:
+            along = given.get("axis", 0) % ranks[0] if ranks[0] else None  # one index: that axis is dropped
+            return None if along is None else (node.input[0], axis if axis < along else axis + 1)
+        if node.op_type == "MatMul" and None not in ranks[:2] and min(ranks[:2]) >= 2:
+            a, b, out = ranks[0], ranks[1], max(ranks[:2])
+            if axis == out - 2:
+                return node.input[0], a - 2
+            if axis == out - 1:
+                return node.input[1], b - 1
+            if b == 2 and axis < a - 2:  # x @ W: the batch axes are x's
+                return node.input[0], axis
+            if a == b and dim(node.input[0], axis) == dim(node.input[1], axis):  # equal batch axes broadcast to it
+                return node.input[0], axis
+            return None
+        if node.op_type in _ELEMENTWISE_BINARY_OPS and len(node.input) == 2:
+            for kept, other in ((0, 1), (1, 0)):  # the one operand of run-time shape, against a constant
+                if node.input[other] in constants and ranks[kept] is not None:
+                    fixed = constants[node.input[other]].shape
+                    offset = ranks[kept] - len(fixed)
+                    if offset >= 0 and axis < ranks[kept] and (axis < offset or fixed[axis - offset] == 1):
+                        return node.input[kept], axis
+            return None
+        if node.op_type == "Reshape" and not given.get("allowzero", 0):
+            target = elements(node.input[1])
+            element = target[axis] if target is not None and axis < len(target) else None
+            if element == 0:  # ONNX Reshape copies the input's size
+                return node.input[0], axis
+            if isinstance(element, tuple) or (isinstance(element, int) and element > 0):
+                return element  # the size of another axis, read with Shape, or a constant
+        return None
 
     def elements(tensor: str):
+        found = traced(tensor)
+        if found is None and unknown_elements:
+            shape = static.get(tensor)
+            if shape == [] or (shape is not None and len(shape) == 1 and isinstance(shape[0], int) and shape[0] > 0):
+                return [None] * (shape[0] if shape else 1)
+        return found
+
+    def traced(tensor: str):
         if tensor in constants:
             array = constants[tensor]
             return [int(v) for v in array.ravel()] if array.ndim <= 1 else None
@@ -492,7 +572,20 @@ def shape_tracer(model, follow_equal_sizes: bool = False):
         if node.op_type == "Concat":
             parts = [elements(name) for name in node.input]
             return None if any(p is None for p in parts) else [e for p in parts for e in p]
+        if node.op_type in _SIZE_ARITHMETIC and len(node.input) == 2 and integer(node.output[0]):
+            parts = [elements(name) for name in node.input]  # sizes known here: h * w, C // heads
+            if all(p is not None and len(p) == 1 and isinstance(p[0], int) for p in parts):
+                found = _SIZE_ARITHMETIC[node.op_type](parts[0][0], parts[1][0])
+                return None if found is None else [found]
         return None
+
+    types: dict = {}
+
+    def integer(tensor: str) -> bool:
+        """Whether `tensor` holds integers (float sizes, int(h * 0.5), are not computed here)."""
+        if not types:
+            types.update(element_types(model) or {"": 0})
+        return types.get(tensor) in _INTEGER_TYPES
 
     return elements, dim
 

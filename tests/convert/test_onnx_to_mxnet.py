@@ -440,3 +440,44 @@ def test_a_matmul_that_broadcasts_one_head_to_many_computes_what_onnxruntime_com
     (matmul_batch_broadcast_as_tile), at another batch than the export's."""
     model = _exported(_MultiQueryAttention(), np.zeros((2, 5, 8), np.float32), tmp_path)
     _check(model, {"x": np.random.default_rng(3).normal(size=(3, 5, 8)).astype(np.float32)}, tmp_path, atol=1e-5)
+
+
+class _ReshapeIdioms(torch.nn.Module):
+    """Reshapes whose target torch.onnx computes at run time from the batch: `b, c, h, w = y.shape` read from
+    the very tensor, the input's batch read from another tensor beside an explicit -1, batch x channels folded
+    into one axis, and attention's `B, N, C = x.shape` then `qkv(x).reshape(B, N, 3, heads, d)`."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.fc = torch.nn.Conv2d(3, 4, 3), torch.nn.Linear(9, 5)
+        self.qkv, self.proj = torch.nn.Linear(4, 12), torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.conv(x)  # (N, 4, 3, 3)
+        b, c, h, w = y.shape
+        tokens = y.reshape(b, c, h * w).transpose(1, 2)  # (N, 9, 4)
+        tokens = tokens.reshape(x.shape[0], -1, c)  # the batch of the input, beside -1
+        B, N, C = tokens.shape
+        q, k, v = self.qkv(tokens).reshape(B, N, 3, 2, C // 2).permute(2, 0, 3, 1, 4)
+        mixed = (torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v).transpose(1, 2).reshape(B, N, C)
+        folded = self.proj(mixed).transpose(1, 2).reshape(b * c, h * w)  # batch x channels in one axis
+        return self.fc(folded).reshape(b, c, 5)
+
+
+def test_reshapes_to_a_run_time_batch_convert_as_torch_onnx_writes_them(tmp_path):
+    """MXNet's Reshape takes a constant shape only ("KeyError: '/Concat'" from its importer); the Keras mapper
+    needs one too. Each run-time target becomes a constant (constant_reshape_shapes): 0 where it copies an axis
+    of the reshaped tensor, -1 for the one element known only at run time. Both compute what ONNX Runtime does
+    at a batch other than the export's."""
+    from rosetta.convert.onnx.to_keras import onnx_to_keras_model
+    from rosetta.frameworks.keras import import_keras
+
+    torch.manual_seed(0)
+    model = _exported(_ReshapeIdioms(), np.zeros((2, 3, 5, 5), np.float32), tmp_path)
+    assert not any(n.op_type == "Reshape" and n.input[1] in {i.name for i in model.graph.initializer}
+                   for n in model.graph.node)  # every target computed at run time, as exported
+    x = np.random.default_rng(5).normal(size=(3, 3, 5, 5)).astype(np.float32)
+    _check(model, {"x": x}, tmp_path, atol=1e-5)
+    keras_model = onnx_to_keras_model(onnx.ModelProto.FromString(model.SerializeToString()), import_keras())
+    np.testing.assert_allclose(np.asarray(keras_model(x, training=False)), _onnxruntime(model, {"x": x})[0],
+                               rtol=1e-5, atol=1e-5)

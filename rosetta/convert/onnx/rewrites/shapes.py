@@ -18,9 +18,13 @@ def constant_reshape_shapes(model):
     """MXNet and the Keras mapper: a Reshape whose target shape is computed at run time from the shape of its
     own input (how tf2onnx writes Keras' Flatten: Shape -> Gather -> Slice -> Concat -> Reshape) gets that
     shape as a constant, with 0 where it keeps an input axis of unknown size (ONNX Reshape copies the input's
-    size for 0). Only rewritten when every element is a known size or provably that same input axis."""
+    size for 0). Rewritten when every element is a known size or provably that same input axis, but one at
+    most, which is then -1 (ONNX Reshape infers it from the others, so it is the size the graph computed): the
+    batch read from another tensor, or a batch times heads (torch.onnx's `reshape(B, N, 3, heads, d)` with
+    `B, N, C = x.shape`, which MXNet refused: "KeyError: '/Concat'")."""
     constants = constant_values(model)
-    elements, dim = shape_tracer(model, follow_equal_sizes=True)
+    elements, dim = shape_tracer(model, follow_equal_sizes=True, unknown_elements=True)
+    targets = {}  # all read before any is replaced: the tracer follows a Reshape's sizes through its target
     for node in model.graph.node:
         allowzero = node_attributes(node).get("allowzero", 0)
         if node.op_type != "Reshape" or node.input[1] in constants or allowzero:
@@ -28,19 +32,14 @@ def constant_reshape_shapes(model):
         shape = elements(node.input[1])
         if shape is None:
             continue
-        fixed = []
-        for axis, element in enumerate(shape):
-            if isinstance(element, int):
-                fixed.append(element)
-            elif element == dim(node.input[0], axis):
-                fixed.append(0)
-            else:
-                break
-        if len(fixed) != len(shape):
-            continue
-        name = f"{node.output[0]}_constant_shape"
-        add_initializer(model, name, fixed)
-        node.input[1] = name
+        fixed = [element if isinstance(element, int) else
+                 0 if element is not None and element == dim(node.input[0], axis) else None
+                 for axis, element in enumerate(shape)]
+        if fixed.count(None) + fixed.count(-1) <= 1:
+            targets[node.output[0]] = [-1 if element is None else element for element in fixed]
+    for node in model.graph.node:
+        if node.op_type == "Reshape" and node.output[0] in targets:
+            node.input[1] = add_initializer(model, f"{node.output[0]}_constant_shape", targets[node.output[0]])
     return remove_dead_nodes(model)
 
 
