@@ -447,6 +447,7 @@ _SAME_SHAPE_OPS = ("Relu", "Identity", "Cast", "BatchNormalization", "Sigmoid", 
 _SAME_BATCH_OPS = ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool",
                    "GlobalMaxPool", "GlobalLpPool")
 _ELEMENTWISE_BINARY_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "PRelu")
+_MAX_FOLLOWED = 200  # ops one size is followed back through (Python's recursion limit is 1,000 frames)
 _INTEGER_TYPES = {2, 3, 4, 5, 6, 7, 12, 13}  # onnx.TensorProto UINT8 ... INT64, UINT32, UINT64
 # integer arithmetic on sizes (ONNX's integer Div truncates, as int() of the quotient does)
 _SIZE_ARITHMETIC = {"Mul": lambda a, b: a * b, "Add": lambda a, b: a + b, "Sub": lambda a, b: a - b,
@@ -468,16 +469,26 @@ def shape_tracer(model, follow_equal_sizes: bool = False, unknown_elements: bool
         shape = static.get(tensor)
         return len(shape) if shape is not None else constants[tensor].ndim if tensor in constants else None
 
+    followed: dict = {}  # (tensor, axis) -> its dim, each followed once
+    depth = [0]  # how many dim() calls are open: a chain longer than _MAX_FOLLOWED stops there, as unknown
+
     def dim(tensor: str, axis: int):
         shape = static.get(tensor)
         if shape and axis < len(shape) and shape[axis]:
             return shape[axis]
         node = producers.get(tensor) if follow_equal_sizes else None
         first_output = node is not None and (node.output[0] == tensor or node.op_type == "Split")
-        source = _same_size_source(node, axis) if first_output else None
-        if isinstance(source, tuple):
-            return dim(*source)
-        return (tensor, axis) if source is None else source
+        if not first_output or depth[0] >= _MAX_FOLLOWED:
+            return (tensor, axis)
+        if (tensor, axis) not in followed:
+            depth[0] += 1
+            try:
+                source = _same_size_source(node, axis)
+                followed[tensor, axis] = (dim(*source) if isinstance(source, tuple) else
+                                          (tensor, axis) if source is None else source)
+            finally:
+                depth[0] -= 1
+        return followed[tensor, axis]
 
     def _same_size_source(node, axis: int):
         """The size of `node`'s first output's `axis` as one of its inputs' (tensor, axis) it provably equals, or

@@ -802,3 +802,24 @@ def test_a_clip_with_only_a_max_is_written_as_min_for_onnx2torch(tmp_path):
     x = np.random.default_rng(8).normal(size=(2, 3)).astype(np.float32)
     np.testing.assert_allclose(build_module(tmp_path / "clip.onnx")(torch.from_numpy(x)).numpy(),
                                _run(model, {"x": x}), rtol=1e-6)
+
+
+def test_a_batch_followed_through_a_chain_too_long_to_follow_is_left_to_reshape_as_minus_one():
+    """The shape tracer follows a size back through each op (MatMul, Add of a bias, Relu: 1,200 here, no
+    residual to stop it) only so far (_MAX_FOLLOWED), not into Python's recursion limit: past it the batch is
+    unknown, the one unknown element of the target, -1, and the graph computes the same."""
+    nodes, initializers, x = [], [], "x"
+    for i in range(400):
+        initializers += [(f"w{i}", np.eye(4, dtype=np.float32)), (f"b{i}", np.zeros(4, np.float32))]
+        nodes += [helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]),
+                  helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"]), helper.make_node("Relu", [f"a{i}"], [f"r{i}"])]
+        x = f"r{i}"
+    nodes += [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Gather", ["shape", "first"], ["batch"]),
+              helper.make_node("Concat", ["batch", "rest"], ["target"], axis=0),
+              helper.make_node("Reshape", [x, "target"], ["y"])]
+    model = _small_graph(nodes, [("x", ["N", 4])], initializers + [("first", _int64(0)), ("rest", _int64(2, 2))])
+    rewritten = rw.constant_reshape_shapes(onnx.ModelProto.FromString(model.SerializeToString()))
+    (target,) = [numpy_helper.to_array(i).tolist() for i in rewritten.graph.initializer if i.name == "y_constant_shape"]
+    assert target == [-1, 2, 2]
+    feeds = {"x": np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)}
+    np.testing.assert_array_equal(_run(rewritten, feeds), _run(model, feeds))
