@@ -304,15 +304,23 @@ CONSTANT_ATTRIBUTE_FORMS = {"value_int": (np.int64, "i"), "value_ints": (np.int6
 def static_shapes(model, data_prop: bool = False) -> dict[str, list]:
     """Each tensor's shape after ONNX shape inference, None for an axis of unknown size; tensors of unknown
     rank are absent. `data_prop` also follows small shape tensors (Shape -> Gather -> Concat ...)."""
+    return shapes_and_types(model, data_prop)[0]
+
+
+def shapes_and_types(model, data_prop: bool = False) -> tuple[dict[str, list], dict[str, int]]:
+    """(static_shapes, element_types) from one run of ONNX shape inference (seconds on a large graph)."""
     from onnx import shape_inference
 
     inferred = shape_inference.infer_shapes(model, data_prop=data_prop)
-    shapes = {}
+    shapes, types = {}, {}
     for value in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
         if value.type.tensor_type.HasField("shape"):
             shapes[value.name] = [d.dim_value if d.HasField("dim_value") else None
                                   for d in value.type.tensor_type.shape.dim]
-    return shapes
+        if value.type.tensor_type.elem_type:
+            types[value.name] = value.type.tensor_type.elem_type
+    types.update({init.name: init.data_type for init in model.graph.initializer})
+    return shapes, types
 
 
 def shape_of(name: str, shapes: dict, constants: dict) -> list | None:
@@ -322,13 +330,7 @@ def shape_of(name: str, shapes: dict, constants: dict) -> list | None:
 
 def element_types(model) -> dict[str, int]:
     """Each tensor's onnx.TensorProto element type, where shape inference knows it."""
-    from onnx import shape_inference
-
-    inferred = shape_inference.infer_shapes(model)
-    values = list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output)
-    types = {value.name: value.type.tensor_type.elem_type for value in values if value.type.tensor_type.elem_type}
-    types.update({init.name: init.data_type for init in model.graph.initializer})
-    return types
+    return shapes_and_types(model)[1]
 
 
 def opset_versions(model) -> dict[str, int]:
@@ -462,7 +464,7 @@ def shape_tracer(model, follow_equal_sizes: bool = False, unknown_elements: bool
     Squeeze/Unsqueeze, Identity, Gather, Slice and Concat of constants; None where one is neither, or with
     `unknown_elements`, None for each element of a part of known length that is neither (a batch times heads
     computed by a Mul), the others still traced."""
-    static, constants = static_shapes(model), constant_values(model)
+    (static, types), constants = shapes_and_types(model), constant_values(model)
     producers = {output: node for node in model.graph.node for output in node.output}
 
     def rank(tensor: str) -> int | None:
@@ -477,8 +479,8 @@ def shape_tracer(model, follow_equal_sizes: bool = False, unknown_elements: bool
         if shape and axis < len(shape) and shape[axis]:
             return shape[axis]
         node = producers.get(tensor) if follow_equal_sizes else None
-        first_output = node is not None and (node.output[0] == tensor or node.op_type == "Split")
-        if not first_output or depth[0] >= _MAX_FOLLOWED:
+        followable = node is not None and (node.output[0] == tensor or node.op_type == "Split")  # Split: any piece
+        if not followable or depth[0] >= _MAX_FOLLOWED:
             return (tensor, axis)
         if (tensor, axis) not in followed:
             depth[0] += 1
@@ -506,8 +508,9 @@ def shape_tracer(model, follow_equal_sizes: bool = False, unknown_elements: bool
         if node.op_type == "Split" and ranks[0] is not None and axis != given.get("axis", 0) % ranks[0]:
             return node.input[0], axis  # every piece: cut along one axis only
         if node.op_type in ("Squeeze", "Unsqueeze") and ranks[0] is not None:
+            given_as_input = len(node.input) > 1 and node.input[1] in constants  # opset 13 on: axes as an input
             listed = given.get("axes") if "axes" in given else (
-                constants[node.input[1]].ravel().tolist() if len(node.input) > 1 and node.input[1] in constants else None)
+                constants[node.input[1]].ravel().tolist() if given_as_input else None)
             if listed is None:
                 return None
             if node.op_type == "Squeeze":
@@ -583,20 +586,13 @@ def shape_tracer(model, follow_equal_sizes: bool = False, unknown_elements: bool
         if node.op_type == "Concat":
             parts = [elements(name) for name in node.input]
             return None if any(p is None for p in parts) else [e for p in parts for e in p]
-        if node.op_type in _SIZE_ARITHMETIC and len(node.input) == 2 and integer(node.output[0]):
-            parts = [elements(name) for name in node.input]  # sizes known here: h * w, C // heads
+        # sizes known here (h * w, C // heads); integers only: a float size, int(h * 0.5), is not computed here
+        if node.op_type in _SIZE_ARITHMETIC and len(node.input) == 2 and types.get(node.output[0]) in _INTEGER_TYPES:
+            parts = [elements(name) for name in node.input]
             if all(p is not None and len(p) == 1 and isinstance(p[0], int) for p in parts):
                 found = _SIZE_ARITHMETIC[node.op_type](parts[0][0], parts[1][0])
                 return None if found is None else [found]
         return None
-
-    types: dict = {}
-
-    def integer(tensor: str) -> bool:
-        """Whether `tensor` holds integers (float sizes, int(h * 0.5), are not computed here)."""
-        if not types:
-            types.update(element_types(model) or {"": 0})
-        return types.get(tensor) in _INTEGER_TYPES
 
     return elements, dim
 
